@@ -1,0 +1,51 @@
+// Errors with stable codes (SLUICE_<AREA>_<WHAT>). A code, once shipped, never changes meaning:
+// clients branch on it. The message says what is wrong and how to mend it.
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export class SluiceError extends Error {
+  readonly code: string;
+  readonly statusCode: number;
+  readonly details: unknown;
+
+  constructor(code: string, message: string, opts: { statusCode?: number; details?: unknown; cause?: unknown } = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = "SluiceError";
+    this.code = code;
+    this.statusCode = opts.statusCode ?? 500;
+    this.details = opts.details;
+  }
+}
+
+/** 422: one or more fields are invalid; `details` names each. */
+export class ValidationError extends SluiceError {
+  constructor(message: string, fields: FieldError[], code = "SLUICE_VALIDATION_FAILED") {
+    super(code, message, { statusCode: 422, details: fields });
+    this.name = "ValidationError";
+  }
+}
+
+export class NotFoundError extends SluiceError {
+  constructor(kind: string, id: string) {
+    super(`SLUICE_${kind.toUpperCase()}_NOT_FOUND`, `No ${kind} with id '${id}' exists for this API key. Check the id, and that you use the key of the tenant that owns it.`, { statusCode: 404 });
+    this.name = "NotFoundError";
+  }
+}
+
+export class ConflictError extends SluiceError {
+  constructor(code: string, message: string) {
+    super(code, message, { statusCode: 409 });
+    this.name = "ConflictError";
+  }
+}
+
+/** A settings problem found at startup; lists every problem at once. */
+export class ConfigError extends SluiceError {
+  constructor(problems: string[]) {
+    super("SLUICE_CONFIG_INVALID", `Invalid configuration:\n  - ${problems.join("\n  - ")}`);
+    this.name = "ConfigError";
+  }
+}
