@@ -1,0 +1,89 @@
+import { IANAZone } from "luxon";
+import type { FieldError } from "../errors.js";
+import { DEFAULT_RETRY_SCHEDULE_SECONDS } from "../policy/retry-schedule.js";
+import { DEFAULT_THROTTLE_SCHEDULE_SECONDS } from "../policy/throttle.js";
+import type { DestinationCreate, DestinationPatch } from "./schemas.js";
+
+// Destination config: defaults and the checks JSON Schema cannot express. Refused values never
+// reach the database (a rejected request writes nothing).
+
+export interface DestinationConfig {
+  name: string;
+  url: string;
+  event_types: string[];
+  timeout_seconds: number;
+  max_concurrency: number;
+  ordered: boolean;
+  rate_limit: { max_per_second?: number; max_per_minute?: number; burst_capacity?: number } | null;
+  delivery_schedule: {
+    timezone: string; quiet_start: string; quiet_end: string;
+    days?: string[]; applies_to?: string[]; bypass_event_types?: string[];
+  } | null;
+  retry_schedule_seconds: number[];
+  throttle_schedule_seconds: number[];
+  probe_interval_seconds: number;
+  replay_on_resume: boolean;
+}
+
+export const DESTINATION_DEFAULTS: Omit<DestinationConfig, "url"> = {
+  name: "",
+  event_types: [],
+  timeout_seconds: 15,
+  max_concurrency: 5,
+  ordered: false,
+  rate_limit: null,
+  delivery_schedule: null,
+  retry_schedule_seconds: [...DEFAULT_RETRY_SCHEDULE_SECONDS],
+  throttle_schedule_seconds: [...DEFAULT_THROTTLE_SCHEDULE_SECONDS],
+  probe_interval_seconds: 300,
+  replay_on_resume: true,
+};
+
+export function withDefaults(input: DestinationCreate): DestinationConfig {
+  const { secret: _secret, ...rest } = input;
+  return { ...DESTINATION_DEFAULTS, ...rest } as DestinationConfig;
+}
+
+export function applyPatch(current: DestinationConfig, patch: DestinationPatch): DestinationConfig {
+  const { secret: _secret, ...rest } = patch;
+  return { ...current, ...rest } as DestinationConfig;
+}
+
+/** Checks beyond the JSON schema; returns every problem found. */
+export function checkDestinationConfig(c: Partial<DestinationConfig>): FieldError[] {
+  const problems: FieldError[] = [];
+  if (c.url !== undefined) {
+    let u: URL | null = null;
+    try {
+      u = new URL(c.url);
+    } catch {
+      problems.push({ field: "url", message: "is not a valid absolute URL; use e.g. https://example.com/webhooks" });
+    }
+    if (u && u.protocol !== "http:" && u.protocol !== "https:") {
+      problems.push({ field: "url", message: `scheme '${u.protocol.replace(":", "")}' is not allowed; use http or https` });
+    }
+    if (u && (u.username || u.password)) {
+      problems.push({ field: "url", message: "must not carry credentials (user:password@); they would be stored and logged with the URL" });
+    }
+  }
+  if (c.rate_limit) {
+    const r = c.rate_limit;
+    if (r.max_per_second === undefined && r.max_per_minute === undefined) {
+      problems.push({ field: "rate_limit", message: "set max_per_second, max_per_minute or both (or rate_limit: null for unlimited)" });
+    }
+  }
+  if (c.delivery_schedule) {
+    const s = c.delivery_schedule;
+    if (!IANAZone.isValidZone(s.timezone)) {
+      problems.push({ field: "delivery_schedule.timezone", message: `'${s.timezone}' is not an IANA time zone name; use e.g. 'Europe/Berlin' or 'America/New_York'` });
+    }
+    if (normaliseTime(s.quiet_start) === normaliseTime(s.quiet_end)) {
+      problems.push({ field: "delivery_schedule.quiet_end", message: "equals quiet_start: the window would be empty (or all day); pick different times" });
+    }
+  }
+  return problems;
+}
+
+function normaliseTime(t: string): string {
+  return t.length === 5 ? `${t}:00` : t;
+}

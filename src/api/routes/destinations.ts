@@ -1,0 +1,145 @@
+import type { FastifyInstance } from "fastify";
+import type { Static } from "@sinclair/typebox";
+import type { ApiContext } from "../server.js";
+import { NotFoundError, ValidationError } from "../../errors.js";
+import { newId } from "../../ids.js";
+import { generateSecret } from "../../delivery/sign.js";
+import {
+  insertDestination, getDestination, listDestinations, destinationCounts, updateDestinationConfig,
+  deleteDestination, pauseDestination, resumeDestination, type SecretEntry, type DestinationRow,
+} from "../../db/queries/destinations.js";
+import type { Queryable } from "../../db/db.js";
+import { WORK_CHANNEL } from "../../dispatch/dispatcher.js";
+import { DestinationCreate, DestinationPatch, IdParams, ListQuery, PauseBody, ResumeBody, RotateSecretBody } from "../schemas.js";
+import { withDefaults, applyPatch, checkDestinationConfig } from "../destination-config.js";
+import { destinationView, decodeCursor, page } from "../serialize.js";
+
+/** Previous secrets keep signing for this long after a rotation, so receivers can switch over. */
+const DEFAULT_ROTATION_GRACE_SECONDS = 24 * 3600;
+
+export function destinationRoutes(ctx: ApiContext) {
+  const tags = ["destinations"];
+
+  async function view(q: Queryable, row: DestinationRow, withSecret = false) {
+    const counts = await destinationCounts(q, [row.id]);
+    return destinationView(row, counts.get(row.id), { withSecret });
+  }
+
+  async function mustGet(q: Queryable, tenantId: string, id: string, lock = false): Promise<DestinationRow> {
+    const row = await getDestination(q, tenantId, id, lock);
+    if (!row) throw new NotFoundError("destination", id);
+    return row;
+  }
+
+  return async (app: FastifyInstance) => {
+    app.post<{ Body: DestinationCreate }>("/v1/destinations", { schema: { body: DestinationCreate, tags } }, async (req, reply) => {
+      const config = withDefaults(req.body);
+      const problems = checkDestinationConfig(config);
+      if (problems.length) throw new ValidationError(`Invalid destination: ${problems.map((p) => `${p.field} ${p.message}`).join("; ")}`, problems);
+      const secrets: SecretEntry[] = [{ secret: req.body.secret ?? generateSecret(), expires_at: null }];
+      const row = await ctx.db.tx((q) => insertDestination(q, newId("dst"), req.tenant.id, config, secrets));
+      return reply.status(201).send(destinationView(row, undefined, { withSecret: true }));
+    });
+
+    app.get<{ Querystring: Static<typeof ListQuery> }>("/v1/destinations", { schema: { querystring: ListQuery, tags } }, async (req) => {
+      const before = decodeCursor(req.query.cursor);
+      if (before === undefined) throw badCursor();
+      const limit = req.query.limit ?? 100;
+      const rows = await listDestinations(ctx.db, req.tenant.id, limit, before);
+      const counts = await destinationCounts(ctx.db, rows.map((r) => r.id));
+      return page(rows.map((r) => destinationView(r, counts.get(r.id))), limit);
+    });
+
+    app.get<{ Params: Static<typeof IdParams> }>("/v1/destinations/:id", { schema: { params: IdParams, tags } }, async (req) => {
+      return view(ctx.db, await mustGet(ctx.db, req.tenant.id, req.params.id));
+    });
+
+    app.get<{ Params: Static<typeof IdParams> }>("/v1/destinations/:id/secret", { schema: { params: IdParams, tags } }, async (req) => {
+      const row = await mustGet(ctx.db, req.tenant.id, req.params.id);
+      const now = Date.now();
+      return { secret: row.secrets[0]?.secret, previous: row.secrets.slice(1).filter((s) => s.expires_at && Date.parse(s.expires_at) > now) };
+    });
+
+    app.patch<{ Params: Static<typeof IdParams>; Body: DestinationPatch }>(
+      "/v1/destinations/:id",
+      { schema: { params: IdParams, body: DestinationPatch, tags } },
+      async (req) => {
+        const row = await ctx.db.tx(async (q) => {
+          const current = await mustGet(q, req.tenant.id, req.params.id, true);
+          const config = applyPatch(current, req.body);
+          const problems = checkDestinationConfig(req.body as Partial<typeof config>);
+          if (problems.length) throw new ValidationError(`Invalid destination: ${problems.map((p) => `${p.field} ${p.message}`).join("; ")}`, problems);
+          const secrets = req.body.secret ? rotate(current.secrets, req.body.secret, DEFAULT_ROTATION_GRACE_SECONDS) : null;
+          const updated = await updateDestinationConfig(q, current.id, config, secrets);
+          return view(q, updated);
+        });
+        await ctx.db.notify(WORK_CHANNEL);
+        return row;
+      },
+    );
+
+    app.post<{ Params: Static<typeof IdParams>; Body: Static<typeof RotateSecretBody> }>(
+      "/v1/destinations/:id/rotate-secret",
+      { schema: { params: IdParams, body: RotateSecretBody, tags }, config: { optionalBody: true } },
+      async (req) => {
+        return ctx.db.tx(async (q) => {
+          const current = await mustGet(q, req.tenant.id, req.params.id, true);
+          const secret = req.body.secret ?? generateSecret();
+          const secrets = rotate(current.secrets, secret, req.body.grace_seconds ?? DEFAULT_ROTATION_GRACE_SECONDS);
+          await q.query("UPDATE destinations SET secrets = $2, updated_at = now() WHERE id = $1", [current.id, JSON.stringify(secrets)]);
+          return { secret, previous: secrets.slice(1) };
+        });
+      },
+    );
+
+    app.delete<{ Params: Static<typeof IdParams> }>("/v1/destinations/:id", { schema: { params: IdParams, tags } }, async (req, reply) => {
+      await ctx.db.tx(async (q) => {
+        await mustGet(q, req.tenant.id, req.params.id, true);
+        await deleteDestination(q, req.params.id);
+      });
+      return reply.status(204).send();
+    });
+
+    app.post<{ Params: Static<typeof IdParams>; Body: Static<typeof PauseBody> }>(
+      "/v1/destinations/:id/pause",
+      { schema: { params: IdParams, body: PauseBody, tags }, config: { optionalBody: true } },
+      async (req) => {
+        return ctx.db.tx(async (q) => {
+          await mustGet(q, req.tenant.id, req.params.id, true);
+          await pauseDestination(q, req.params.id, req.body.reason ? `manual: ${req.body.reason}` : "manual");
+          return view(q, await mustGet(q, req.tenant.id, req.params.id));
+        });
+      },
+    );
+
+    app.post<{ Params: Static<typeof IdParams>; Body: Static<typeof ResumeBody> }>(
+      "/v1/destinations/:id/resume",
+      { schema: { params: IdParams, body: ResumeBody, tags }, config: { optionalBody: true } },
+      async (req) => {
+        const out = await ctx.db.tx(async (q) => {
+          const current = await mustGet(q, req.tenant.id, req.params.id, true);
+          const discarded = await resumeDestination(q, current.id, req.body.replay ?? current.replay_on_resume);
+          return { ...(await view(q, await mustGet(q, req.tenant.id, req.params.id))), discarded };
+        });
+        await ctx.db.notify(WORK_CHANNEL);
+        return out;
+      },
+    );
+  };
+}
+
+function rotate(current: SecretEntry[], secret: string, graceSeconds: number): SecretEntry[] {
+  const now = Date.now();
+  const expires = new Date(now + graceSeconds * 1000).toISOString();
+  const kept = current
+    .filter((s) => s.secret !== secret)
+    .map((s) => ({ secret: s.secret, expires_at: s.expires_at ?? expires }))
+    .filter((s) => Date.parse(s.expires_at) > now);
+  return [{ secret, expires_at: null }, ...kept].slice(0, 5);
+}
+
+export function badCursor(): ValidationError {
+  return new ValidationError("Invalid request: query.cursor is not a cursor returned by a previous page", [
+    { field: "query.cursor", message: "is not a cursor returned by a previous page; pass next_cursor as is" },
+  ]);
+}

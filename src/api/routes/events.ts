@@ -1,0 +1,95 @@
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { createHash } from "node:crypto";
+import type { Static } from "@sinclair/typebox";
+import type { ApiContext } from "../server.js";
+import { ConflictError, NotFoundError, ValidationError } from "../../errors.js";
+import { withRetry } from "../../db/db.js";
+import { findIdempotent, storeIdempotent, getEvent } from "../../db/queries/events.js";
+import { listDeliveries } from "../../db/queries/deliveries.js";
+import { publishEvents, type Published } from "../../events/publish.js";
+import { WORK_CHANNEL } from "../../dispatch/dispatcher.js";
+import { metrics } from "../../metrics.js";
+import { EventIn, EventBatch, IdParams } from "../schemas.js";
+import { eventView, deliveryView } from "../serialize.js";
+
+class IdempotentReplay extends Error {}
+
+export function eventRoutes(ctx: ApiContext) {
+  const tags = ["events"];
+
+  /** Validates the Idempotency-Key header; returns it (or undefined) and the body's hash. */
+  function idempotencyKey(req: FastifyRequest): { key: string; hash: string } | undefined {
+    const key = req.headers["idempotency-key"];
+    if (key === undefined) return undefined;
+    if (typeof key !== "string" || key.length === 0 || key.length > 255) {
+      throw new ValidationError("Invalid request: header Idempotency-Key must be 1–255 characters", [{ field: "header.idempotency-key", message: "must be 1–255 characters" }]);
+    }
+    return { key, hash: createHash("sha256").update(JSON.stringify(req.body)).digest("hex") };
+  }
+
+  /** The stored first answer for this key, or undefined; 409 when the key came with another body. */
+  async function replay(req: FastifyRequest, idem: { key: string; hash: string }): Promise<unknown> {
+    const found = await findIdempotent(ctx.db, req.tenant.id, idem.key);
+    if (!found) return undefined;
+    if (found.request_hash !== idem.hash) {
+      throw new ConflictError("SLUICE_IDEMPOTENCY_KEY_REUSED", `Idempotency-Key '${idem.key}' was used in the last 24 hours with a different body. Use a new key for a new request.`);
+    }
+    return found.response;
+  }
+
+  /** Publishes once per Idempotency-Key: a repeat (even a concurrent one) gets the first answer. */
+  async function accept(req: FastifyRequest, inputs: Static<typeof EventIn>[], batch: boolean): Promise<unknown> {
+    const idem = idempotencyKey(req);
+    if (idem) {
+      const first = await replay(req, idem);
+      if (first !== undefined) return first;
+    }
+    try {
+      const out = await run(req, inputs, batch, idem);
+      return batch ? { events: out } : out[0];
+    } catch (err) {
+      if (err instanceof IdempotentReplay && idem) return replay(req, idem);
+      throw err;
+    }
+  }
+
+  async function run(req: FastifyRequest, inputs: Static<typeof EventIn>[], batch: boolean, idem: { key: string; hash: string } | undefined): Promise<Published[]> {
+    const result = await withRetry(ctx.db, async (q) => {
+      const out = await publishEvents(q, req.tenant.id, inputs, {
+        maxPayloadBytes: ctx.config.maxPayloadBytes,
+        fieldPrefix: batch ? (i) => `events[${i}].` : undefined,
+      });
+      if (idem) {
+        const response = batch ? { events: out } : out[0];
+        // Another request with this key committed first: roll back, answer with its response.
+        if (!(await storeIdempotent(q, req.tenant.id, idem.key, idem.hash, response))) throw new IdempotentReplay();
+      }
+      return out;
+    });
+    metrics.eventsIngested.inc(result.length);
+    metrics.deliveriesCreated.inc(result.reduce((n, r) => n + r.deliveries, 0));
+    await ctx.db.notify(WORK_CHANNEL);
+    return result;
+  }
+
+  return async (app: FastifyInstance) => {
+    app.post<{ Body: Static<typeof EventIn> }>("/v1/events", { schema: { body: EventIn, tags } }, async (req, reply) => {
+      return reply.status(202).send(await accept(req, [req.body], false));
+    });
+
+    app.post<{ Body: EventBatch }>(
+      "/v1/events/batch",
+      { schema: { body: EventBatch, tags }, bodyLimit: ctx.config.maxBatchBytes },
+      async (req, reply) => {
+        return reply.status(202).send(await accept(req, req.body.events, true));
+      },
+    );
+
+    app.get<{ Params: Static<typeof IdParams> }>("/v1/events/:id", { schema: { params: IdParams, tags } }, async (req) => {
+      const ev = await getEvent(ctx.db, req.tenant.id, req.params.id);
+      if (!ev) throw new NotFoundError("event", req.params.id);
+      const deliveries = await listDeliveries(ctx.db, req.tenant.id, { eventId: ev.id }, 1000, null);
+      return { ...eventView(ev), deliveries: deliveries.map(deliveryView) };
+    });
+  };
+}

@@ -1,0 +1,42 @@
+import type { FastifyInstance } from "fastify";
+import { timingSafeEqual, createHash } from "node:crypto";
+import type { ApiContext } from "../server.js";
+import { bearer } from "../server.js";
+import { SluiceError } from "../../errors.js";
+import { newId, randomToken } from "../../ids.js";
+import { insertTenant, updateTenant } from "../../db/queries/tenants.js";
+import { TenantCreate, TenantPatch } from "../schemas.js";
+import { tenantView } from "../serialize.js";
+import type { Static } from "@sinclair/typebox";
+
+export const newApiKey = (): string => `sk_${randomToken(24)}`;
+
+export function tenantRoutes(ctx: ApiContext) {
+  return async (app: FastifyInstance) => {
+    app.post<{ Body: Static<typeof TenantCreate> }>("/v1/tenants", { schema: { body: TenantCreate, tags: ["tenants"] } }, async (req, reply) => {
+      const admin = ctx.config.adminKey;
+      if (!admin) {
+        throw new SluiceError("SLUICE_AUTH_ADMIN_DISABLED", "Creating tenants needs an admin key: start Sluice with SLUICE_ADMIN_KEY set.", { statusCode: 403 });
+      }
+      if (!sameSecret(bearer(req), admin)) {
+        throw new SluiceError("SLUICE_AUTH_INVALID_KEY", "POST /v1/tenants takes the admin key (SLUICE_ADMIN_KEY) as its Bearer token.", { statusCode: 401 });
+      }
+      const apiKey = newApiKey();
+      const t = await ctx.db.tx((q) => insertTenant(q, { id: newId("ten"), name: req.body.name, alertEmail: req.body.alert_email ?? null }, apiKey));
+      return reply.status(201).send({ ...tenantView(t), api_key: apiKey });
+    });
+
+    app.get("/v1/tenant", { schema: { tags: ["tenants"] } }, async (req) => tenantView(req.tenant));
+
+    app.patch<{ Body: Static<typeof TenantPatch> }>("/v1/tenant", { schema: { body: TenantPatch, tags: ["tenants"] } }, async (req) => {
+      const t = await updateTenant(ctx.db, req.tenant.id, req.body);
+      return tenantView(t);
+    });
+  };
+}
+
+function sameSecret(a: string, b: string): boolean {
+  const ha = createHash("sha256").update(a).digest();
+  const hb = createHash("sha256").update(b).digest();
+  return timingSafeEqual(ha, hb);
+}

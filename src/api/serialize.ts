@@ -1,0 +1,128 @@
+import type { DestinationRow, DestinationCounts } from "../db/queries/destinations.js";
+import type { DeliveryRow, AttemptRowOut } from "../db/queries/deliveries.js";
+import type { EventRow } from "../db/queries/events.js";
+import type { TenantRow } from "../db/queries/tenants.js";
+
+// Rows → API objects. Live state that is not stored per delivery (held because the destination
+// is paused or throttled) is derived here, at read time: holding a destination writes nothing
+// to its deliveries.
+
+const iso = (d: Date | null | undefined): string | null => (d ? d.toISOString() : null);
+
+export function tenantView(t: TenantRow) {
+  return { id: t.id, name: t.name, alert_email: t.alert_email, created_at: iso(t.created_at), updated_at: iso(t.updated_at) };
+}
+
+export function destinationStatus(row: Pick<DestinationRow, "paused_at" | "throttled_until" | "now">): string {
+  if (row.paused_at) return "paused";
+  if (row.throttled_until && row.throttled_until > row.now) return "throttled";
+  return "active";
+}
+
+export function healthView(consecutiveFailures: number) {
+  // Until health scoring lands, the score reflects the consecutive-failure run only.
+  const score = Math.max(0, 100 - consecutiveFailures * 10);
+  const status = score >= 95 ? "healthy" : score >= 75 ? "degraded" : score >= 50 ? "critical" : "unhealthy";
+  return { status, score, consecutive_failures: consecutiveFailures };
+}
+
+export function destinationView(row: DestinationRow, counts: DestinationCounts | undefined, opts: { withSecret?: boolean } = {}) {
+  const throttled = row.throttled_until !== null && row.throttled_until > row.now;
+  return {
+    id: row.id,
+    name: row.name,
+    url: row.url,
+    event_types: row.event_types,
+    ...(opts.withSecret ? { secret: row.secrets[0]?.secret } : {}),
+    timeout_seconds: row.timeout_seconds,
+    max_concurrency: row.max_concurrency,
+    ordered: row.ordered,
+    rate_limit: row.rate_limit,
+    delivery_schedule: row.delivery_schedule,
+    retry_schedule_seconds: row.retry_schedule_seconds,
+    throttle_schedule_seconds: row.throttle_schedule_seconds,
+    probe_interval_seconds: row.probe_interval_seconds,
+    replay_on_resume: row.replay_on_resume,
+    status: destinationStatus(row),
+    throttled_until: throttled ? iso(row.throttled_until) : null,
+    throttle_reason: throttled ? row.throttle_reason : null,
+    paused_at: iso(row.paused_at),
+    pause_reason: row.paused_at ? row.pause_reason : null,
+    queued_events: counts?.queued ?? 0,
+    inflight: counts?.inflight ?? 0,
+    health: healthView(row.consecutive_failures),
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+export function deliveryView(r: DeliveryRow) {
+  let status = r.status;
+  let holdReason: string | null = null;
+  const waiting = r.status === "queued" || r.status === "retry_scheduled";
+  if (waiting) {
+    if (r.d_paused_at) {
+      status = "held";
+      holdReason = "paused";
+    } else if (r.d_throttled_until && r.d_throttled_until > r.now) {
+      status = "held";
+      holdReason = "throttled";
+    } else if (r.status === "queued" && r.next_attempt_at > r.now && r.attempts === 0) {
+      status = "held";
+      holdReason = "scheduled";
+    }
+  }
+  return {
+    id: r.id,
+    event_id: r.event_id,
+    destination_id: r.destination_id,
+    status,
+    attempts: r.attempts,
+    next_attempt_at: waiting ? iso(r.next_attempt_at) : null,
+    hold_reason: holdReason,
+    last_error: r.last_error,
+    last_status_code: r.last_status_code,
+    created_at: iso(r.created_at),
+    updated_at: iso(r.updated_at),
+  };
+}
+
+export function eventView(e: EventRow) {
+  return {
+    id: e.id,
+    type: e.type,
+    payload: e.payload,
+    occurred_at: iso(e.occurred_at),
+    deliver_at: iso(e.deliver_at),
+    created_at: iso(e.created_at),
+  };
+}
+
+export function attemptView(a: AttemptRowOut) {
+  return {
+    attempt: a.attempt_no,
+    started_at: iso(a.started_at),
+    latency_ms: a.latency_ms,
+    outcome: a.outcome,
+    status_code: a.status_code,
+    error_class: a.error_class,
+    error_message: a.error_message,
+    response_body: a.response_body,
+  };
+}
+
+/** Opaque page cursors: the last id of the page, base64url-encoded. */
+export function encodeCursor(id: string): string {
+  return Buffer.from(id, "utf8").toString("base64url");
+}
+
+export function decodeCursor(cursor: string | undefined): string | null | undefined {
+  if (cursor === undefined || cursor === "") return null;
+  const id = Buffer.from(cursor, "base64url").toString("utf8");
+  return /^[a-z]{3}_[0-9a-f]{27}$/.test(id) ? id : undefined; // undefined: not a cursor of ours
+}
+
+export function page<T extends { id: string }>(rows: T[], limit: number) {
+  const last = rows[rows.length - 1];
+  return { data: rows, next_cursor: rows.length === limit && last ? encodeCursor(last.id) : null };
+}

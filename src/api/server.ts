@@ -1,0 +1,196 @@
+import Fastify, { type FastifyInstance, type FastifyRequest, type FastifyError, type FastifyBaseLogger } from "fastify";
+import swagger from "@fastify/swagger";
+import { Ajv } from "ajv";
+import addFormats from "ajv-formats";
+import type { Logger } from "pino";
+import type { Db } from "../db/db.js";
+import type { Config } from "../config.js";
+import { SluiceError, ValidationError, type FieldError } from "../errors.js";
+import { registry } from "../metrics.js";
+import { tenantByKey, type TenantRow } from "../db/queries/tenants.js";
+import { tenantRoutes } from "./routes/tenants.js";
+import { destinationRoutes } from "./routes/destinations.js";
+import { eventRoutes } from "./routes/events.js";
+import { deliveryRoutes } from "./routes/deliveries.js";
+
+export interface ApiContext {
+  db: Db;
+  config: Readonly<Config>;
+  log: Logger;
+  version: string;
+}
+
+declare module "fastify" {
+  interface FastifyRequest {
+    tenant: TenantRow;
+  }
+  interface FastifyContextConfig {
+    /** The route's body may be absent; it is then validated as {}. */
+    optionalBody?: boolean;
+  }
+}
+
+// Bodies are validated strictly (no type coercion: "5" is not 5; unknown fields refused);
+// query strings and path params are strings on the wire, so those coerce.
+function makeAjv(coerce: boolean): Ajv {
+  const ajv = new Ajv({ allErrors: true, coerceTypes: coerce, useDefaults: true, removeAdditional: false, strict: false });
+  (addFormats as unknown as (a: Ajv) => void)(ajv);
+  return ajv;
+}
+
+export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
+  const app = Fastify({
+    // Per-request logs stay off at info level; errors are logged by the error handler.
+    loggerInstance: ctx.log.child({ component: "api" }, { level: ctx.log.level === "info" ? "warn" : ctx.log.level }) as unknown as FastifyBaseLogger,
+    bodyLimit: ctx.config.maxPayloadBytes + 64 * 1024,
+    return503OnClosing: true,
+    forceCloseConnections: true,
+  });
+
+  const bodyAjv = makeAjv(false);
+  const paramAjv = makeAjv(true);
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === "body" ? bodyAjv : paramAjv).compile(schema));
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: "3.0.3",
+      info: { title: "Sluice API", version: ctx.version, description: "Outbound webhooks with per-destination flow control" },
+      components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
+      security: [{ bearer: [] }],
+    },
+  });
+
+  app.setErrorHandler((err: FastifyError, _req, reply) => {
+    const { status, body } = toErrorBody(err);
+    if (status >= 500) ctx.log.error({ err }, "request failed");
+    void reply.status(status).send(body);
+  });
+  app.setNotFoundHandler((req, reply) => {
+    void reply.status(404).send({ error: { code: "SLUICE_ROUTE_NOT_FOUND", message: `No route ${req.method} ${req.url.split("?")[0]}; see GET /openapi.json for the API.` } });
+  });
+
+  // Optional bodies (pause, resume, …) arrive empty: treat that as {}.
+  app.addHook("preValidation", async (req) => {
+    if (req.body === undefined && req.routeOptions.config?.optionalBody) {
+      req.body = {};
+    }
+  });
+
+  // Authentication for /v1 (the admin-only tenant creation authenticates itself).
+  const cache = new Map<string, { tenant: TenantRow; until: number }>();
+  app.decorateRequest("tenant", null as unknown as TenantRow);
+  app.addHook("onRequest", async (req) => {
+    if (!req.url.startsWith("/v1/") || (req.method === "POST" && req.url.split("?")[0] === "/v1/tenants")) return;
+    const key = bearer(req);
+    const hit = cache.get(key);
+    if (hit && hit.until > Date.now()) {
+      req.tenant = hit.tenant;
+      return;
+    }
+    const tenant = await tenantByKey(ctx.db, key);
+    if (!tenant) throw unauthorized("This API key is not known. Use the key printed at first start or returned by POST /v1/tenants.");
+    if (cache.size > 10_000) cache.clear();
+    cache.set(key, { tenant, until: Date.now() + 5_000 });
+    req.tenant = tenant;
+  });
+
+  app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
+  if (ctx.config.metricsPort === undefined) {
+    app.get("/metrics", { schema: { hide: true } }, async (_req, reply) => {
+      void reply.header("content-type", registry.contentType);
+      return registry.metrics();
+    });
+  }
+  app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+
+  await app.register(tenantRoutes(ctx));
+  await app.register(destinationRoutes(ctx));
+  await app.register(eventRoutes(ctx));
+  await app.register(deliveryRoutes(ctx));
+  return app;
+}
+
+export function bearer(req: FastifyRequest): string {
+  const h = req.headers.authorization;
+  const m = h ? /^Bearer\s+(\S+)\s*$/i.exec(h) : null;
+  if (!m) throw unauthorized("Send the header 'Authorization: Bearer <api key>'.");
+  return m[1]!;
+}
+
+function unauthorized(message: string): SluiceError {
+  return new SluiceError("SLUICE_AUTH_INVALID_KEY", message, { statusCode: 401 });
+}
+
+/** Maps any error to the contract's error body. Bad input is never a 500. */
+export function toErrorBody(err: FastifyError | Error): { status: number; body: { error: { code: string; message: string; details?: unknown } } } {
+  if (err instanceof SluiceError) {
+    const e: { code: string; message: string; details?: unknown } = { code: err.code, message: err.message };
+    if (err.details !== undefined) e.details = err.details;
+    return { status: err.statusCode, body: { error: e } };
+  }
+  const fe = err as FastifyError & { validation?: AjvLikeError[] };
+  if (fe.validation) {
+    const details = dedupe(usefulErrors(fe.validation).map((v) => fieldError(v, fe.validationContext)));
+    const v = new ValidationError(`Invalid request: ${details.map((d) => `${d.field} ${d.message}`).join("; ")}`, details);
+    return toErrorBody(v);
+  }
+  const code = fe.code ?? "";
+  if (code === "FST_ERR_CTP_BODY_TOO_LARGE") {
+    return { status: 413, body: { error: { code: "SLUICE_REQUEST_TOO_LARGE", message: "The request body is larger than allowed. An event payload may be at most SLUICE_MAX_PAYLOAD_BYTES (default 1 MiB); split large batches." } } };
+  }
+  if (code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
+    return { status: 415, body: { error: { code: "SLUICE_REQUEST_UNSUPPORTED_MEDIA_TYPE", message: "Send JSON with 'Content-Type: application/json'." } } };
+  }
+  if (code === "FST_ERR_CTP_EMPTY_JSON_BODY") {
+    return { status: 400, body: { error: { code: "SLUICE_REQUEST_EMPTY_BODY", message: "The body is empty but Content-Type says JSON; send a JSON object." } } };
+  }
+  if (fe.statusCode === 400 || err instanceof SyntaxError || code.startsWith("FST_ERR_CTP")) {
+    return { status: 400, body: { error: { code: "SLUICE_REQUEST_MALFORMED_JSON", message: `The body is not valid JSON (${err.message}). Check quoting and trailing commas.` } } };
+  }
+  if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
+    return { status: fe.statusCode, body: { error: { code: "SLUICE_REQUEST_INVALID", message: err.message } } };
+  }
+  return { status: 500, body: { error: { code: "SLUICE_INTERNAL", message: "Sluice hit an internal error; it is logged. Retrying is safe." } } };
+}
+
+/**
+ * A nullable object that fails inside reports "must be null" and "must match a schema in anyOf"
+ * beside the real problem; keep only the real one when there is one.
+ */
+function usefulErrors(errors: AjvLikeError[]): AjvLikeError[] {
+  const noise = (e: AjvLikeError) => e.keyword === "anyOf" || (e.keyword === "type" && e.params.type === "null");
+  const useful = errors.filter((e) => !noise(e));
+  return useful.length ? useful : errors.filter((e) => e.keyword !== "anyOf");
+}
+
+function dedupe(list: FieldError[]): FieldError[] {
+  const seen = new Set<string>();
+  return list.filter((f) => {
+    const k = `${f.field}\u0000${f.message}`;
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+}
+
+interface AjvLikeError {
+  instancePath: string;
+  keyword: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+function fieldError(v: AjvLikeError, part?: string): FieldError {
+  const path = v.instancePath.replace(/^\//, "").split("/").filter(Boolean).map((s) => (/^\d+$/.test(s) ? `[${s}]` : s)).join(".").replace(/\.\[/g, "[");
+  const prefix = part && part !== "body" ? `${part === "querystring" ? "query" : part}.` : "";
+  if (v.keyword === "required") {
+    const f = String(v.params.missingProperty);
+    return { field: prefix + (path ? `${path}.${f}` : f), message: "is required" };
+  }
+  if (v.keyword === "additionalProperties") {
+    const f = String(v.params.additionalProperty);
+    return { field: prefix + (path ? `${path}.${f}` : f), message: "is not a known field; check its spelling against the API reference" };
+  }
+  if (v.keyword === "minProperties") return { field: prefix + (path || "body"), message: "must set at least one field" };
+  return { field: prefix + (path || "body"), message: v.message ?? "is invalid" };
+}

@@ -1,0 +1,96 @@
+import { readFileSync } from "node:fs";
+import http from "node:http";
+import type { FastifyInstance } from "fastify";
+import { pino, type Logger } from "pino";
+import type { Config } from "./config.js";
+import { openDb, type Db } from "./db/db.js";
+import { migrate } from "./db/migrate.js";
+import { buildApi } from "./api/server.js";
+import { Dispatcher } from "./dispatch/dispatcher.js";
+import { startJanitor } from "./dispatch/janitor.js";
+import { Sender } from "./delivery/sender.js";
+import { ensureDefaultTenant } from "./bootstrap.js";
+import { registry } from "./metrics.js";
+
+export const VERSION: string = (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
+export const USER_AGENT = `Sluice/${VERSION} (+https://github.com/sluice-webhooks)`;
+
+export interface RunOptions {
+  api: boolean;
+  worker: boolean;
+  shard?: [number, number] | null;
+  log?: Logger;
+  /** Called with a generated default-tenant key (first start without SLUICE_API_KEY). */
+  onGeneratedKey?: (key: string) => void;
+}
+
+export interface Running {
+  db: Db;
+  url: string | null;
+  api: FastifyInstance | null;
+  dispatcher: Dispatcher | null;
+  stop(): Promise<void>;
+}
+
+/** Opens the store, migrates, and starts the API and/or the delivery worker in this process. */
+export async function run(config: Readonly<Config>, opts: RunOptions): Promise<Running> {
+  const log = opts.log ?? pino({ level: config.logLevel, base: { pid: process.pid } });
+  const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.dbPoolSize });
+  const applied = await migrate(db);
+  if (applied.length) log.info({ applied }, "migrations applied");
+
+  if (opts.api) {
+    const boot = await ensureDefaultTenant(db, config.apiKey);
+    if (boot.generatedKey) opts.onGeneratedKey?.(boot.generatedKey);
+  }
+
+  let api: FastifyInstance | null = null;
+  let metricsServer: http.Server | null = null;
+  let url: string | null = null;
+  if (opts.api) {
+    api = await buildApi({ db, config, log, version: VERSION });
+    url = await api.listen({ host: config.host, port: config.port });
+  }
+  if (config.metricsPort !== undefined) {
+    metricsServer = http.createServer((_req, res) => {
+      void registry.metrics().then((body) => {
+        res.writeHead(200, { "content-type": registry.contentType });
+        res.end(body);
+      });
+    });
+    await new Promise<void>((r) => metricsServer!.listen(config.metricsPort, config.host, r));
+  }
+
+  let dispatcher: Dispatcher | null = null;
+  let sender: Sender | null = null;
+  let stopJanitor: (() => void) | null = null;
+  if (opts.worker) {
+    sender = new Sender({ network: { allowPrivateNetworks: config.allowPrivateNetworks, allowedCidrs: config.allowedCidrs }, userAgent: USER_AGENT });
+    dispatcher = new Dispatcher(db, sender, {
+      workerConcurrency: config.workerConcurrency,
+      claimBatchSize: config.claimBatchSize,
+      grantCap: config.grantCap,
+      leaseMarginSeconds: config.leaseMarginSeconds,
+      shard: opts.shard ?? null,
+      userAgent: USER_AGENT,
+    }, log.child({ component: "dispatcher" }));
+    await dispatcher.start();
+    stopJanitor = startJanitor(db, config.retentionHours, log.child({ component: "janitor" }));
+  }
+
+  let stopping: Promise<void> | null = null;
+  return {
+    db, url, api, dispatcher,
+    stop() {
+      stopping ??= (async () => {
+        stopJanitor?.();
+        if (api) await api.close(); // stop taking requests first
+        if (dispatcher) await dispatcher.stop(config.shutdownGraceSeconds * 1000);
+        if (sender) await sender.close();
+        if (metricsServer) await new Promise((r) => metricsServer!.close(r));
+        await db.close();
+      })();
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,106 @@
+import { ConfigError } from "./errors.js";
+import { parseCidrList } from "./delivery/network-guard.js";
+
+// Every setting in one table: its env variable, flag, default and parser. Flags win over env,
+// env over defaults; every problem is reported at once; the result is frozen.
+
+export interface Config {
+  databaseUrl: string | undefined;
+  dataDir: string;
+  host: string;
+  port: number;
+  metricsPort: number | undefined;
+  apiKey: string | undefined;
+  adminKey: string | undefined;
+  allowPrivateNetworks: boolean;
+  allowedCidrs: string[];
+  maxPayloadBytes: number;
+  maxBatchBytes: number;
+  retentionHours: number;
+  /** Most sends in flight in one worker process (all destinations together). */
+  workerConcurrency: number;
+  /** Destinations claimed per claim transaction. */
+  claimBatchSize: number;
+  /** Most deliveries granted to one destination per claim. */
+  grantCap: number;
+  /** Added to a destination's timeout to make its lease: lease > timeout + margin, or a slow request could be delivered twice. */
+  leaseMarginSeconds: number;
+  dbPoolSize: number;
+  logLevel: string;
+  shutdownGraceSeconds: number;
+}
+
+type Parser<T> = (raw: string) => T;
+
+interface Setting<K extends keyof Config> {
+  key: K;
+  env: string;
+  flag?: string;
+  default: Config[K];
+  parse: Parser<Config[K]>;
+  doc: string;
+}
+
+const int = (min: number, max: number): Parser<number> => (raw) => {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`must be a whole number from ${min} to ${max}`);
+  return n;
+};
+const str: Parser<string> = (raw) => raw;
+const optStr: Parser<string | undefined> = (raw) => (raw === "" ? undefined : raw);
+const bool: Parser<boolean> = (raw) => {
+  if (["1", "true", "yes", "on"].includes(raw.toLowerCase())) return true;
+  if (["0", "false", "no", "off", ""].includes(raw.toLowerCase())) return false;
+  throw new Error("must be 1/true/yes/on or 0/false/no/off");
+};
+
+function setting<K extends keyof Config>(s: Setting<K>): Setting<K> {
+  return s;
+}
+
+export const SETTINGS = [
+  setting({ key: "databaseUrl", env: "DATABASE_URL", default: undefined, parse: optStr, doc: "Postgres server URL (14+). Unset: embedded PGlite in SLUICE_DATA_DIR." }),
+  setting({ key: "dataDir", env: "SLUICE_DATA_DIR", flag: "data-dir", default: "./.sluice", parse: str, doc: "Folder of the embedded store." }),
+  setting({ key: "host", env: "SLUICE_HOST", flag: "host", default: "127.0.0.1", parse: str, doc: "Address the API listens on." }),
+  setting({ key: "port", env: "SLUICE_PORT", flag: "port", default: 3000, parse: int(0, 65535), doc: "Port the API listens on." }),
+  setting({ key: "metricsPort", env: "SLUICE_METRICS_PORT", flag: "metrics-port", default: undefined, parse: (r) => (r === "" ? undefined : int(0, 65535)(r)), doc: "Serve /metrics on this port instead of the API port." }),
+  setting({ key: "apiKey", env: "SLUICE_API_KEY", default: undefined, parse: optStr, doc: "Key of the default tenant, created on first start." }),
+  setting({ key: "adminKey", env: "SLUICE_ADMIN_KEY", default: undefined, parse: optStr, doc: "Enables POST /v1/tenants." }),
+  setting({ key: "allowPrivateNetworks", env: "SLUICE_ALLOW_PRIVATE_NETWORKS", default: false, parse: bool, doc: "Allow delivery to loopback/private/link-local addresses." }),
+  setting({ key: "allowedCidrs", env: "SLUICE_ALLOWED_CIDRS", default: [], parse: (r) => parseCidrList(r), doc: "Comma list of CIDRs delivery may reach even though private (e.g. 127.0.0.0/8)." }),
+  setting({ key: "maxPayloadBytes", env: "SLUICE_MAX_PAYLOAD_BYTES", default: 1_048_576, parse: int(1, 64 * 1_048_576), doc: "Largest event payload (bytes of JSON)." }),
+  setting({ key: "maxBatchBytes", env: "SLUICE_MAX_BATCH_BYTES", default: 32 * 1_048_576, parse: int(1024, 1024 * 1_048_576), doc: "Largest POST /v1/events/batch body." }),
+  setting({ key: "retentionHours", env: "SLUICE_RETENTION_HOURS", default: 168, parse: int(1, 24 * 3650), doc: "Finished deliveries, their attempts and events are pruned after this many hours." }),
+  setting({ key: "workerConcurrency", env: "SLUICE_WORKER_CONCURRENCY", flag: "concurrency", default: 512, parse: int(1, 20_000), doc: "Most requests in flight from one worker process." }),
+  setting({ key: "claimBatchSize", env: "SLUICE_CLAIM_BATCH", default: 100, parse: int(1, 10_000), doc: "Destinations claimed per claim transaction." }),
+  setting({ key: "grantCap", env: "SLUICE_GRANT_CAP", default: 100, parse: int(1, 10_000), doc: "Most deliveries granted to one destination per claim." }),
+  setting({ key: "leaseMarginSeconds", env: "SLUICE_LEASE_MARGIN_SECONDS", default: 30, parse: int(1, 3600), doc: "Lease = timeout + this margin." }),
+  setting({ key: "dbPoolSize", env: "SLUICE_DB_POOL_SIZE", default: 10, parse: int(1, 200), doc: "Connections per process to a Postgres server." }),
+  setting({ key: "logLevel", env: "SLUICE_LOG_LEVEL", flag: "log-level", default: "info", parse: (r) => {
+    if (!["fatal", "error", "warn", "info", "debug", "trace", "silent"].includes(r)) throw new Error("must be one of fatal, error, warn, info, debug, trace, silent");
+    return r;
+  }, doc: "pino log level." }),
+  setting({ key: "shutdownGraceSeconds", env: "SLUICE_SHUTDOWN_GRACE_SECONDS", default: 20, parse: int(0, 600), doc: "On SIGTERM, how long in-flight requests may finish before their leases are released." }),
+] as const;
+
+/** Builds the frozen config from flags (`--port 3001` → { port: "3001" }) and the environment. */
+export function loadConfig(flags: Record<string, string | undefined> = {}, env: NodeJS.ProcessEnv = process.env): Readonly<Config> {
+  const out: Record<string, unknown> = {};
+  const problems: string[] = [];
+  for (const s of SETTINGS) {
+    const fromFlag = s.flag ? flags[s.flag] : undefined;
+    const raw = fromFlag ?? env[s.env];
+    if (raw === undefined) {
+      out[s.key] = s.default;
+      continue;
+    }
+    try {
+      out[s.key] = (s.parse as Parser<unknown>)(raw);
+    } catch (err) {
+      const where = fromFlag !== undefined ? `--${s.flag}` : s.env;
+      problems.push(`${where}=${JSON.stringify(raw)}: ${(err as Error).message}`);
+    }
+  }
+  if (problems.length) throw new ConfigError(problems);
+  return Object.freeze(out as unknown as Config);
+}

@@ -1,0 +1,91 @@
+import type { Queryable } from "../db.js";
+
+export interface DeliveryRow {
+  id: string;
+  destination_id: string;
+  event_id: string;
+  tenant_id: string;
+  status: string;
+  attempts: number;
+  failures: number;
+  occurred_at: Date;
+  next_attempt_at: Date;
+  lease_expires_at: Date | null;
+  last_error: string | null;
+  last_status_code: number | null;
+  finished_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+  // the destination's live state, for deriving hold_reason
+  d_paused_at: Date | null;
+  d_throttled_until: Date | null;
+  now: Date;
+}
+
+const SELECT = `SELECT dl.*, d.paused_at AS d_paused_at, d.throttled_until AS d_throttled_until, now() AS now
+                  FROM deliveries dl JOIN destinations d ON d.id = dl.destination_id`;
+
+export async function getDelivery(q: Queryable, tenantId: string, id: string): Promise<DeliveryRow | null> {
+  return (await q.query<DeliveryRow>(`${SELECT} WHERE dl.id = $1 AND dl.tenant_id = $2`, [id, tenantId]))[0] ?? null;
+}
+
+export interface DeliveryFilter {
+  destinationId?: string | undefined;
+  eventId?: string | undefined;
+  /** Stored statuses to include (the API's "held" maps onto queued). */
+  statuses?: string[] | undefined;
+}
+
+/** Newest first, by id; `before` is the last id of the previous page. */
+export async function listDeliveries(q: Queryable, tenantId: string, f: DeliveryFilter, limit: number, before: string | null): Promise<DeliveryRow[]> {
+  const where = ["dl.tenant_id = $1", "($2::text IS NULL OR dl.id < $2)"];
+  const params: unknown[] = [tenantId, before, limit];
+  if (f.destinationId) {
+    params.push(f.destinationId);
+    where.push(`dl.destination_id = $${params.length}`);
+  }
+  if (f.eventId) {
+    params.push(f.eventId);
+    where.push(`dl.event_id = $${params.length}`);
+  }
+  if (f.statuses) {
+    params.push(f.statuses);
+    where.push(`dl.status = ANY($${params.length}::text[])`);
+  }
+  return q.query<DeliveryRow>(`${SELECT} WHERE ${where.join(" AND ")} ORDER BY dl.id DESC LIMIT $3`, params);
+}
+
+export interface AttemptRowOut {
+  attempt_no: number;
+  started_at: Date;
+  latency_ms: number;
+  outcome: string;
+  status_code: number | null;
+  error_class: string | null;
+  error_message: string | null;
+  response_body: string | null;
+}
+
+export async function listAttempts(q: Queryable, destinationId: string, deliveryId: string): Promise<AttemptRowOut[]> {
+  return q.query<AttemptRowOut>(
+    `SELECT attempt_no, started_at, latency_ms, outcome, status_code, error_class, error_message, response_body
+       FROM attempts WHERE destination_id = $1 AND delivery_id = $2 ORDER BY attempt_no`,
+    [destinationId, deliveryId],
+  );
+}
+
+/** Queues a dead or discarded delivery again with a fresh retry schedule. Caller holds the destination lock. */
+export async function requeueDelivery(q: Queryable, destinationId: string, id: string): Promise<boolean> {
+  const rows = await q.query(
+    `UPDATE deliveries SET status = 'queued', failures = 0, next_attempt_at = now(), finished_at = NULL, updated_at = now()
+      WHERE destination_id = $1 AND id = $2 AND status IN ('dead', 'discarded') RETURNING id`,
+    [destinationId, id],
+  );
+  if (rows.length === 0) return false;
+  await q.query(
+    `UPDATE destinations SET ready_at = greatest(now(), coalesce(throttled_until, now()))
+      WHERE id = $1 AND paused_at IS NULL AND deleted_at IS NULL AND (ready_at IS NULL OR ready_at > now())`,
+    [destinationId],
+  );
+  return true;
+}

@@ -1,0 +1,139 @@
+import type { Queryable } from "../db.js";
+import type { DestinationConfig } from "../../api/destination-config.js";
+
+export interface SecretEntry {
+  secret: string;
+  expires_at: string | null;
+}
+
+export interface DestinationRow extends DestinationConfig {
+  id: string;
+  tenant_id: string;
+  secrets: SecretEntry[];
+  ready_at: Date | null;
+  paused_at: Date | null;
+  pause_reason: string | null;
+  throttled_until: Date | null;
+  throttle_reason: string | null;
+  consecutive_throttles: number;
+  consecutive_failures: number;
+  deleted_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+  now: Date;
+}
+
+export interface DestinationCounts {
+  queued: number;
+  inflight: number;
+}
+
+const CONFIG_COLUMNS = [
+  "name", "url", "event_types", "timeout_seconds", "max_concurrency", "ordered", "rate_limit", "delivery_schedule",
+  "retry_schedule_seconds", "throttle_schedule_seconds", "probe_interval_seconds", "replay_on_resume",
+] as const;
+
+function configParams(c: DestinationConfig): unknown[] {
+  return [
+    c.name, c.url, c.event_types, c.timeout_seconds, c.max_concurrency, c.ordered,
+    c.rate_limit === null ? null : JSON.stringify(c.rate_limit),
+    c.delivery_schedule === null ? null : JSON.stringify(c.delivery_schedule),
+    c.retry_schedule_seconds, c.throttle_schedule_seconds, c.probe_interval_seconds, c.replay_on_resume,
+  ];
+}
+
+export async function insertDestination(q: Queryable, id: string, tenantId: string, c: DestinationConfig, secrets: SecretEntry[]): Promise<DestinationRow> {
+  const cols = CONFIG_COLUMNS.join(", ");
+  const params = CONFIG_COLUMNS.map((_, i) => `$${i + 4}`).join(", ");
+  const rows = await q.query<DestinationRow>(
+    `INSERT INTO destinations (id, tenant_id, secrets, ${cols}) VALUES ($1, $2, $3, ${params}) RETURNING *, now() AS now`,
+    [id, tenantId, JSON.stringify(secrets), ...configParams(c)],
+  );
+  return rows[0]!;
+}
+
+/** One destination of the tenant (deleted ones are gone), optionally row-locked. */
+export async function getDestination(q: Queryable, tenantId: string, id: string, lock = false): Promise<DestinationRow | null> {
+  const rows = await q.query<DestinationRow>(
+    `SELECT *, now() AS now FROM destinations WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL${lock ? " FOR UPDATE" : ""}`,
+    [id, tenantId],
+  );
+  return rows[0] ?? null;
+}
+
+/** Newest first; `before` is the last id of the previous page. */
+export async function listDestinations(q: Queryable, tenantId: string, limit: number, before: string | null): Promise<DestinationRow[]> {
+  return q.query<DestinationRow>(
+    `SELECT *, now() AS now FROM destinations
+      WHERE tenant_id = $1 AND deleted_at IS NULL AND ($2::text IS NULL OR id < $2)
+      ORDER BY id DESC LIMIT $3`,
+    [tenantId, before, limit],
+  );
+}
+
+/** Unfinished and in-flight deliveries per destination. */
+export async function destinationCounts(q: Queryable, ids: string[]): Promise<Map<string, DestinationCounts>> {
+  const rows = await q.query<{ destination_id: string; queued: number; inflight: number }>(
+    `SELECT destination_id, count(*)::int AS queued,
+            (count(*) FILTER (WHERE status = 'delivering' AND lease_expires_at > now()))::int AS inflight
+       FROM deliveries
+      WHERE destination_id = ANY($1::text[]) AND status IN ('queued', 'retry_scheduled', 'delivering')
+      GROUP BY destination_id`,
+    [ids],
+  );
+  return new Map(rows.map((r) => [r.destination_id, { queued: r.queued, inflight: r.inflight }]));
+}
+
+/**
+ * Writes a new config; the destination becomes ready at once so the next claim applies it
+ * (a raised cap or a changed schedule takes effect within one dispatcher cycle).
+ */
+export async function updateDestinationConfig(q: Queryable, id: string, c: DestinationConfig, secrets: SecretEntry[] | null): Promise<DestinationRow> {
+  const sets = CONFIG_COLUMNS.map((col, i) => `${col} = $${i + 3}`).join(", ");
+  const rows = await q.query<DestinationRow>(
+    `UPDATE destinations SET ${sets}, secrets = coalesce($2::jsonb, secrets), updated_at = now(),
+            ready_at = CASE WHEN paused_at IS NULL THEN least(coalesce(ready_at, now()), greatest(now(), coalesce(throttled_until, now()))) END
+      WHERE id = $1 RETURNING *, now() AS now`,
+    [id, secrets === null ? null : JSON.stringify(secrets), ...configParams(c)],
+  );
+  return rows[0]!;
+}
+
+/** Soft-deletes; waiting deliveries are discarded (in-flight ones finish). */
+export async function deleteDestination(q: Queryable, id: string): Promise<void> {
+  await q.query("UPDATE destinations SET deleted_at = now(), ready_at = NULL, updated_at = now() WHERE id = $1", [id]);
+  await q.query(
+    `UPDATE deliveries SET status = 'discarded', finished_at = now(), updated_at = now(), last_error = 'destination deleted'
+      WHERE destination_id = $1 AND status IN ('queued', 'retry_scheduled')`,
+    [id],
+  );
+}
+
+export async function pauseDestination(q: Queryable, id: string, reason: string): Promise<void> {
+  await q.query(
+    `UPDATE destinations SET paused_at = coalesce(paused_at, now()), pause_reason = $2, ready_at = NULL, updated_at = now() WHERE id = $1`,
+    [id, reason],
+  );
+}
+
+/** Un-pauses; without replay the held backlog is discarded (each still retryable by id). */
+export async function resumeDestination(q: Queryable, id: string, replay: boolean): Promise<number> {
+  let discarded = 0;
+  if (!replay) {
+    const rows = await q.query<{ n: number }>(
+      `WITH d AS (
+         UPDATE deliveries SET status = 'discarded', finished_at = now(), updated_at = now(),
+                last_error = 'discarded when the destination was resumed without replay'
+          WHERE destination_id = $1 AND status IN ('queued', 'retry_scheduled') RETURNING 1)
+       SELECT count(*)::int AS n FROM d`,
+      [id],
+    );
+    discarded = rows[0]!.n;
+  }
+  await q.query(
+    `UPDATE destinations SET paused_at = NULL, pause_reason = NULL, consecutive_failures = 0, ready_at = now(), updated_at = now()
+      WHERE id = $1`,
+    [id],
+  );
+  return discarded;
+}

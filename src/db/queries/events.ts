@@ -1,0 +1,120 @@
+import type { Queryable } from "../db.js";
+
+// Durable ingest: events, their fan-out into deliveries, and waking the destinations — one
+// transaction, so a 202 means every delivery exists.
+
+export interface RoutingTarget {
+  id: string;
+  event_types: string[];
+}
+
+/** The tenant's live destinations with their routing patterns. */
+export async function routingTargets(q: Queryable, tenantId: string): Promise<RoutingTarget[]> {
+  return q.query<RoutingTarget>(
+    "SELECT id, event_types FROM destinations WHERE tenant_id = $1 AND deleted_at IS NULL",
+    [tenantId],
+  );
+}
+
+export interface NewEvent {
+  id: string;
+  type: string;
+  payload: string; // JSON text
+  occurredAt: Date | null; // null: now
+  deliverAt: Date | null;
+}
+
+export interface NewDelivery {
+  id: string;
+  destinationId: string;
+  eventId: string;
+  occurredAt: Date | null; // null: now (the event's default)
+  deliverAt: Date | null;
+}
+
+export async function insertEvents(q: Queryable, tenantId: string, events: NewEvent[]): Promise<void> {
+  await q.query(
+    `INSERT INTO events (id, tenant_id, type, payload, occurred_at, deliver_at)
+     SELECT e.id, $1, e.type, e.payload::json, coalesce(e.occurred_at, now()), e.deliver_at
+       FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[])
+            AS e(id, type, payload, occurred_at, deliver_at)`,
+    [tenantId, events.map((e) => e.id), events.map((e) => e.type), events.map((e) => e.payload), events.map((e) => e.occurredAt), events.map((e) => e.deliverAt)],
+  );
+}
+
+/**
+ * Inserts deliveries and moves each destination's ready_at forward to its earliest new work
+ * (never inside a throttle hold, never for a paused destination). Destinations are updated in
+ * id order so concurrent writers lock them in the same order.
+ */
+export async function insertDeliveries(q: Queryable, tenantId: string, ds: NewDelivery[]): Promise<void> {
+  if (ds.length === 0) return;
+  await q.query(
+    `INSERT INTO deliveries (destination_id, id, event_id, tenant_id, status, occurred_at, next_attempt_at)
+     SELECT d.destination_id, d.id, d.event_id, $1, 'queued', coalesce(d.occurred_at, now()), coalesce(d.deliver_at, now())
+       FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[])
+            AS d(destination_id, id, event_id, occurred_at, deliver_at)`,
+    [tenantId, ds.map((d) => d.destinationId), ds.map((d) => d.id), ds.map((d) => d.eventId), ds.map((d) => d.occurredAt), ds.map((d) => d.deliverAt)],
+  );
+  const earliest = new Map<string, Date | null>();
+  for (const d of ds) {
+    const prev = earliest.get(d.destinationId);
+    const at = d.deliverAt; // null = now
+    if (prev === undefined) earliest.set(d.destinationId, at);
+    else if (prev !== null && (at === null || at < prev)) earliest.set(d.destinationId, at);
+  }
+  const ids = [...earliest.keys()].sort();
+  await q.query(
+    `UPDATE destinations d
+        SET ready_at = greatest(coalesce(u.at, now()), coalesce(d.throttled_until, now()))
+       FROM (SELECT * FROM unnest($1::text[], $2::timestamptz[]) AS u(id, at) ORDER BY id) u
+      WHERE d.id = u.id AND d.paused_at IS NULL AND d.deleted_at IS NULL
+        AND (d.ready_at IS NULL OR d.ready_at > greatest(coalesce(u.at, now()), coalesce(d.throttled_until, now())))`,
+    [ids, ids.map((id) => earliest.get(id) ?? null)],
+  );
+}
+
+export interface StoredIdempotency {
+  request_hash: string;
+  response: unknown;
+}
+
+/** A stored answer for this key from the last 24 hours, or null. */
+export async function findIdempotent(q: Queryable, tenantId: string, key: string): Promise<StoredIdempotency | null> {
+  const rows = await q.query<StoredIdempotency>(
+    `SELECT request_hash, response FROM idempotency_keys
+      WHERE tenant_id = $1 AND key = $2 AND created_at > now() - interval '24 hours'`,
+    [tenantId, key],
+  );
+  return rows[0] ?? null;
+}
+
+/**
+ * Records the answer for a key. False when another request holding the same key committed
+ * first (the caller then rolls back and answers with the stored response).
+ */
+export async function storeIdempotent(q: Queryable, tenantId: string, key: string, requestHash: string, response: unknown): Promise<boolean> {
+  const rows = await q.query(
+    `INSERT INTO idempotency_keys (tenant_id, key, request_hash, response) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (tenant_id, key) DO UPDATE
+        SET request_hash = EXCLUDED.request_hash, response = EXCLUDED.response, created_at = now()
+      WHERE idempotency_keys.created_at <= now() - interval '24 hours'
+     RETURNING key`,
+    [tenantId, key, requestHash, JSON.stringify(response)],
+  );
+  return rows.length === 1;
+}
+
+export interface EventRow {
+  id: string;
+  tenant_id: string;
+  type: string;
+  payload: unknown;
+  occurred_at: Date;
+  deliver_at: Date | null;
+  created_at: Date;
+}
+
+export async function getEvent(q: Queryable, tenantId: string, id: string): Promise<EventRow | null> {
+  return (await q.query<EventRow>("SELECT * FROM events WHERE id = $1 AND tenant_id = $2", [id, tenantId]))[0] ?? null;
+}

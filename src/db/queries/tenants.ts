@@ -1,0 +1,51 @@
+import { createHash } from "node:crypto";
+import type { Queryable } from "../db.js";
+
+export interface TenantRow {
+  id: string;
+  name: string;
+  alert_email: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export function hashKey(key: string): string {
+  return createHash("sha256").update(key).digest("hex");
+}
+
+/** Creates a tenant and its first API key (stored hashed). */
+export async function insertTenant(q: Queryable, t: { id: string; name: string; alertEmail: string | null }, apiKey: string): Promise<TenantRow> {
+  const rows = await q.query<TenantRow>(
+    "INSERT INTO tenants (id, name, alert_email) VALUES ($1, $2, $3) RETURNING *",
+    [t.id, t.name, t.alertEmail],
+  );
+  await q.query("INSERT INTO api_keys (key_hash, tenant_id) VALUES ($1, $2)", [hashKey(apiKey), t.id]);
+  return rows[0]!;
+}
+
+/** The tenant owning an API key, or null. */
+export async function tenantByKey(q: Queryable, apiKey: string): Promise<TenantRow | null> {
+  const rows = await q.query<TenantRow>(
+    "SELECT t.* FROM api_keys k JOIN tenants t ON t.id = k.tenant_id WHERE k.key_hash = $1",
+    [hashKey(apiKey)],
+  );
+  return rows[0] ?? null;
+}
+
+export async function getTenant(q: Queryable, id: string): Promise<TenantRow | null> {
+  return (await q.query<TenantRow>("SELECT * FROM tenants WHERE id = $1", [id]))[0] ?? null;
+}
+
+export async function updateTenant(q: Queryable, id: string, patch: { name?: string; alert_email?: string | null }): Promise<TenantRow> {
+  const rows = await q.query<TenantRow>(
+    `UPDATE tenants SET name = coalesce($2, name),
+            alert_email = CASE WHEN $3::bool THEN $4 ELSE alert_email END, updated_at = now()
+      WHERE id = $1 RETURNING *`,
+    [id, patch.name ?? null, patch.alert_email !== undefined, patch.alert_email ?? null],
+  );
+  return rows[0]!;
+}
+
+export async function countTenants(q: Queryable): Promise<number> {
+  return (await q.query<{ n: number }>("SELECT count(*)::int AS n FROM tenants"))[0]!.n;
+}

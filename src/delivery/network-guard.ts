@@ -1,0 +1,193 @@
+// SSRF guard: deliveries may only reach public unicast addresses unless the operator opts in
+// (SLUICE_ALLOW_PRIVATE_NETWORKS / SLUICE_ALLOWED_CIDRS). The check runs on the address actually
+// connected to (via the socket's `lookup` hook), so a DNS answer that changes between validation
+// and connect (rebinding) cannot slip through.
+import dns from "node:dns";
+import type { LookupAddress, LookupOptions } from "node:dns";
+import type { LookupFunction } from "node:net";
+import ipaddr from "ipaddr.js";
+import { SluiceError } from "../errors.js";
+
+type IP = ipaddr.IPv4 | ipaddr.IPv6;
+
+export interface NetworkPolicy {
+  allowPrivateNetworks: boolean;
+  /** CIDRs such as `127.0.0.0/8` or `::1/128`, as returned by parseCidrList. */
+  allowedCidrs: string[];
+}
+
+export class BlockedAddressError extends SluiceError {
+  readonly address: string;
+  readonly hostname: string | undefined;
+
+  constructor(address: string, reason: string, hostname?: string) {
+    const target = hostname !== undefined && hostname !== address ? `${hostname} (${address})` : address;
+    super(
+      "SLUICE_DELIVERY_BLOCKED_ADDRESS",
+      `Refused to connect to ${target}: ${reason}. Set SLUICE_ALLOW_PRIVATE_NETWORKS=1 or add the address to SLUICE_ALLOWED_CIDRS to allow it.`,
+    );
+    this.name = "BlockedAddressError";
+    this.address = address;
+    this.hostname = hostname;
+  }
+}
+
+/**
+ * Parses a comma-separated CIDR list ("127.0.0.0/8, ::1/128"). A bare address counts as a single
+ * host (/32 or /128). Returns normalised entries; throws naming the first bad one.
+ */
+export function parseCidrList(list: string): string[] {
+  const out: string[] = [];
+  for (const raw of list.split(",")) {
+    const entry = raw.trim();
+    if (entry === "") continue;
+    out.push(normaliseCidr(entry));
+  }
+  return out;
+}
+
+function normaliseCidr(entry: string): string {
+  const slash = entry.indexOf("/");
+  const addrPart = slash === -1 ? entry : entry.slice(0, slash);
+  const bitsPart = slash === -1 ? null : entry.slice(slash + 1);
+  // Only canonical dotted-quad / IPv6 text here: "10.1/8" style shorthand in config is more likely a typo.
+  const isV4 = ipaddr.IPv4.isValidFourPartDecimal(addrPart);
+  const isV6 = !isV4 && !addrPart.includes("%") && ipaddr.IPv6.isValid(addrPart);
+  if (!isV4 && !isV6) {
+    throw new Error(`Invalid CIDR '${entry}': '${addrPart}' is not an IPv4 or IPv6 address (expected e.g. 127.0.0.0/8 or ::1/128).`);
+  }
+  const maxBits = isV4 ? 32 : 128;
+  let bits = maxBits;
+  if (bitsPart !== null) {
+    if (!/^\d{1,3}$/.test(bitsPart) || Number(bitsPart) > maxBits) {
+      throw new Error(`Invalid CIDR '${entry}': prefix length must be 0-${maxBits}.`);
+    }
+    bits = Number(bitsPart);
+  }
+  return `${ipaddr.parse(addrPart).toString()}/${bits}`;
+}
+
+// Policies are built once and checked on every new connection: parse their CIDRs once.
+const parsedCidrs = new WeakMap<string[], Array<[IP, number]>>();
+
+function cidrsOf(policy: NetworkPolicy): Array<[IP, number]> {
+  let parsed = parsedCidrs.get(policy.allowedCidrs);
+  if (parsed === undefined) {
+    parsed = policy.allowedCidrs.map((c) => ipaddr.parseCIDR(c));
+    parsedCidrs.set(policy.allowedCidrs, parsed);
+  }
+  return parsed;
+}
+
+function inCidrs(addr: IP, cidrs: Array<[IP, number]>): boolean {
+  for (const cidr of cidrs) {
+    if (cidr[0].kind() === addr.kind() && addr.match(cidr)) return true;
+  }
+  return false;
+}
+
+function v4FromParts(hi: number, lo: number): ipaddr.IPv4 {
+  return new ipaddr.IPv4([hi >> 8, hi & 0xff, lo >> 8, lo & 0xff]);
+}
+
+/** Why an address is not public unicast, or null when it is. */
+function nonPublicReason(addr: IP): string | null {
+  if (addr.kind() === "ipv4") {
+    const range = (addr as ipaddr.IPv4).range();
+    return range === "unicast" ? null : `${range} address`;
+  }
+  const v6 = addr as ipaddr.IPv6;
+  const range = v6.range();
+  const p = v6.parts;
+  // Forms that embed an IPv4 address are judged by the IPv4 address they reach.
+  switch (range) {
+    case "ipv4Mapped":
+    case "rfc6145":
+      return embedded(v4FromParts(p[6]!, p[7]!), range);
+    case "rfc6052":
+      // Only the well-known NAT64 prefix 64:ff9b::/96 has a fixed layout; the local-use /48 does not.
+      if (p[2] === 0 && p[3] === 0 && p[4] === 0 && p[5] === 0) return embedded(v4FromParts(p[6]!, p[7]!), "NAT64");
+      return "local-use NAT64 address";
+    case "6to4":
+      return embedded(v4FromParts(p[1]!, p[2]!), "6to4");
+    case "teredo":
+      // Teredo: server IPv4 in bits 32-63, client IPv4 bit-inverted in the last 32 bits.
+      return embedded(v4FromParts(p[2]!, p[3]!), "Teredo server") ?? embedded(v4FromParts(p[6]! ^ 0xffff, p[7]! ^ 0xffff), "Teredo client");
+    case "unicast":
+      // Deprecated IPv4-compatible ::a.b.c.d and anything outside global unicast 2000::/3 is not a real destination.
+      if ((p[0]! & 0xe000) !== 0x2000) return "non-global IPv6 address";
+      return null;
+    default:
+      return `${range} address`;
+  }
+}
+
+function embedded(v4: ipaddr.IPv4, form: string): string | null {
+  const range = v4.range();
+  return range === "unicast" ? null : `${form} form of ${range} address ${v4.toString()}`;
+}
+
+function parseAddress(address: string): IP | null {
+  const bare = address.startsWith("[") && address.endsWith("]") ? address.slice(1, -1) : address;
+  if (!ipaddr.isValid(bare)) return null;
+  try {
+    return ipaddr.parse(bare);
+  } catch {
+    return null;
+  }
+}
+
+export function isAddressAllowed(address: string, policy: NetworkPolicy): { allowed: boolean; reason?: string } {
+  const addr = parseAddress(address);
+  if (addr === null) return { allowed: false, reason: "not an IP address" };
+  if (policy.allowPrivateNetworks) return { allowed: true };
+  const reason = nonPublicReason(addr);
+  if (reason === null) return { allowed: true };
+  if (policy.allowedCidrs.length > 0) {
+    const cidrs = cidrsOf(policy);
+    if (inCidrs(addr, cidrs)) return { allowed: true };
+    // ::ffff:127.0.0.1 is the same endpoint as 127.0.0.1, so an IPv4 allowance covers it.
+    if (addr.kind() === "ipv6" && (addr as ipaddr.IPv6).isIPv4MappedAddress() && inCidrs((addr as ipaddr.IPv6).toIPv4Address(), cidrs)) {
+      return { allowed: true };
+    }
+  }
+  return { allowed: false, reason };
+}
+
+/** Throws BlockedAddressError when `hostname` (a URL's hostname) is an IP literal the policy refuses. */
+export function checkLiteralHost(hostname: string, policy: NetworkPolicy): void {
+  // Node's net.connect never calls `lookup` for IP literals, so they are checked here instead.
+  const addr = parseAddress(hostname);
+  if (addr === null) return;
+  const verdict = isAddressAllowed(addr.toString(), policy);
+  if (!verdict.allowed) throw new BlockedAddressError(hostname, verdict.reason ?? "not allowed");
+}
+
+/**
+ * A `lookup` for net.connect / tls.connect / undici's `connect` options: resolves with dns.lookup
+ * and hands the socket only addresses the policy allows, failing with BlockedAddressError when
+ * none is. Refused answers are dropped rather than failing the whole name so that `localhost`
+ * with SLUICE_ALLOWED_CIDRS=127.0.0.0/8 still works although it also resolves to ::1.
+ */
+export function guardedLookup(policy: NetworkPolicy): LookupFunction {
+  return (hostname: string, options: LookupOptions, callback) => {
+    const wantAll = options.all === true;
+    // Always ask for every answer, so a refused first answer can fall back to an allowed one.
+    dns.lookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
+      if (err) return wantAll ? callback(err, []) : callback(err, "", 0);
+      let refusal: BlockedAddressError | null = null;
+      const usable = addresses.filter((a) => {
+        const verdict = isAddressAllowed(a.address, policy);
+        if (!verdict.allowed) refusal ??= new BlockedAddressError(a.address, verdict.reason ?? "not allowed", hostname);
+        return verdict.allowed;
+      });
+      const first = usable[0];
+      if (first === undefined) {
+        const blocked = refusal ?? new BlockedAddressError(hostname, "the name resolved to no address", hostname);
+        return wantAll ? callback(blocked, []) : callback(blocked, "", 0);
+      }
+      if (wantAll) callback(null, usable);
+      else callback(null, first.address, first.family);
+    });
+  };
+}

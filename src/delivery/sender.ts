@@ -1,0 +1,287 @@
+// The HTTP request of one delivery attempt. Every outcome — an HTTP status or a network failure —
+// comes back as data (SendResult); send() does not throw for anything the destination does.
+import { performance } from "node:perf_hooks";
+import { Agent } from "undici";
+import { BlockedAddressError, checkLiteralHost, guardedLookup, type NetworkPolicy } from "./network-guard.js";
+import { signatureHeader } from "./sign.js";
+
+export interface SendRequest {
+  url: string;
+  body: string;
+  headers: Record<string, string>;
+  /** Total budget: connect + request + response headers + response body. */
+  timeoutMs: number;
+}
+
+export type ErrorClass = "timeout" | "connection" | "dns" | "tls" | "blocked" | "invalid_response";
+
+export interface SendResult {
+  statusCode: number | null;
+  errorClass: ErrorClass | null;
+  errorMessage: string | null;
+  /** The raw Retry-After header, for the policy layer to interpret (seconds or HTTP-date). */
+  retryAfter: string | null;
+  /** At most maxResponseBytes bytes of the response body as UTF-8. */
+  responseBody: string;
+  latencyMs: number;
+}
+
+export interface SenderOptions {
+  network: NetworkPolicy;
+  userAgent: string;
+  /** Bytes of response body kept for the attempt log; default 1024 (the API promises at most 1 KiB). */
+  maxResponseBytes?: number;
+}
+
+// Bodies up to this size are drained so the keep-alive connection can be reused; past it the
+// connection is dropped rather than spending bandwidth on a response nobody reads.
+const MAX_READ_BYTES = 64 * 1024;
+// Bounds sockets left connecting after their request timed out; shorter than the total budget only
+// when timeout_seconds > 10, and then the attempt still ends as a "timeout".
+const CONNECT_TIMEOUT_MS = 10_000;
+const TARGET_CACHE_MAX = 10_000;
+
+interface Target {
+  origin: string;
+  path: string;
+  authorization: string | null;
+  /** Set when the URL itself cannot be delivered to (bad scheme, refused IP literal). */
+  refusal: { errorClass: ErrorClass; error: Error } | null;
+}
+
+export function buildDeliveryHeaders(args: {
+  msgId: string;
+  timestampSeconds: number;
+  body: string;
+  secrets: string[];
+  userAgent: string;
+}): Record<string, string> {
+  return {
+    "content-type": "application/json",
+    "user-agent": args.userAgent,
+    "webhook-id": args.msgId,
+    "webhook-timestamp": String(args.timestampSeconds),
+    "webhook-signature": signatureHeader(args.secrets, args.msgId, args.timestampSeconds, args.body),
+  };
+}
+
+export class Sender {
+  private readonly agent: Agent;
+  private readonly policy: NetworkPolicy;
+  private readonly userAgent: string;
+  private readonly maxResponseBytes: number;
+  // Destinations are few and their URLs repeat: parse and vet each URL once.
+  private readonly targets = new Map<string, Target>();
+
+  constructor(opts: SenderOptions) {
+    this.policy = opts.network;
+    this.userAgent = opts.userAgent;
+    this.maxResponseBytes = Math.min(opts.maxResponseBytes ?? 1024, MAX_READ_BYTES);
+    this.agent = new Agent({
+      connect: { lookup: guardedLookup(opts.network), timeout: CONNECT_TIMEOUT_MS },
+      // The per-request AbortController owns the whole budget; undici's own timers would only add work.
+      headersTimeout: 0,
+      bodyTimeout: 0,
+      pipelining: 1,
+    });
+  }
+
+  async send(req: SendRequest): Promise<SendResult> {
+    const started = performance.now();
+    const target = this.targetOf(req.url);
+    if (target.refusal !== null) {
+      return failure(target.refusal.errorClass, target.refusal.error.message, started);
+    }
+
+    let headers = req.headers;
+    if (target.authorization !== null && headers.authorization === undefined && headers.Authorization === undefined) {
+      headers = { ...headers, authorization: target.authorization };
+    }
+    if (headers["user-agent"] === undefined && headers["User-Agent"] === undefined) {
+      headers = { ...headers, "user-agent": this.userAgent };
+    }
+
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), req.timeoutMs);
+    timer.unref();
+    let statusCode: number | null = null;
+    let retryAfter: string | null = null;
+    try {
+      const res = await this.agent.request({
+        origin: target.origin,
+        path: target.path,
+        method: "POST",
+        headers,
+        body: req.body,
+        signal: controller.signal,
+      });
+      statusCode = res.statusCode;
+      const ra = res.headers["retry-after"];
+      retryAfter = ra === undefined ? null : Array.isArray(ra) ? (ra[0] ?? null) : ra;
+
+      const kept: Buffer[] = [];
+      let keptBytes = 0;
+      let readBytes = 0;
+      let truncated = false;
+      let bodyError: string | null = null;
+      try {
+        for await (const chunk of res.body as AsyncIterable<Buffer>) {
+          readBytes += chunk.length;
+          if (keptBytes < this.maxResponseBytes) {
+            const part = chunk.length + keptBytes > this.maxResponseBytes ? chunk.subarray(0, this.maxResponseBytes - keptBytes) : chunk;
+            kept.push(part);
+            keptBytes += part.length;
+          }
+          if (keptBytes < readBytes) truncated = true;
+          // Leaving the loop destroys the body, which closes this connection instead of returning it to the pool.
+          if (readBytes >= MAX_READ_BYTES) break;
+        }
+      } catch (err) {
+        // The status already arrived, so it stands (a 2xx was processed); the body problem is only noted.
+        bodyError = `reading response body: ${controller.signal.aborted ? `timed out after ${req.timeoutMs} ms` : messageOf(err)}`;
+      }
+      return {
+        statusCode,
+        errorClass: null,
+        errorMessage: bodyError,
+        retryAfter,
+        responseBody: decodeCapped(kept, keptBytes, this.maxResponseBytes, truncated),
+        latencyMs: elapsed(started),
+      };
+    } catch (err) {
+      const errorClass = controller.signal.aborted ? "timeout" : classifyError(err);
+      const message = controller.signal.aborted ? `timed out after ${req.timeoutMs} ms` : messageOf(err);
+      return { statusCode, errorClass, errorMessage: message, retryAfter, responseBody: "", latencyMs: elapsed(started) };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Waits for in-flight requests, then closes every connection. */
+  async close(): Promise<void> {
+    await this.agent.close();
+  }
+
+  private targetOf(url: string): Target {
+    let target = this.targets.get(url);
+    if (target === undefined) {
+      target = parseTarget(url, this.policy);
+      if (this.targets.size >= TARGET_CACHE_MAX) this.targets.clear();
+      this.targets.set(url, target);
+    }
+    return target;
+  }
+}
+
+function parseTarget(url: string, policy: NetworkPolicy): Target {
+  const none = { origin: "", path: "", authorization: null };
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return { ...none, refusal: { errorClass: "connection", error: new Error(`invalid URL '${url}'`) } };
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+    return { ...none, refusal: { errorClass: "connection", error: new Error(`unsupported URL scheme '${parsed.protocol}' (use http or https)`) } };
+  }
+  try {
+    // The WHATWG parser already turned 127.1 / 0x7f000001 / 2130706433 into 127.0.0.1.
+    checkLiteralHost(parsed.hostname, policy);
+  } catch (err) {
+    return { ...none, refusal: { errorClass: "blocked", error: err as Error } };
+  }
+  let authorization: string | null = null;
+  if (parsed.username !== "" || parsed.password !== "") {
+    // https://user:pass@host is how webhook providers conventionally carry basic auth.
+    const creds = `${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`;
+    authorization = `Basic ${Buffer.from(creds).toString("base64")}`;
+  }
+  return { origin: parsed.origin, path: parsed.pathname + parsed.search, authorization, refusal: null };
+}
+
+function failure(errorClass: ErrorClass, message: string, started: number): SendResult {
+  return { statusCode: null, errorClass, errorMessage: message, retryAfter: null, responseBody: "", latencyMs: elapsed(started) };
+}
+
+function elapsed(started: number): number {
+  return Math.round(performance.now() - started);
+}
+
+const DNS_CODES = new Set(["ENOTFOUND", "EAI_AGAIN", "EAI_NONAME", "EAI_NODATA", "EAI_FAIL"]);
+const TIMEOUT_CODES = new Set(["UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "ETIMEDOUT", "ABORT_ERR"]);
+const TLS_CODES = new Set([
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "HOSTNAME_MISMATCH",
+  "EPROTO",
+]);
+const INVALID_RESPONSE_CODES = new Set(["UND_ERR_RES_CONTENT_LENGTH_MISMATCH", "UND_ERR_RES_EXCEEDED_MAX_SIZE", "UND_ERR_INFO"]);
+
+function classifyCode(code: string): ErrorClass | null {
+  if (DNS_CODES.has(code)) return "dns";
+  if (TIMEOUT_CODES.has(code)) return "timeout";
+  if (TLS_CODES.has(code) || code.startsWith("ERR_TLS_") || code.startsWith("ERR_SSL_") || code.startsWith("CERT_")) return "tls";
+  if (code.startsWith("HPE_") || INVALID_RESPONSE_CODES.has(code)) return "invalid_response";
+  return null;
+}
+
+/** Maps a request failure to its class, looking through `cause` and AggregateError wrappers. */
+export function classifyError(err: unknown): ErrorClass {
+  const queue: unknown[] = [err];
+  let found: ErrorClass | null = null;
+  for (let i = 0; i < queue.length && i < 16; i++) {
+    const e = queue[i];
+    if (e instanceof BlockedAddressError) return "blocked";
+    if (typeof e !== "object" || e === null) continue;
+    const { code, name, cause, errors } = e as { code?: unknown; name?: unknown; cause?: unknown; errors?: unknown };
+    if (found === null) {
+      if (typeof code === "string") found = classifyCode(code);
+      if (found === null && (name === "AbortError" || name === "TimeoutError")) found = "timeout";
+      // undici's parser errors do not always carry an HPE_ code.
+      if (found === null && name === "HTTPParserError") found = "invalid_response";
+    }
+    if (cause !== undefined) queue.push(cause);
+    if (Array.isArray(errors)) queue.push(...errors);
+  }
+  return found ?? "connection";
+}
+
+function messageOf(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = err.cause;
+  if (cause instanceof Error && cause.message !== "" && !err.message.includes(cause.message)) {
+    return `${err.message}: ${cause.message}`;
+  }
+  return err.message;
+}
+
+/**
+ * UTF-8 text of the kept bytes, never more than `max` bytes once re-encoded: a character cut by
+ * truncation is dropped, and NUL (which Postgres text columns reject) becomes U+FFFD.
+ */
+function decodeCapped(chunks: Buffer[], length: number, max: number, truncated: boolean): string {
+  if (length === 0) return "";
+  const buf = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length);
+  let text = buf.toString("utf8", 0, truncated ? utf8Boundary(buf, length) : length);
+  if (text.includes("\u0000")) text = text.replaceAll("\u0000", "\uFFFD");
+  // Invalid input bytes decode to U+FFFD (3 bytes each), so the text can outgrow its source.
+  if (Buffer.byteLength(text) > max) {
+    const again = Buffer.from(text);
+    text = again.toString("utf8", 0, utf8Boundary(again, max));
+  }
+  return text;
+}
+
+/** The largest end ≤ `end` that does not split a UTF-8 sequence of `buf`. */
+function utf8Boundary(buf: Buffer, end: number): number {
+  let i = end - 1;
+  // Walk back over at most 3 continuation bytes (10xxxxxx) to the lead byte.
+  while (i >= 0 && end - i <= 3 && (buf[i]! & 0xc0) === 0x80) i--;
+  if (i < 0) return end;
+  const lead = buf[i]!;
+  const need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+  return i + need > end ? i : end;
+}

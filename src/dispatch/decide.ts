@@ -1,0 +1,128 @@
+import { classify, type Outcome } from "../policy/outcome.js";
+import { retryDelaySeconds } from "../policy/retry-schedule.js";
+import { throttleHoldSeconds } from "../policy/throttle.js";
+import type { DeliveryUpdate, AttemptRow, DestinationUpdate, LockedDestinationState } from "../db/queries/results.js";
+import type { SendResult } from "../delivery/sender.js";
+
+// Turns finished sends into the rows to write: pure, so the rules are testable without a
+// database. The database layer applies these decisions; it does not re-derive them.
+
+export interface FinishedSend {
+  destinationId: string;
+  deliveryId: string;
+  leaseToken: string;
+  attemptNo: number;
+  /** Failed attempts before this one. */
+  failuresBefore: number;
+  retrySchedule: number[];
+  throttleSchedule: number[];
+  startedAt: Date;
+  result: SendResult;
+}
+
+export interface Decision {
+  delivery: DeliveryUpdate;
+  attempt: AttemptRow;
+  outcome: Outcome;
+}
+
+export function decideDelivery(f: FinishedSend, nowMs: number, random: () => number = Math.random): Decision {
+  const outcome = classify(f.result, nowMs);
+  const base = { destinationId: f.destinationId, id: f.deliveryId, leaseToken: f.leaseToken, statusCode: outcome.statusCode };
+  let delivery: DeliveryUpdate;
+  switch (outcome.kind) {
+    case "success":
+      delivery = { ...base, status: "delivered", delaySeconds: null, failed: false, error: null };
+      break;
+    case "throttled":
+      // Not a failure and no retry spent: the delivery waits for the destination's hold to end.
+      delivery = { ...base, status: "queued", delaySeconds: null, failed: false, error: describe(f.result, outcome) };
+      break;
+    case "gone":
+      // 410 pauses the destination; the delivery is held with it.
+      delivery = { ...base, status: "queued", delaySeconds: null, failed: true, error: describe(f.result, outcome) };
+      break;
+    case "failure": {
+      const failures = f.failuresBefore + 1;
+      const delay = retryDelaySeconds(f.retrySchedule, failures, random);
+      if (delay === null) {
+        delivery = { ...base, status: "dead", delaySeconds: null, failed: true, error: describe(f.result, outcome) };
+      } else {
+        const wait = outcome.retryAfterSeconds !== null ? outcome.retryAfterSeconds : delay;
+        delivery = { ...base, status: "retry_scheduled", delaySeconds: wait, failed: true, error: describe(f.result, outcome) };
+      }
+      break;
+    }
+  }
+  const attempt: AttemptRow = {
+    destinationId: f.destinationId,
+    deliveryId: f.deliveryId,
+    attemptNo: f.attemptNo,
+    startedAt: f.startedAt,
+    latencyMs: Math.round(f.result.latencyMs),
+    outcome: outcome.kind === "success" ? "success" : outcome.kind === "throttled" ? "throttled" : "failure",
+    statusCode: outcome.statusCode,
+    errorClass: outcome.errorClass,
+    errorMessage: f.result.errorMessage,
+    responseBody: f.result.responseBody === "" ? null : f.result.responseBody,
+  };
+  return { delivery, attempt, outcome };
+}
+
+function describe(r: SendResult, o: Outcome): string {
+  if (r.statusCode !== null) return `HTTP ${r.statusCode}${o.retryAfterSeconds !== null ? ` (Retry-After ${o.retryAfterSeconds} s)` : ""}`;
+  return `${o.errorClass ?? "error"}: ${r.errorMessage ?? "no answer"}`;
+}
+
+/**
+ * Folds a destination's outcomes (in completion order) into its new counters, throttle hold and
+ * pause decision. 429s from requests that started before the current hold began belong to the
+ * same episode and do not escalate the schedule again.
+ */
+export function decideDestination(
+  state: LockedDestinationState,
+  outcomes: { outcome: Outcome; startedAt: Date; throttleSchedule: number[] }[],
+): DestinationUpdate {
+  let failures = state.consecutive_failures;
+  let throttles = state.consecutive_throttles;
+  let throttleSeconds: number | null = null;
+  let throttleReason: string | null = null;
+  let pauseReason: string | null = null;
+  let holdStartMs = state.throttled_until ? -Infinity : null; // a hold exists: its start is unknown but past
+  const nowMs = state.now.getTime();
+  for (const { outcome, startedAt, throttleSchedule } of outcomes) {
+    switch (outcome.kind) {
+      case "success":
+        failures = 0;
+        throttles = 0;
+        break;
+      case "throttled": {
+        const sameEpisode =
+          (state.throttled_until !== null && state.throttled_until.getTime() > startedAt.getTime()) ||
+          (holdStartMs !== null && holdStartMs > startedAt.getTime());
+        if (!sameEpisode) throttles++;
+        const hold = throttleHoldSeconds(throttleSchedule, Math.max(throttles, 1), outcome.retryAfterSeconds);
+        throttleSeconds = Math.max(throttleSeconds ?? 0, hold);
+        throttleReason = outcome.retryAfterSeconds !== null
+          ? `429 Too Many Requests with Retry-After: ${outcome.retryAfterSeconds} s`
+          : `429 Too Many Requests (${ordinal(throttles)} in a row, no Retry-After): holding ${hold} s`;
+        holdStartMs = nowMs;
+        break;
+      }
+      case "gone":
+        failures++;
+        pauseReason = "auto: the endpoint answered 410 Gone";
+        break;
+      case "failure":
+        failures++;
+        break;
+    }
+  }
+  return { id: state.id, consecutiveFailures: failures, consecutiveThrottles: throttles, throttleSeconds, throttleReason, pauseReason };
+}
+
+function ordinal(n: number): string {
+  const s = ["th", "st", "nd", "rd"];
+  const v = n % 100;
+  return n + (s[(v - 20) % 10] ?? s[v] ?? s[0]!);
+}

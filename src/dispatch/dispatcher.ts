@@ -1,0 +1,233 @@
+import type { Logger } from "pino";
+import type { Db } from "../db/db.js";
+import { withRetry } from "../db/db.js";
+import { nextReadyDelayMs } from "../db/queries/claim.js";
+import type { ClaimedDestination, LeasedDelivery } from "../db/queries/claim.js";
+import {
+  lockDestinationsForResults, finishDeliveries, insertAttempts, updateDestinationsAfterResults, releaseLeases,
+} from "../db/queries/results.js";
+import { buildDeliveryHeaders, type Sender } from "../delivery/sender.js";
+import { metrics } from "../metrics.js";
+import { claim } from "./claim.js";
+import { decideDelivery, decideDestination, type FinishedSend } from "./decide.js";
+
+export const WORK_CHANNEL = "sluice_work";
+
+export interface DispatcherOptions {
+  workerConcurrency: number;
+  claimBatchSize: number;
+  grantCap: number;
+  leaseMarginSeconds: number;
+  shard: [number, number] | null;
+  userAgent: string;
+  /** Longest idle sleep: a safety net should a notification be missed. */
+  maxIdleMs?: number;
+}
+
+interface InflightSend {
+  destinationId: string;
+  deliveryId: string;
+  leaseToken: string;
+}
+
+/**
+ * The worker: claims ready destinations, sends their granted deliveries through the shared
+ * sender, and writes results back in batches. Idle, it sleeps until the next ready_at or a
+ * notification — it never polls the deliveries table.
+ */
+export class Dispatcher {
+  private running = false;
+  private loopDone: Promise<void> = Promise.resolve();
+  private readonly sending = new Map<string, InflightSend>();
+  private pending: FinishedSend[] = [];
+  private flushing: Promise<void> | null = null;
+  private wakeUp: (() => void) | null = null;
+  private unlisten: (() => Promise<void>) | null = null;
+
+  constructor(
+    private readonly db: Db,
+    private readonly sender: Sender,
+    private readonly opts: DispatcherOptions,
+    private readonly log: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    this.running = true;
+    this.unlisten = await this.db.listen(WORK_CHANNEL, () => this.wake());
+    this.loopDone = this.loop();
+  }
+
+  /** Stops claiming, lets in-flight sends finish for up to `graceMs`, then releases the rest. */
+  async stop(graceMs: number): Promise<void> {
+    this.running = false;
+    this.wake();
+    await this.loopDone;
+    if (this.unlisten) await this.unlisten();
+    const deadline = Date.now() + graceMs;
+    while (this.sending.size > 0 && Date.now() < deadline) await sleep(20);
+    await this.flush();
+    if (this.sending.size > 0) {
+      const leases = [...this.sending.values()].map((s) => ({ destinationId: s.destinationId, id: s.deliveryId, leaseToken: s.leaseToken }));
+      const released = await withRetry(this.db, (q) => releaseLeases(q, leases));
+      this.log.info({ released }, "released leases of unfinished sends");
+      this.sending.clear();
+    }
+  }
+
+  get inflight(): number {
+    return this.sending.size;
+  }
+
+  private wake(): void {
+    const w = this.wakeUp;
+    this.wakeUp = null;
+    w?.();
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const t = setTimeout(() => {
+        this.wakeUp = null;
+        resolve();
+      }, ms);
+      this.wakeUp = () => {
+        clearTimeout(t);
+        resolve();
+      };
+    });
+  }
+
+  private async loop(): Promise<void> {
+    const maxIdleMs = this.opts.maxIdleMs ?? 30_000;
+    let errors = 0;
+    while (this.running) {
+      const capacity = this.opts.workerConcurrency - this.sending.size;
+      if (capacity <= 0) {
+        await this.sleep(1000); // a finished send wakes us sooner
+        continue;
+      }
+      try {
+        const end = metrics.claimDuration.startTimer();
+        const res = await claim(this.db, {
+          capacity,
+          batchSize: this.opts.claimBatchSize,
+          grantCap: this.opts.grantCap,
+          leaseMarginSeconds: this.opts.leaseMarginSeconds,
+          shard: this.opts.shard,
+        });
+        end();
+        errors = 0;
+        if (res.slotDenied) metrics.slotDenied.inc(res.slotDenied);
+        for (const d of res.deliveries) this.send(d, res.destinations.get(d.destination_id)!);
+        if (res.deliveries.length > 0 || res.claimedCount >= this.opts.claimBatchSize) continue;
+        const delay = await nextReadyDelayMs(this.db);
+        if (!this.running) break;
+        // A destination can be "ready now" yet yield nothing (its rows locked by a concurrent
+        // writer): a short pause keeps that from becoming a spin.
+        await this.sleep(delay === null ? maxIdleMs : Math.min(maxIdleMs, Math.max(5, delay)));
+      } catch (err) {
+        errors++;
+        this.log.error({ err }, "claim failed");
+        await this.sleep(Math.min(5000, 100 * 2 ** Math.min(errors, 6)));
+      }
+    }
+  }
+
+  private send(d: LeasedDelivery, dest: ClaimedDestination): void {
+    this.sending.set(d.id, { destinationId: d.destination_id, deliveryId: d.id, leaseToken: d.lease_token });
+    metrics.sendsInflight.set(this.sending.size);
+    const occurredAt = d.occurred_at.toISOString();
+    // The payload is spliced in as stored: no parse, no re-serialise.
+    const body = `{"type":${JSON.stringify(d.type)},"timestamp":"${occurredAt}","data":${d.payload}}`;
+    const nowMs = Date.now();
+    const secrets = dest.secrets.filter((s) => s.expires_at === null || Date.parse(s.expires_at) > nowMs).map((s) => s.secret);
+    const startedAt = new Date(nowMs);
+    const headers = buildDeliveryHeaders({
+      msgId: d.event_id, timestampSeconds: Math.floor(nowMs / 1000), body, secrets, userAgent: this.opts.userAgent,
+    });
+    this.sender
+      .send({ url: dest.url, body, headers, timeoutMs: dest.timeout_seconds * 1000 })
+      .then((result) => {
+        metrics.attemptDuration.observe(result.latencyMs / 1000);
+        if (result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300) {
+          metrics.deliveryLatency.observe((Date.now() - d.created_at.getTime()) / 1000);
+        }
+        this.pending.push({
+          destinationId: d.destination_id, deliveryId: d.id, leaseToken: d.lease_token, attemptNo: d.attempts,
+          failuresBefore: d.failures, retrySchedule: dest.retry_schedule_seconds, throttleSchedule: dest.throttle_schedule_seconds,
+          startedAt, result,
+        });
+        this.scheduleFlush();
+      })
+      .catch((err: unknown) => {
+        // send() reports problems as results; reaching here is a bug. The lease will expire
+        // and the delivery come back by itself.
+        this.log.error({ err, delivery_id: d.id }, "sender threw");
+        this.sending.delete(d.id);
+      });
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushing) return;
+    this.flushing = (async () => {
+      // Let results that finish together share one write.
+      await new Promise((r) => setImmediate(r));
+      while (this.pending.length > 0) await this.flushOnce();
+    })().finally(() => {
+      this.flushing = null;
+      if (this.pending.length > 0) this.scheduleFlush();
+    });
+  }
+
+  private async flush(): Promise<void> {
+    while (this.flushing) await this.flushing;
+    while (this.pending.length > 0) await this.flushOnce();
+  }
+
+  private async flushOnce(): Promise<void> {
+    const batch = this.pending.splice(0, 1000);
+    try {
+      await this.writeResults(batch);
+    } catch (err) {
+      this.log.error({ err, results: batch.length }, "writing results failed; will retry");
+      this.pending.unshift(...batch);
+      await sleep(500);
+      return;
+    }
+    for (const f of batch) this.sending.delete(f.deliveryId);
+    metrics.sendsInflight.set(this.sending.size);
+    this.wake(); // slots were freed: there may be more to claim
+  }
+
+  private async writeResults(batch: FinishedSend[]): Promise<void> {
+    const nowMs = Date.now();
+    const decisions = batch.map((f) => ({ f, ...decideDelivery(f, nowMs) }));
+    const destIds = [...new Set(batch.map((f) => f.destinationId))].sort();
+    await withRetry(this.db, async (q) => {
+      const states = await lockDestinationsForResults(q, destIds);
+      const landed = await finishDeliveries(q, decisions.map((d) => d.delivery));
+      await insertAttempts(q, decisions.map((d) => d.attempt));
+      const byDest = new Map<string, { outcome: (typeof decisions)[number]["outcome"]; startedAt: Date; throttleSchedule: number[] }[]>();
+      for (const d of decisions) {
+        if (!landed.has(d.f.deliveryId)) continue;
+        const list = byDest.get(d.f.destinationId) ?? [];
+        list.push({ outcome: d.outcome, startedAt: d.f.startedAt, throttleSchedule: d.f.throttleSchedule });
+        byDest.set(d.f.destinationId, list);
+      }
+      await updateDestinationsAfterResults(q, states.filter((s) => byDest.has(s.id)).map((s) => decideDestination(s, byDest.get(s.id)!)));
+      return landed;
+    }).then((landed) => {
+      for (const d of decisions) {
+        const errorClass = d.outcome.errorClass ?? "none";
+        metrics.attempts.inc({ outcome: d.outcome.kind, error_class: errorClass });
+        if (!landed.has(d.f.deliveryId)) metrics.leaseLost.inc();
+        else if (d.delivery.status === "delivered" || d.delivery.status === "dead") metrics.deliveriesFinished.inc({ status: d.delivery.status });
+        if (d.outcome.kind === "throttled") metrics.throttled.inc();
+      }
+    });
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

@@ -1,0 +1,80 @@
+import type { Queryable } from "../db/db.js";
+import { ValidationError, SluiceError, type FieldError } from "../errors.js";
+import { newId } from "../ids.js";
+import { matchesEventType, SYSTEM_TYPE_PREFIX } from "../policy/event-match.js";
+import { routingTargets, insertEvents, insertDeliveries, type NewEvent, type NewDelivery } from "../db/queries/events.js";
+
+// Fan-out: an event becomes one delivery per matching destination, all in the caller's
+// transaction. Used by the API and by Sluice itself (destination.* events).
+
+export interface EventInput {
+  type: string;
+  payload: unknown;
+  occurred_at?: string | undefined;
+  deliver_at?: string | undefined;
+  destination_ids?: string[] | undefined;
+}
+
+export interface Published {
+  id: string;
+  deliveries: number;
+}
+
+export interface PublishOptions {
+  maxPayloadBytes: number;
+  /** Sluice's own destination.* events; tenants may not publish those types. */
+  system?: boolean;
+  /** Field-name prefix for error details (e.g. "events[3]."). */
+  fieldPrefix?: (index: number) => string;
+}
+
+export async function publishEvents(q: Queryable, tenantId: string, inputs: EventInput[], opts: PublishOptions): Promise<Published[]> {
+  const prefix = opts.fieldPrefix ?? (() => "");
+  const problems: FieldError[] = [];
+  const events: NewEvent[] = [];
+  for (const [i, e] of inputs.entries()) {
+    if (!opts.system && e.type.startsWith(SYSTEM_TYPE_PREFIX)) {
+      problems.push({ field: `${prefix(i)}type`, message: `'${SYSTEM_TYPE_PREFIX}*' types are published by Sluice itself; pick another type` });
+    }
+    const payload = JSON.stringify(e.payload);
+    if (Buffer.byteLength(payload) > opts.maxPayloadBytes) {
+      throw new SluiceError("SLUICE_EVENT_PAYLOAD_TOO_LARGE", `${prefix(i)}payload is ${Buffer.byteLength(payload)} bytes; at most ${opts.maxPayloadBytes} are allowed (SLUICE_MAX_PAYLOAD_BYTES). Send a reference (an id or URL) instead of the whole document.`, { statusCode: 413 });
+    }
+    events.push({
+      id: newId("evt"),
+      type: e.type,
+      payload,
+      occurredAt: e.occurred_at ? new Date(e.occurred_at) : null,
+      deliverAt: e.deliver_at ? new Date(e.deliver_at) : null,
+    });
+  }
+  if (problems.length) throw invalid(problems);
+
+  const targets = await routingTargets(q, tenantId);
+  const known = new Set(targets.map((t) => t.id));
+  for (const [i, e] of inputs.entries()) {
+    for (const id of e.destination_ids ?? []) {
+      if (!known.has(id)) problems.push({ field: `${prefix(i)}destination_ids`, message: `'${id}' is not a destination of this tenant` });
+    }
+  }
+  if (problems.length) throw invalid(problems);
+
+  const deliveries: NewDelivery[] = [];
+  const out: Published[] = [];
+  for (const [i, e] of inputs.entries()) {
+    const ev = events[i]!;
+    // destination_ids targets those destinations directly; otherwise event_types decide.
+    const ids = e.destination_ids ?? targets.filter((t) => matchesEventType(t.event_types, e.type)).map((t) => t.id);
+    for (const destinationId of ids) {
+      deliveries.push({ id: newId("dlv"), destinationId, eventId: ev.id, occurredAt: ev.occurredAt, deliverAt: ev.deliverAt });
+    }
+    out.push({ id: ev.id, deliveries: ids.length });
+  }
+  await insertEvents(q, tenantId, events);
+  await insertDeliveries(q, tenantId, deliveries);
+  return out;
+}
+
+function invalid(problems: FieldError[]): ValidationError {
+  return new ValidationError(`Invalid event: ${problems.map((p) => `${p.field} ${p.message}`).join("; ")}`, problems);
+}
