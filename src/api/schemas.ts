@@ -10,6 +10,8 @@ export const TIME_OF_DAY = "^([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9])?$";
 // Event types: no spaces, no `*` (reserved for patterns).
 export const EVENT_TYPE = "^[A-Za-z0-9_.:/\\-]{1,200}$";
 export const EVENT_TYPE_PATTERN = "^[A-Za-z0-9_.:/\\-]{0,200}\\*?$";
+export const URL_PATTERN = "^[Hh][Tt][Tt][Pp][Ss]?://";
+export const SECRET_PATTERN = "^whsec_[A-Za-z0-9+/=]{16,200}$";
 
 const Seconds = (min: number, max: number) => Type.Integer({ minimum: min, maximum: max });
 
@@ -36,9 +38,9 @@ export const DeliverySchedule = Type.Object(
 
 const destinationConfig = {
   name: Type.String({ maxLength: 200 }),
-  url: Type.String({ minLength: 1, maxLength: 2048, description: "http or https URL deliveries POST to" }),
+  url: Type.String({ minLength: 1, maxLength: 2048, pattern: URL_PATTERN, description: "http or https URL deliveries POST to" }),
   event_types: Type.Array(Type.String({ pattern: EVENT_TYPE_PATTERN }), { maxItems: 500, uniqueItems: true }),
-  secret: Type.String({ pattern: "^whsec_[A-Za-z0-9+/=]{16,200}$", description: "Standard Webhooks secret whsec_<base64>" }),
+  secret: Type.String({ pattern: SECRET_PATTERN, description: "Standard Webhooks secret whsec_<base64>" }),
   timeout_seconds: Seconds(1, 60),
   max_concurrency: Type.Integer({ minimum: 1, maximum: 1000 }),
   ordered: Type.Boolean(),

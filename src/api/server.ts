@@ -9,6 +9,7 @@ import { SluiceError, ValidationError, type FieldError } from "../errors.js";
 import { registry } from "../metrics.js";
 import { tenantByKey, type TenantRow } from "../db/queries/tenants.js";
 import { tenantRoutes } from "./routes/tenants.js";
+import { TIME_OF_DAY, EVENT_TYPE, EVENT_TYPE_PATTERN, URL_PATTERN, SECRET_PATTERN } from "./schemas.js";
 import { destinationRoutes } from "./routes/destinations.js";
 import { eventRoutes } from "./routes/events.js";
 import { deliveryRoutes } from "./routes/deliveries.js";
@@ -173,6 +174,15 @@ function dedupe(list: FieldError[]): FieldError[] {
   });
 }
 
+// Regular expressions mean little to a reader: say what the field takes instead.
+const PATTERN_HINTS: Record<string, string> = {
+  [TIME_OF_DAY]: "must be a 24-hour time HH:MM or HH:MM:SS, e.g. 22:00 or 06:30:15",
+  [EVENT_TYPE]: "must be 1–200 characters of letters, digits and . _ : / - (no spaces or *), e.g. order.created",
+  [EVENT_TYPE_PATTERN]: "must be an event type, optionally ending in * to match a prefix (e.g. order.*)",
+  [URL_PATTERN]: "must be an http:// or https:// URL",
+  [SECRET_PATTERN]: "must be a Standard Webhooks secret: whsec_ followed by base64 (omit it to have one generated)",
+};
+
 interface AjvLikeError {
   instancePath: string;
   keyword: string;
@@ -192,5 +202,9 @@ function fieldError(v: AjvLikeError, part?: string): FieldError {
     return { field: prefix + (path ? `${path}.${f}` : f), message: "is not a known field; check its spelling against the API reference" };
   }
   if (v.keyword === "minProperties") return { field: prefix + (path || "body"), message: "must set at least one field" };
+  if (v.keyword === "pattern") {
+    const hint = PATTERN_HINTS[String(v.params.pattern)];
+    if (hint) return { field: prefix + (path || "body"), message: hint };
+  }
   return { field: prefix + (path || "body"), message: v.message ?? "is invalid" };
 }

@@ -1,0 +1,58 @@
+// Each test gets its own database on the throwaway server that `npm test` starts
+// (scripts/run-tests.mjs), so tests can run in parallel without seeing each other's rows.
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+
+export interface TestDatabase {
+  /** Connection string for the new, empty database. */
+  url: string;
+  /** Ends every connection to the database and drops it. Safe to call twice. */
+  drop(): Promise<void>;
+}
+
+function serverUrl(): string {
+  const url = process.env.SLUICE_TEST_DATABASE_URL;
+  if (!url) {
+    throw new Error(
+      "SLUICE_TEST_DATABASE_URL is not set: run tests through `npm test`, which starts a throwaway Postgres " +
+        "(or `node scripts/pg-server.mjs -- node --import tsx --test <file>`)",
+    );
+  }
+  return url;
+}
+
+async function onServer<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Creates `sluice_test_<random>` on the test server. */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const base = serverUrl();
+  const name = `sluice_test_${randomBytes(6).toString("hex")}`;
+  // name is [a-z0-9_] only, so interpolating it is safe; CREATE DATABASE takes no parameters.
+  await onServer(base, (c) => c.query(`CREATE DATABASE ${name}`));
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  let dropped = false;
+  return {
+    url: url.toString(),
+    async drop() {
+      if (dropped) return;
+      dropped = true;
+      await onServer(base, async (c) => {
+        await c.query(
+          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+          [name],
+        );
+        // FORCE also covers a connection that slipped in after the terminate.
+        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      });
+    },
+  };
+}

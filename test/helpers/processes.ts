@@ -1,0 +1,27 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+// Real Sluice processes (`sluice worker`, `sluice api`), for tests that kill or multiply them.
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+
+export interface SluiceProcess {
+  proc: ChildProcess;
+  /** Resolves with the exit code (or the signal name) when the process ends. */
+  exited: Promise<number | string>;
+  output(): string;
+  kill(signal: NodeJS.Signals): void;
+}
+
+export function spawnSluice(command: "worker" | "api" | "start", env: Record<string, string>, args: string[] = []): SluiceProcess {
+  const proc = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", command, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, SLUICE_LOG_LEVEL: "warn", SLUICE_ALLOW_PRIVATE_NETWORKS: "1", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  proc.stdout!.on("data", (c) => (out += c));
+  proc.stderr!.on("data", (c) => (out += c));
+  const exited = new Promise<number | string>((resolve) => proc.on("exit", (code, sig) => resolve(code ?? sig ?? -1)));
+  return { proc, exited, output: () => out, kill: (s) => proc.kill(s) };
+}

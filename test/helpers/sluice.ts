@@ -1,0 +1,83 @@
+import { pino } from "pino";
+import { loadConfig } from "../../src/config.js";
+import { run, type Running } from "../../src/app.js";
+import { createTestDatabase } from "./db.js";
+
+// Starts a real Sluice (API and/or worker) in this process on a fresh store: embedded PGlite in
+// memory, or a new database on the throwaway Postgres server that `npm test` started.
+
+export type Backend = "embedded" | "server";
+export const BACKENDS: Backend[] = ["embedded", "server"];
+
+export interface ApiAnswer<T = any> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+export interface TestSluice {
+  url: string;
+  apiKey: string;
+  databaseUrl: string | undefined;
+  running: Running;
+  /** Calls the API with the default key (or `key`); `body` is JSON-encoded unless a string. */
+  api<T = any>(method: string, path: string, body?: unknown, opts?: { key?: string | null; headers?: Record<string, string> }): Promise<ApiAnswer<T>>;
+  stop(): Promise<void>;
+}
+
+export async function startSluice(backend: Backend, opts: { env?: Record<string, string>; worker?: boolean; api?: boolean; databaseUrl?: string } = {}): Promise<TestSluice> {
+  let drop: (() => Promise<void>) | null = null;
+  let databaseUrl = opts.databaseUrl;
+  if (backend === "server" && !databaseUrl) {
+    const tdb = await createTestDatabase();
+    databaseUrl = tdb.url;
+    drop = tdb.drop;
+  }
+  const apiKey = "sk_test_" + Math.random().toString(36).slice(2);
+  const env: Record<string, string> = {
+    SLUICE_PORT: "0",
+    SLUICE_API_KEY: apiKey,
+    SLUICE_DATA_DIR: "memory://",
+    SLUICE_ALLOW_PRIVATE_NETWORKS: "1",
+    SLUICE_LOG_LEVEL: process.env.SLUICE_TEST_LOG_LEVEL ?? "silent",
+    SLUICE_SHUTDOWN_GRACE_SECONDS: "2",
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    ...opts.env,
+  };
+  const config = loadConfig({}, env);
+  const running = await run(config, {
+    api: opts.api ?? true,
+    worker: opts.worker ?? true,
+    log: pino({ level: config.logLevel }),
+  });
+  const url = running.url ?? "";
+  return {
+    url,
+    apiKey: env.SLUICE_API_KEY!,
+    databaseUrl,
+    running,
+    async api(method, path, body, o = {}) {
+      const headers: Record<string, string> = { ...o.headers };
+      const key = o.key === undefined ? env.SLUICE_API_KEY : o.key;
+      if (key !== null) headers.authorization = `Bearer ${key}`;
+      let payload: string | undefined;
+      if (body !== undefined) {
+        headers["content-type"] ??= "application/json";
+        payload = typeof body === "string" ? body : JSON.stringify(body);
+      }
+      const res = await fetch(url + path, { method, headers, body: payload });
+      const text = await res.text();
+      let parsed: unknown = text;
+      try {
+        parsed = text ? JSON.parse(text) : null;
+      } catch {
+        /* not JSON: keep the text */
+      }
+      return { status: res.status, body: parsed as any, headers: res.headers };
+    },
+    async stop() {
+      await running.stop();
+      if (drop) await drop();
+    },
+  };
+}

@@ -1,0 +1,117 @@
+import { describe, test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { startSluice, type TestSluice } from "../helpers/sluice.js";
+import { startReceiver, type Receiver, type ReceivedRequest } from "../helpers/receiver.js";
+import { spawnSluice, type SluiceProcess } from "../helpers/processes.js";
+import { waitFor } from "../helpers/wait-for.js";
+
+// Invariants that only show with several real worker processes on one Postgres server:
+// 1. nothing accepted is lost, across a SIGKILL of a worker mid-run;
+// 2. max_concurrency holds at the receiver across two worker processes.
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("worker processes on a Postgres server", () => {
+  let s: TestSluice;
+  const procs: SluiceProcess[] = [];
+  before(async () => {
+    s = await startSluice("server", { worker: false });
+  });
+  after(async () => {
+    for (const p of procs) p.kill("SIGKILL");
+    await s?.stop();
+  });
+  const worker = (env: Record<string, string> = {}) => {
+    const p = spawnSluice("worker", { DATABASE_URL: s.databaseUrl!, SLUICE_LEASE_MARGIN_SECONDS: "1", ...env });
+    procs.push(p);
+    return p;
+  };
+
+  async function publishRoundRobin(destIds: string[], n: number, type: string): Promise<string[]> {
+    const ids: string[] = [];
+    for (let off = 0; off < n; off += 500) {
+      const events = Array.from({ length: Math.min(500, n - off) }, (_, i) => ({ type, payload: { i: off + i }, destination_ids: [destIds[(off + i) % destIds.length]!] }));
+      const r = await s.api("POST", "/v1/events/batch", { events });
+      assert.equal(r.status, 202);
+      ids.push(...r.body.events.map((e: { id: string }) => e.id));
+    }
+    return ids;
+  }
+
+  async function unfinished(destIds: string[]): Promise<number> {
+    let n = 0;
+    for (const id of destIds) n += (await s.api("GET", `/v1/destinations/${id}`)).body.queued_events;
+    return n;
+  }
+
+  test("invariant 1: a worker killed mid-run loses nothing; its leases come back by themselves", async () => {
+    const rx: Receiver = await startReceiver({ status: 200, delayMs: 60 });
+    try {
+      const dests: string[] = [];
+      for (let i = 0; i < 6; i++) {
+        dests.push((await s.api("POST", "/v1/destinations", { url: `${rx.url}/crash/${i}`, timeout_seconds: 2, max_concurrency: 4 })).body.id);
+      }
+      const events = await publishRoundRobin(dests, 600, "crash.test");
+      const a = worker();
+      await waitFor(() => rx.received.length >= 100, { timeoutMs: 30_000, message: () => `worker A delivered ${rx.received.length}; output: ${a.output()}` });
+      a.kill("SIGKILL");
+      assert.equal(await a.exited, "SIGKILL");
+      const atKill = rx.received.length;
+      assert.ok(atKill < 600, "the kill happened mid-run");
+
+      const b = worker();
+      await waitFor(async () => (await unfinished(dests)) === 0, { timeoutMs: 60_000, message: () => `still unfinished after restart; output: ${b.output()}` });
+      const got = new Map<string, number>();
+      for (const r of rx.received) got.set(r.headers["webhook-id"]!, (got.get(r.headers["webhook-id"]!) ?? 0) + 1);
+      for (const id of events) assert.ok(got.has(id), `event ${id} never arrived`);
+      const duplicates = rx.received.length - got.size;
+      // Only requests in flight at the kill may arrive twice (invariant 6): at most the caps' sum.
+      assert.ok(duplicates <= 6 * 4, `${duplicates} duplicates`);
+      for (const id of dests) {
+        const delivered = await s.api("GET", `/v1/deliveries?destination_id=${id}&status=delivered&limit=1000`);
+        assert.equal(delivered.body.data.length, 100);
+      }
+
+      b.kill("SIGTERM");
+      assert.equal(await b.exited, 0, "SIGTERM exits 0");
+    } finally {
+      await rx.close();
+    }
+  });
+
+  test("invariant 2: max_concurrency holds at the receiver across two worker processes", async () => {
+    const current = new Map<string, number>();
+    const peak = new Map<string, number>();
+    const rx = await startReceiver(async (req: ReceivedRequest) => {
+      const n = (current.get(req.path) ?? 0) + 1;
+      current.set(req.path, n);
+      peak.set(req.path, Math.max(peak.get(req.path) ?? 0, n));
+      await sleep(25 + Math.random() * 25);
+      current.set(req.path, (current.get(req.path) ?? 1) - 1);
+      return { status: 200 };
+    });
+    try {
+      const caps = [1, 2, 3, 4];
+      const dests: string[] = [];
+      for (const cap of caps) {
+        dests.push((await s.api("POST", "/v1/destinations", { url: `${rx.url}/cap/${cap}`, max_concurrency: cap })).body.id);
+      }
+      const w1 = worker({ SLUICE_GRANT_CAP: "2" });
+      const w2 = worker({ SLUICE_GRANT_CAP: "2" });
+      await publishRoundRobin(dests, 400, "cap.test");
+      await waitFor(async () => (await unfinished(dests)) === 0, { timeoutMs: 60_000, message: () => `unfinished; ${w1.output()} ${w2.output()}` });
+      assert.equal(rx.received.length, 400);
+      for (const cap of caps) {
+        const p = peak.get(`/cap/${cap}`) ?? 0;
+        assert.ok(p <= cap, `destination with cap ${cap} saw ${p} in flight`);
+      }
+      assert.equal(peak.get("/cap/4"), 4, "the cap was actually reached, so the test could fail");
+      w1.kill("SIGTERM");
+      w2.kill("SIGTERM");
+      assert.equal(await w1.exited, 0);
+      assert.equal(await w2.exited, 0);
+    } finally {
+      await rx.close();
+    }
+  });
+});

@@ -1,0 +1,85 @@
+import { test, describe } from "node:test";
+import assert from "node:assert/strict";
+import { decideDelivery, decideDestination, type FinishedSend } from "../../src/dispatch/decide.js";
+import type { SendResult } from "../../src/delivery/sender.js";
+import type { Outcome } from "../../src/policy/outcome.js";
+
+const NOW = Date.parse("2026-03-01T12:00:00Z");
+const res = (statusCode: number | null, extra: Partial<SendResult> = {}): SendResult => ({
+  statusCode, errorClass: statusCode === null ? "timeout" : null, errorMessage: null, retryAfter: null, responseBody: "", latencyMs: 12, ...extra,
+});
+const send = (result: SendResult, failuresBefore = 0, retrySchedule = [5, 30]): FinishedSend => ({
+  destinationId: "dst_1", deliveryId: "dlv_1", leaseToken: "t", attemptNo: failuresBefore + 1, failuresBefore,
+  retrySchedule, throttleSchedule: [60, 300, 900], startedAt: new Date(NOW - 100), result,
+});
+
+describe("decideDelivery", () => {
+  test("2xx delivers", () => {
+    const d = decideDelivery(send(res(200)), NOW);
+    assert.equal(d.delivery.status, "delivered");
+    assert.equal(d.attempt.outcome, "success");
+  });
+  test("a failure schedules the next retry from the schedule, then dies when it is spent", () => {
+    const first = decideDelivery(send(res(500)), NOW, () => 0.5);
+    assert.deepEqual([first.delivery.status, first.delivery.delaySeconds, first.delivery.failed], ["retry_scheduled", 5, true]);
+    const second = decideDelivery(send(res(500), 1), NOW, () => 0.5);
+    assert.equal(second.delivery.delaySeconds, 30);
+    const third = decideDelivery(send(res(500), 2), NOW, () => 0.5);
+    assert.equal(third.delivery.status, "dead");
+  });
+  test("a 503's Retry-After sets that delivery's next attempt", () => {
+    const d = decideDelivery(send(res(503, { retryAfter: "42" })), NOW, () => 0.5);
+    assert.equal(d.delivery.status, "retry_scheduled");
+    assert.equal(d.delivery.delaySeconds, 42);
+  });
+  test("429 spends no retry and is not a failure", () => {
+    const d = decideDelivery(send(res(429, { retryAfter: "5" }), 2), NOW);
+    assert.equal(d.delivery.status, "queued");
+    assert.equal(d.delivery.failed, false);
+    assert.equal(d.attempt.outcome, "throttled");
+  });
+  test("timeouts are failures with their class recorded", () => {
+    const d = decideDelivery(send(res(null, { errorMessage: "timed out" })), NOW, () => 0.5);
+    assert.equal(d.delivery.status, "retry_scheduled");
+    assert.equal(d.attempt.errorClass, "timeout");
+    assert.match(d.delivery.error!, /timeout/);
+  });
+});
+
+describe("decideDestination", () => {
+  const state = (over: Partial<Parameters<typeof decideDestination>[0]> = {}) => ({
+    id: "dst_1", consecutive_failures: 0, consecutive_throttles: 0, throttled_until: null, paused_at: null, deleted_at: null, now: new Date(NOW), ...over,
+  });
+  const o = (kind: Outcome["kind"], retryAfterSeconds: number | null = null, startedAt = NOW - 100) => ({
+    outcome: { kind, statusCode: null, errorClass: null, retryAfterSeconds } as Outcome, startedAt: new Date(startedAt), throttleSchedule: [60, 300, 900],
+  });
+
+  test("429 without Retry-After escalates the hold one step per episode", () => {
+    const first = decideDestination(state(), [o("throttled")]);
+    assert.equal(first.throttleSeconds, 60);
+    assert.equal(first.consecutiveThrottles, 1);
+    const second = decideDestination(state({ consecutive_throttles: 1 }), [o("throttled")]);
+    assert.equal(second.throttleSeconds, 300);
+  });
+  test("429s of requests that started before the current hold are the same episode", () => {
+    // Five concurrent requests all answered 429: one step, not five.
+    const u = decideDestination(state(), [o("throttled"), o("throttled"), o("throttled"), o("throttled"), o("throttled")]);
+    assert.equal(u.consecutiveThrottles, 1);
+    assert.equal(u.throttleSeconds, 60);
+    const during = decideDestination(state({ consecutive_throttles: 1, throttled_until: new Date(NOW + 30_000) }), [o("throttled")]);
+    assert.equal(during.consecutiveThrottles, 1);
+  });
+  test("Retry-After sets the hold", () => {
+    const u = decideDestination(state(), [o("throttled", 7)]);
+    assert.equal(u.throttleSeconds, 7);
+    assert.match(u.throttleReason!, /Retry-After: 7/);
+  });
+  test("success resets both counters; failures count up; 410 pauses", () => {
+    assert.deepEqual(
+      [decideDestination(state({ consecutive_failures: 3, consecutive_throttles: 2 }), [o("success")])].map((u) => [u.consecutiveFailures, u.consecutiveThrottles]),
+      [[0, 0]],
+    );
+    assert.equal(decideDestination(state({ consecutive_failures: 3 }), [o("failure"), o("failure")]).consecutiveFailures, 5);
+    assert.match(decideDestination(state(), [o("gone")]).pauseReason!, /410/);
+  });
+});
