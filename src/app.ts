@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import http from "node:http";
 import type { FastifyInstance } from "fastify";
 import { pino, type Logger } from "pino";
@@ -35,6 +35,9 @@ export interface Running {
 /** Opens the store, migrates, and starts the API and/or the delivery worker in this process. */
 export async function run(config: Readonly<Config>, opts: RunOptions): Promise<Running> {
   const log = opts.log ?? pino({ level: config.logLevel, base: { pid: process.pid } });
+  if (!config.databaseUrl && !existsSync(`${config.dataDir}/PG_VERSION`) && !config.dataDir.startsWith("memory://")) {
+    log.info({ dataDir: config.dataDir }, "creating the embedded Postgres store (first start only; takes a few seconds)");
+  }
   const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.dbPoolSize });
   const applied = await migrate(db);
   if (applied.length) log.info({ applied }, "migrations applied");

@@ -115,3 +115,34 @@ describe("worker processes on a Postgres server", () => {
     }
   });
 });
+
+describe("graceful shutdown", () => {
+  test("SIGTERM with requests still hanging after the grace releases their leases; another worker delivers them", async () => {
+    const s = await startSluice("server", { worker: false });
+    let hang = true;
+    const rx = await startReceiver(() => (hang ? { status: 200, hang: true } : { status: 200 }));
+    const procs: SluiceProcess[] = [];
+    try {
+      const d = (await s.api("POST", "/v1/destinations", { url: `${rx.url}/g`, timeout_seconds: 60, max_concurrency: 3 })).body;
+      const spawnW = () => {
+        const p = spawnSluice("worker", { DATABASE_URL: s.databaseUrl!, SLUICE_SHUTDOWN_GRACE_SECONDS: "1" });
+        procs.push(p);
+        return p;
+      };
+      const a = spawnW();
+      await s.api("POST", "/v1/events/batch", { events: [0, 1, 2].map((i) => ({ type: "g.x", payload: { i }, destination_ids: [d.id] })) });
+      await waitFor(() => rx.received.length === 3, { message: () => a.output() });
+      a.kill("SIGTERM");
+      assert.equal(await a.exited, 0);
+      const list = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}`)).body.data;
+      assert.deepEqual(list.map((x: { status: string }) => x.status), ["queued", "queued", "queued"], "released, not left leased for 90 s");
+      hang = false;
+      spawnW();
+      await waitFor(async () => (await s.api("GET", `/v1/destinations/${d.id}`)).body.queued_events === 0, { timeoutMs: 20_000 });
+    } finally {
+      for (const p of procs) p.kill("SIGKILL");
+      await rx.close();
+      await s.stop();
+    }
+  });
+});

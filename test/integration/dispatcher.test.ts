@@ -1,0 +1,95 @@
+import { describe, test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
+import { startReceiver, type Receiver } from "../helpers/receiver.js";
+import { waitFor } from "../helpers/wait-for.js";
+import { metrics } from "../../src/metrics.js";
+import { pruneOnce } from "../../src/dispatch/janitor.js";
+
+// Dispatcher behaviour on both stores: idle costs nothing, notifications wake it, ordered
+// destinations are strict FIFO with a blocking head, retention prunes only what is finished.
+
+const claimCount = async () => (await metrics.claimDuration.get()).values.find((v) => v.metricName === "sluice_claim_duration_seconds_count")?.value ?? 0;
+
+for (const backend of BACKENDS) {
+  describe(`dispatcher on ${backend} Postgres`, () => {
+    let s: TestSluice;
+    let rx: Receiver;
+    before(async () => {
+      s = await startSluice(backend);
+      rx = await startReceiver();
+    });
+    after(async () => {
+      await rx?.close();
+      await s?.stop();
+    });
+
+    test("an idle engine sleeps (no claim loop) and a new event wakes it by notification", async () => {
+      const d = (await s.api("POST", "/v1/destinations", { url: `${rx.url}/idle`, event_types: ["idle.*"] })).body;
+      await s.api("POST", "/v1/events", { type: "idle.a", payload: {} });
+      await waitFor(() => rx.received.some((r) => r.path === "/idle"));
+      await new Promise((r) => setTimeout(r, 300)); // let the last result and re-claim settle
+      const before = await claimCount();
+      await new Promise((r) => setTimeout(r, 1500));
+      const idleClaims = (await claimCount()) - before;
+      assert.ok(idleClaims <= 2, `${idleClaims} claims while idle for 1.5 s`);
+      const n = rx.received.length;
+      await s.api("POST", "/v1/events", { type: "idle.b", payload: {} });
+      // The safety-net sleep is 30 s: arriving well inside 5 s proves the notification woke it.
+      await waitFor(() => rx.received.length > n, { timeoutMs: 5000, message: "the new event did not wake the dispatcher" });
+      void d;
+    });
+
+    test("ordered: one in flight, occurred_at order, a failing head blocks the rest until it succeeds", async () => {
+      let inflight = 0;
+      let peak = 0;
+      let first = true;
+      const orx = await startReceiver(async () => {
+        inflight++;
+        peak = Math.max(peak, inflight);
+        await new Promise((r) => setTimeout(r, 10));
+        inflight--;
+        if (first) {
+          first = false;
+          return { status: 500 };
+        }
+        return { status: 200 };
+      });
+      try {
+        const d = (await s.api("POST", "/v1/destinations", { url: `${orx.url}/o`, event_types: ["ord.none"], ordered: true, max_concurrency: 10, retry_schedule_seconds: [1] })).body;
+        const base = Date.parse("2026-01-01T00:00:00Z");
+        // Published out of order; occurred_at decides.
+        const order = [3, 0, 4, 1, 2];
+        await s.api("POST", "/v1/events/batch", {
+          events: order.map((i) => ({ type: "ord.x", payload: { i }, occurred_at: new Date(base + i * 1000).toISOString(), destination_ids: [d.id] })),
+        });
+        await waitFor(() => orx.received.length >= 6, { timeoutMs: 10_000, message: () => `got ${orx.received.length}` });
+        const seen = orx.received.map((r) => (r.json as { data: { i: number } }).data.i);
+        assert.deepEqual(seen, [0, 0, 1, 2, 3, 4], "the failing head is retried before anything after it");
+        assert.equal(peak, 1);
+      } finally {
+        await orx.close();
+      }
+    });
+
+    test("retention prunes finished deliveries, their attempts and events — never unfinished work", async () => {
+      const d = (await s.api("POST", "/v1/destinations", { url: `${rx.url}/ret`, event_types: ["ret.*"] })).body;
+      const done = await s.api("POST", "/v1/events", { type: "ret.done", payload: {}, destination_ids: [d.id] });
+      await waitFor(async () => (await s.api("GET", `/v1/events/${done.body.id}`)).body.deliveries[0]?.status === "delivered");
+      await s.api("POST", `/v1/destinations/${d.id}/pause`, {});
+      const waiting = await s.api("POST", "/v1/events", { type: "ret.waiting", payload: {}, destination_ids: [d.id] });
+      const db = s.running.db;
+      // Age everything of this destination past the retention window.
+      await db.query("UPDATE deliveries SET finished_at = finished_at - interval '200 hours', created_at = created_at - interval '200 hours' WHERE destination_id = $1", [d.id]);
+      await db.query("UPDATE attempts SET started_at = started_at - interval '200 hours' WHERE destination_id = $1", [d.id]);
+      await db.query("UPDATE events SET created_at = created_at - interval '200 hours' WHERE id = ANY($1)", [[done.body.id, waiting.body.id]]);
+      const r = await pruneOnce(db, 168);
+      assert.ok(r && r.deliveries >= 1 && r.attempts >= 1);
+      await pruneOnce(db, 168); // events go once their deliveries are gone
+      assert.equal((await s.api("GET", `/v1/events/${done.body.id}`)).status, 404);
+      const kept = await s.api("GET", `/v1/events/${waiting.body.id}`);
+      assert.equal(kept.status, 200);
+      assert.equal(kept.body.deliveries[0].status, "held");
+    });
+  });
+}
