@@ -146,3 +146,43 @@ describe("graceful shutdown", () => {
     }
   });
 });
+
+describe("separate api and worker processes", () => {
+  test("`sluice api` and `sluice worker` against one DATABASE_URL deliver an event end to end", async () => {
+    const { createTestDatabase } = await import("../helpers/db.js");
+    const tdb = await createTestDatabase();
+    const rx = await startReceiver();
+    const env = { DATABASE_URL: tdb.url, SLUICE_API_KEY: "sk_split_test", SLUICE_PORT: "0", SLUICE_LOG_LEVEL: "info" };
+    const api = spawnSluice("api", env);
+    const worker = spawnSluice("worker", env);
+    try {
+      let url = "";
+      await waitFor(() => {
+        const m = /"url":"(http:\/\/[^"]+)"/.exec(api.output());
+        if (m) url = m[1]!;
+        return url !== "";
+      }, { message: () => `api never became ready: ${api.output()}` });
+      const call = async (method: string, path: string, body?: unknown) => {
+        const res = await fetch(url + path, {
+          method, headers: { authorization: "Bearer sk_split_test", "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body),
+        });
+        return { status: res.status, body: (await res.json()) as any };
+      };
+      assert.equal((await fetch(url + "/healthz")).status, 200);
+      await call("POST", "/v1/destinations", { url: `${rx.url}/split` });
+      const ev = await call("POST", "/v1/events", { type: "split.x", payload: { ok: true } });
+      assert.equal(ev.status, 202);
+      await rx.waitForCount(1, 15_000);
+      assert.equal(rx.received[0]!.headers["webhook-id"], ev.body.id);
+      api.kill("SIGTERM");
+      worker.kill("SIGTERM");
+      assert.equal(await api.exited, 0);
+      assert.equal(await worker.exited, 0);
+    } finally {
+      api.kill("SIGKILL");
+      worker.kill("SIGKILL");
+      await rx.close();
+      await tdb.drop();
+    }
+  });
+});
