@@ -68,10 +68,15 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
   let sender: Sender | null = null;
   let stopJanitor: (() => void) | null = null;
   if (opts.worker) {
-    sender = new Sender({ network: { allowPrivateNetworks: config.allowPrivateNetworks, allowedCidrs: config.allowedCidrs }, userAgent: USER_AGENT });
+    sender = new Sender({
+      network: { allowPrivateNetworks: config.allowPrivateNetworks, allowedCidrs: config.allowedCidrs },
+      userAgent: USER_AGENT,
+      maxSocketsPerOrigin: config.maxSocketsPerOrigin,
+    });
     dispatcher = new Dispatcher(db, sender, {
       workerConcurrency: config.workerConcurrency,
       claimBatchSize: config.claimBatchSize,
+      claimLoops: config.claimLoops,
       grantCap: config.grantCap,
       leaseMarginSeconds: config.leaseMarginSeconds,
       shard: opts.shard ?? null,

@@ -19,6 +19,10 @@ export interface Config {
   retentionHours: number;
   /** Most sends in flight in one worker process (all destinations together). */
   workerConcurrency: number;
+  /** Most sockets to one origin, shared by the destinations on it. */
+  maxSocketsPerOrigin: number;
+  /** Claim transactions a worker process runs at once (they never block each other). */
+  claimLoops: number;
   /** Destinations claimed per claim transaction. */
   claimBatchSize: number;
   /** Most deliveries granted to one destination per claim. */
@@ -72,6 +76,8 @@ export const SETTINGS = [
   setting({ key: "maxBatchBytes", env: "SLUICE_MAX_BATCH_BYTES", default: 32 * 1_048_576, parse: int(1024, 1024 * 1_048_576), doc: "Largest POST /v1/events/batch body." }),
   setting({ key: "retentionHours", env: "SLUICE_RETENTION_HOURS", default: 168, parse: int(1, 24 * 3650), doc: "Finished deliveries, their attempts and events are pruned after this many hours." }),
   setting({ key: "workerConcurrency", env: "SLUICE_WORKER_CONCURRENCY", flag: "concurrency", default: 512, parse: int(1, 20_000), doc: "Most requests in flight from one worker process." }),
+  setting({ key: "maxSocketsPerOrigin", env: "SLUICE_MAX_SOCKETS_PER_ORIGIN", default: 256, parse: int(1, 10_000), doc: "Most sockets from one worker to one origin (host:port), shared by the destinations on it." }),
+  setting({ key: "claimLoops", env: "SLUICE_CLAIM_LOOPS", default: 2, parse: int(1, 16), doc: "Claim transactions one worker runs at once; overlapping them hides database latency." }),
   setting({ key: "claimBatchSize", env: "SLUICE_CLAIM_BATCH", default: 100, parse: int(1, 10_000), doc: "Destinations claimed per claim transaction." }),
   setting({ key: "grantCap", env: "SLUICE_GRANT_CAP", default: 100, parse: int(1, 10_000), doc: "Most deliveries granted to one destination per claim." }),
   setting({ key: "leaseMarginSeconds", env: "SLUICE_LEASE_MARGIN_SECONDS", default: 30, parse: int(1, 3600), doc: "Lease = timeout + this margin." }),

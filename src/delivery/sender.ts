@@ -31,6 +31,8 @@ export interface SenderOptions {
   userAgent: string;
   /** Bytes of response body kept for the attempt log; default 1024 (the API promises at most 1 KiB). */
   maxResponseBytes?: number;
+  /** Most sockets to one origin (default 256). */
+  maxSocketsPerOrigin?: number;
 }
 
 // Bodies up to this size are drained so the keep-alive connection can be reused; past it the
@@ -83,6 +85,9 @@ export class Sender {
       headersTimeout: 0,
       bodyTimeout: 0,
       pipelining: 1,
+      // Sockets per origin: destinations sharing a host share these. Hundreds of sockets to one
+      // host cost more CPU (syscalls, epoll) than they gain; requests beyond wait in the pool.
+      connections: opts.maxSocketsPerOrigin ?? 256,
     });
   }
 

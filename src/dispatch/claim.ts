@@ -1,10 +1,7 @@
 import type { Db } from "../db/db.js";
 import { withRetry } from "../db/db.js";
-import {
-  lockReadyDestinations, reclaimAndCountInflight, leaseDeliveries, stateAfterLease, setReadyAt,
-  type ClaimedDestination, type Grant, type LeasedDelivery,
-} from "../db/queries/claim.js";
-import { slotsFree, nextReadyAt } from "../policy/gates.js";
+import { lockReadyDestinations, leaseDeliveries, setReadyAt, type ClaimedDestination, type Grant, type LeasedDelivery } from "../db/queries/claim.js";
+import { slotsFree, nextReadyAt, type GateInput } from "../policy/gates.js";
 
 // One claim transaction: lock ready destinations, decide grants with pure policy, lease due
 // deliveries, set each destination's next ready_at. Nothing is claimed and put back.
@@ -32,39 +29,54 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
     const locked = await lockReadyDestinations(q, Math.max(1, Math.min(opts.batchSize, opts.capacity)), opts.shard);
     const result: ClaimResult = { destinations: new Map(), deliveries: [], claimedCount: locked.length, slotDenied: 0 };
     if (locked.length === 0) return result;
-    const ids = locked.map((d) => d.id);
-    const inflight = await reclaimAndCountInflight(q, ids);
 
     let budget = opts.capacity;
     const grants: Grant[] = [];
     for (const d of locked) {
       result.destinations.set(d.id, d);
-      const free = slotsFree(gateInput(d, inflight.get(d.id) ?? 0));
-      const n = Math.min(free, opts.grantCap, budget);
+      const n = Math.min(slotsFree(gateInput(d, d.inflight)), opts.grantCap, budget);
       if (n <= 0) continue;
       budget -= n;
       grants.push({ destinationId: d.id, count: n, ordered: d.ordered, leaseSeconds: d.timeout_seconds + opts.leaseMarginSeconds });
     }
-    result.deliveries = await leaseDeliveries(q, grants);
+    const { leased, moreDue } = await leaseDeliveries(q, grants);
+    result.deliveries = leased;
 
-    const after = await stateAfterLease(q, locked);
-    const updates = after.map((a) => {
-      const d = result.destinations.get(a.destination_id)!;
-      const input = gateInput(d, a.inflight);
-      if (a.next_waiting !== null && a.next_waiting <= d.now && slotsFree(input) === 0 && !d.paused_at) result.slotDenied++;
-      const at = nextReadyAt({
-        ...input,
-        nextWaitingMs: a.next_waiting?.getTime() ?? null,
-        nextLeaseExpiryMs: a.next_lease_expiry?.getTime() ?? null,
-      });
-      return { id: a.destination_id, readyAt: at === null ? null : new Date(at) };
+    const granted = new Map<string, number>();
+    for (const l of leased) granted.set(l.destination_id, (granted.get(l.destination_id) ?? 0) + 1);
+    const hadGrant = new Set(grants.map((g) => g.destinationId));
+    const updates = locked.map((d) => {
+      const n = granted.get(d.id) ?? 0;
+      const input = gateInput(d, d.inflight + n);
+      const nowMs = d.now.getTime();
+      const leaseExpiry = n > 0 ? nowMs + (d.timeout_seconds + opts.leaseMarginSeconds) * 1000 : null;
+      const nextLeaseExpiryMs = minOrNull(d.next_lease_expiry?.getTime() ?? null, leaseExpiry);
+      let nextWaitingMs = d.next_waiting?.getTime() ?? null;
+      if (d.ordered) {
+        // The head decides; a leased head means nothing else may go until it finishes.
+        if (n > 0) nextWaitingMs = null;
+      } else if (moreDue.has(d.id) || !hadGrant.has(d.id)) {
+        // Due work beyond the grant — or no grant at all (cap full, throttled, worker budget
+        // spent), so we did not look: assume due work, and let the policy pick the time.
+        nextWaitingMs = nowMs;
+      }
+      const atCap = d.inflight >= (d.ordered ? 1 : d.max_concurrency);
+      if (!hadGrant.has(d.id) && atCap && !d.paused_at && !(d.throttled_until && d.throttled_until > d.now)) result.slotDenied++;
+      const at = nextReadyAt({ ...input, nextWaitingMs, nextLeaseExpiryMs });
+      return { id: d.id, readyAt: at === null ? null : new Date(at) };
     });
     await setReadyAt(q, updates);
     return result;
   });
 }
 
-function gateInput(d: ClaimedDestination, inflight: number) {
+function minOrNull(a: number | null, b: number | null): number | null {
+  if (a === null) return b;
+  if (b === null) return a;
+  return Math.min(a, b);
+}
+
+function gateInput(d: ClaimedDestination, inflight: number): GateInput {
   return {
     nowMs: d.now.getTime(),
     maxConcurrency: d.max_concurrency,

@@ -4,7 +4,7 @@ import { withRetry } from "../db/db.js";
 import { nextReadyDelayMs } from "../db/queries/claim.js";
 import type { ClaimedDestination, LeasedDelivery } from "../db/queries/claim.js";
 import {
-  lockDestinationsForResults, finishDeliveries, insertAttempts, updateDestinationsAfterResults, releaseLeases,
+  lockDestinationsForResults, finishDeliveries, updateDestinationsAfterResults, releaseLeases,
 } from "../db/queries/results.js";
 import { buildDeliveryHeaders, type Sender } from "../delivery/sender.js";
 import { metrics } from "../metrics.js";
@@ -16,6 +16,8 @@ export const WORK_CHANNEL = "sluice_work";
 export interface DispatcherOptions {
   workerConcurrency: number;
   claimBatchSize: number;
+  /** Claim transactions run at once (default 1). */
+  claimLoops?: number;
   grantCap: number;
   leaseMarginSeconds: number;
   shard: [number, number] | null;
@@ -39,9 +41,11 @@ export class Dispatcher {
   private running = false;
   private loopDone: Promise<void> = Promise.resolve();
   private readonly sending = new Map<string, InflightSend>();
+  /** Send slots promised to claims under way, so overlapping claims never over-commit. */
+  private reserved = 0;
   private pending: FinishedSend[] = [];
-  private flushing: Promise<void> | null = null;
-  private wakeUp: (() => void) | null = null;
+  private readonly flushes = new Set<Promise<void>>();
+  private readonly wakers = new Set<() => void>();
   private unlisten: (() => Promise<void>) | null = null;
 
   constructor(
@@ -54,7 +58,8 @@ export class Dispatcher {
   async start(): Promise<void> {
     this.running = true;
     this.unlisten = await this.db.listen(WORK_CHANNEL, () => this.wake());
-    this.loopDone = this.loop();
+    const loops = Math.max(1, this.opts.claimLoops ?? 1);
+    this.loopDone = Promise.all(Array.from({ length: loops }, () => this.loop())).then(() => undefined);
   }
 
   /** Stops claiming, lets in-flight sends finish for up to `graceMs`, then releases the rest. */
@@ -79,21 +84,22 @@ export class Dispatcher {
   }
 
   private wake(): void {
-    const w = this.wakeUp;
-    this.wakeUp = null;
-    w?.();
+    const all = [...this.wakers];
+    this.wakers.clear();
+    for (const w of all) w();
   }
 
   private sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const t = setTimeout(() => {
-        this.wakeUp = null;
-        resolve();
-      }, ms);
-      this.wakeUp = () => {
+      const waker = () => {
         clearTimeout(t);
         resolve();
       };
+      const t = setTimeout(() => {
+        this.wakers.delete(waker);
+        resolve();
+      }, ms);
+      this.wakers.add(waker);
     });
   }
 
@@ -101,21 +107,27 @@ export class Dispatcher {
     const maxIdleMs = this.opts.maxIdleMs ?? 30_000;
     let errors = 0;
     while (this.running) {
-      const capacity = this.opts.workerConcurrency - this.sending.size;
+      const capacity = this.opts.workerConcurrency - this.sending.size - this.reserved;
       if (capacity <= 0) {
         await this.sleep(1000); // a finished send wakes us sooner
         continue;
       }
+      this.reserved += capacity;
       try {
         const end = metrics.claimDuration.startTimer();
-        const res = await claim(this.db, {
-          capacity,
-          batchSize: this.opts.claimBatchSize,
-          grantCap: this.opts.grantCap,
-          leaseMarginSeconds: this.opts.leaseMarginSeconds,
-          shard: this.opts.shard,
-        });
-        end();
+        let res;
+        try {
+          res = await claim(this.db, {
+            capacity,
+            batchSize: this.opts.claimBatchSize,
+            grantCap: this.opts.grantCap,
+            leaseMarginSeconds: this.opts.leaseMarginSeconds,
+            shard: this.opts.shard,
+          });
+        } finally {
+          this.reserved -= capacity;
+          end();
+        }
         errors = 0;
         if (res.slotDenied) metrics.slotDenied.inc(res.slotDenied);
         for (const d of res.deliveries) this.send(d, res.destinations.get(d.destination_id)!);
@@ -136,7 +148,7 @@ export class Dispatcher {
   private send(d: LeasedDelivery, dest: ClaimedDestination): void {
     this.sending.set(d.id, { destinationId: d.destination_id, deliveryId: d.id, leaseToken: d.lease_token });
     metrics.sendsInflight.set(this.sending.size);
-    const occurredAt = d.occurred_at.toISOString();
+    const occurredAt = d.occurred_at;
     // The payload is spliced in as stored: no parse, no re-serialise.
     const body = `{"type":${JSON.stringify(d.type)},"timestamp":"${occurredAt}","data":${d.payload}}`;
     const nowMs = Date.now();
@@ -150,7 +162,7 @@ export class Dispatcher {
       .then((result) => {
         metrics.attemptDuration.observe(result.latencyMs / 1000);
         if (result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300) {
-          metrics.deliveryLatency.observe((Date.now() - d.created_at.getTime()) / 1000);
+          metrics.deliveryLatency.observe((Date.now() - d.created_ms) / 1000);
         }
         this.pending.push({
           destinationId: d.destination_id, deliveryId: d.id, leaseToken: d.lease_token, attemptNo: d.attempts,
@@ -167,20 +179,22 @@ export class Dispatcher {
       });
   }
 
+  /** Up to two writes at once: one can wait on the database while the next batch gathers. */
   private scheduleFlush(): void {
-    if (this.flushing) return;
-    this.flushing = (async () => {
+    if (this.flushes.size >= 2) return;
+    const p: Promise<void> = (async () => {
       // Let results that finish together share one write.
       await new Promise((r) => setImmediate(r));
       while (this.pending.length > 0) await this.flushOnce();
     })().finally(() => {
-      this.flushing = null;
+      this.flushes.delete(p);
       if (this.pending.length > 0) this.scheduleFlush();
     });
+    this.flushes.add(p);
   }
 
   private async flush(): Promise<void> {
-    while (this.flushing) await this.flushing;
+    while (this.flushes.size > 0) await Promise.all(this.flushes);
     while (this.pending.length > 0) await this.flushOnce();
   }
 
@@ -205,8 +219,7 @@ export class Dispatcher {
     const destIds = [...new Set(batch.map((f) => f.destinationId))].sort();
     await withRetry(this.db, async (q) => {
       const states = await lockDestinationsForResults(q, destIds);
-      const landed = await finishDeliveries(q, decisions.map((d) => d.delivery));
-      await insertAttempts(q, decisions.map((d) => d.attempt));
+      const landed = await finishDeliveries(q, decisions.map((d) => d.delivery), decisions.map((d) => d.attempt));
       const byDest = new Map<string, { outcome: (typeof decisions)[number]["outcome"]; startedAt: Date; throttleSchedule: number[] }[]>();
       for (const d of decisions) {
         if (!landed.has(d.f.deliveryId)) continue;

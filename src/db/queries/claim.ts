@@ -1,7 +1,8 @@
 import type { Queryable } from "../db.js";
+import { jsonRows } from "../json-rows.js";
 
-// The claim transaction, step by step. Every statement here runs inside one transaction that
-// holds the claimed destinations' row locks, so limits hold across all worker processes.
+// The claim transaction: three statements inside one transaction that holds the claimed
+// destinations' row locks, so limits hold across all worker processes.
 // Rule: whoever changes a destination's waiting deliveries holds its row lock first.
 
 export interface ClaimedDestination {
@@ -16,46 +17,59 @@ export interface ClaimedDestination {
   throttled_until: Date | null;
   paused_at: Date | null;
   now: Date;
+  /** Live leases (expired ones were just returned to the queue). */
+  inflight: number;
+  /** Earliest expiry among live leases. */
+  next_lease_expiry: Date | null;
+  /** Unordered: earliest next_attempt_at still in the future; ordered: the head's next_attempt_at. */
+  next_waiting: Date | null;
 }
 
 /**
  * Locks up to `limit` destinations whose ready_at has come, oldest ready_at first (round-robin
- * fairness). `shard` = [index, count] restricts to a stable hash slice of destination ids.
+ * fairness); returns deliveries whose lease expired (their worker died) to the queue; and reads
+ * each one's live leases and next waiting time. `shard` = [index, count] restricts to a stable
+ * hash slice of destination ids.
  */
 export async function lockReadyDestinations(q: Queryable, limit: number, shard: [number, number] | null): Promise<ClaimedDestination[]> {
   const shardSql = shard ? "AND abs(hashtext(d.id)) % $3 = $2" : "";
   const params: unknown[] = shard ? [limit, shard[0], shard[1]] : [limit];
   return q.query<ClaimedDestination>(
-    `SELECT d.id, d.url, d.secrets, d.timeout_seconds, d.max_concurrency, d.ordered,
-            d.retry_schedule_seconds, d.throttle_schedule_seconds, d.throttled_until, d.paused_at, now() AS now
-       FROM destinations d
-      WHERE d.ready_at <= now() ${shardSql}
-      ORDER BY d.ready_at
-      LIMIT $1
-      FOR UPDATE SKIP LOCKED`,
+    `WITH locked AS (
+       SELECT d.id, d.url, d.secrets, d.timeout_seconds, d.max_concurrency, d.ordered,
+              d.retry_schedule_seconds, d.throttle_schedule_seconds, d.throttled_until, d.paused_at, d.ready_at
+         FROM destinations d
+        WHERE d.ready_at <= now() ${shardSql}
+        ORDER BY d.ready_at
+        LIMIT $1
+        FOR UPDATE SKIP LOCKED
+     ), reclaimed AS (
+       UPDATE deliveries x
+          SET status = 'queued', lease_token = NULL, lease_expires_at = NULL, updated_at = now(),
+              last_error = 'lease expired: the worker stopped before recording a result'
+         FROM locked
+        WHERE x.destination_id = locked.id AND x.status = 'delivering' AND x.lease_expires_at <= now()
+       RETURNING x.destination_id
+     )
+     SELECT l.id, l.url, l.secrets, l.timeout_seconds, l.max_concurrency, l.ordered, l.retry_schedule_seconds,
+            l.throttle_schedule_seconds, l.throttled_until, l.paused_at, now() AS now,
+            (SELECT count(*)::int FROM deliveries x
+              WHERE x.destination_id = l.id AND x.status = 'delivering' AND x.lease_expires_at > now()) AS inflight,
+            (SELECT min(x.lease_expires_at) FROM deliveries x
+              WHERE x.destination_id = l.id AND x.status = 'delivering' AND x.lease_expires_at > now()) AS next_lease_expiry,
+            CASE WHEN l.ordered THEN
+              (SELECT x.next_attempt_at FROM deliveries x
+                WHERE x.destination_id = l.id AND x.status IN ('queued', 'retry_scheduled')
+                ORDER BY x.occurred_at, x.id LIMIT 1)
+            ELSE
+              (SELECT min(x.next_attempt_at) FROM deliveries x
+                WHERE x.destination_id = l.id AND x.status IN ('queued', 'retry_scheduled') AND x.next_attempt_at > now())
+            END AS next_waiting,
+            (SELECT count(*)::int FROM reclaimed r WHERE r.destination_id = l.id) AS reclaimed
+       FROM locked l
+      ORDER BY l.ready_at`,
     params,
   );
-}
-
-/**
- * Returns deliveries whose lease expired (their worker died or stalled) to the queue, then
- * counts live leases per destination. Returns { id → inflight }.
- */
-export async function reclaimAndCountInflight(q: Queryable, destinationIds: string[]): Promise<Map<string, number>> {
-  await q.query(
-    `UPDATE deliveries
-        SET status = 'queued', lease_token = NULL, lease_expires_at = NULL, updated_at = now(),
-            last_error = 'lease expired: the worker stopped before recording a result'
-      WHERE destination_id = ANY($1::text[]) AND status = 'delivering' AND lease_expires_at <= now()`,
-    [destinationIds],
-  );
-  const rows = await q.query<{ destination_id: string; n: number }>(
-    `SELECT destination_id, count(*)::int AS n FROM deliveries
-      WHERE destination_id = ANY($1::text[]) AND status = 'delivering'
-      GROUP BY destination_id`,
-    [destinationIds],
-  );
-  return new Map(rows.map((r) => [r.destination_id, r.n]));
 }
 
 export interface Grant {
@@ -74,81 +88,74 @@ export interface LeasedDelivery {
   lease_token: string;
   type: string;
   payload: string;
-  occurred_at: Date;
-  created_at: Date;
+  /** RFC 3339 UTC with milliseconds, formatted by Postgres (no Date parsing on the hot path). */
+  occurred_at: string;
+  /** Publish time, epoch milliseconds. */
+  created_ms: number;
+}
+
+export interface LeaseResult {
+  leased: LeasedDelivery[];
+  /** Destinations that still have due deliveries beyond their grant (unordered only). */
+  moreDue: Set<string>;
 }
 
 /**
- * Leases up to `count` due deliveries per destination in FIFO order (occurred_at, id). An
- * ordered destination only ever takes its head, and only when the head is due.
+ * Leases up to `count` due deliveries per destination in FIFO order (occurred_at, id), looking one
+ * further to learn whether due work remains. An ordered destination only ever takes its head,
+ * and only when the head is due.
  */
-export async function leaseDeliveries(q: Queryable, grants: Grant[]): Promise<LeasedDelivery[]> {
-  if (grants.length === 0) return [];
-  return q.query<LeasedDelivery>(
+export async function leaseDeliveries(q: Queryable, grants: Grant[]): Promise<LeaseResult> {
+  if (grants.length === 0) return { leased: [], moreDue: new Set() };
+  const rows = await q.query<LeasedDelivery & { more: boolean }>(
     `WITH g AS (
-       SELECT * FROM unnest($1::text[], $2::int[], $3::bool[], $4::int[]) AS g(destination_id, n, ordered, lease_seconds)
+       SELECT * FROM json_to_recordset($1::json) AS g(destination_id text, n int, ordered bool, lease_seconds int)
      ), picked AS (
-       SELECT p.id, p.destination_id, g.lease_seconds
+       SELECT p.id, p.destination_id, p.rn, g.n, g.lease_seconds
          FROM g CROSS JOIN LATERAL (
-           SELECT dl.id, dl.destination_id, dl.next_attempt_at
-             FROM deliveries dl
-            WHERE dl.destination_id = g.destination_id
-              AND dl.status IN ('queued', 'retry_scheduled')
-              AND (g.ordered OR dl.next_attempt_at <= now())
-            ORDER BY dl.occurred_at, dl.id
-            LIMIT g.n
+           SELECT w.id, w.destination_id, w.next_attempt_at, row_number() OVER (ORDER BY w.occurred_at, w.id) AS rn
+             FROM (SELECT dl.id, dl.destination_id, dl.next_attempt_at, dl.occurred_at
+                     FROM deliveries dl
+                    WHERE dl.destination_id = g.destination_id
+                      AND dl.status IN ('queued', 'retry_scheduled')
+                      AND (g.ordered OR dl.next_attempt_at <= now())
+                    ORDER BY dl.occurred_at, dl.id
+                    LIMIT CASE WHEN g.ordered THEN g.n ELSE g.n + 1 END) w
          ) p
         WHERE p.next_attempt_at <= now()
+     ), leased AS (
+       UPDATE deliveries d
+          SET status = 'delivering', attempts = d.attempts + 1, lease_token = gen_random_uuid(),
+              lease_expires_at = now() + make_interval(secs => picked.lease_seconds), updated_at = now()
+         FROM picked, events e
+        WHERE picked.rn <= picked.n AND d.destination_id = picked.destination_id AND d.id = picked.id AND e.id = d.event_id
+       RETURNING d.id, d.destination_id, d.event_id, d.attempts, d.failures, d.lease_token::text AS lease_token,
+                 e.type, e.payload::text AS payload,
+                 to_char(e.occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS occurred_at,
+                 (extract(epoch FROM e.created_at) * 1000)::float8 AS created_ms
      )
-     UPDATE deliveries d
-        SET status = 'delivering', attempts = d.attempts + 1, lease_token = gen_random_uuid(),
-            lease_expires_at = now() + make_interval(secs => picked.lease_seconds), updated_at = now()
-       FROM picked, events e
-      WHERE d.destination_id = picked.destination_id AND d.id = picked.id AND e.id = d.event_id
-     RETURNING d.id, d.destination_id, d.event_id, d.attempts, d.failures, d.lease_token::text AS lease_token,
-               e.type, e.payload::text AS payload, e.occurred_at, e.created_at`,
-    [grants.map((g) => g.destinationId), grants.map((g) => g.count), grants.map((g) => g.ordered), grants.map((g) => g.leaseSeconds)],
+     SELECT leased.*, false AS more FROM leased
+     UNION ALL
+     SELECT NULL, picked.destination_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM picked WHERE picked.rn > picked.n`,
+    [jsonRows(grants.map((g) => ({ destination_id: g.destinationId, n: g.count, ordered: g.ordered, lease_seconds: g.leaseSeconds })))],
   );
-}
-
-export interface AfterLease {
-  destination_id: string;
-  inflight: number;
-  next_waiting: Date | null;
-  next_lease_expiry: Date | null;
-}
-
-/**
- * What is left per destination after the lease: live leases, when the next waiting delivery
- * comes due (for an ordered destination: its head's), and the earliest lease expiry.
- */
-export async function stateAfterLease(q: Queryable, destinations: { id: string; ordered: boolean }[]): Promise<AfterLease[]> {
-  return q.query<AfterLease>(
-    `SELECT g.id AS destination_id,
-            (SELECT count(*)::int FROM deliveries x WHERE x.destination_id = g.id AND x.status = 'delivering') AS inflight,
-            CASE WHEN g.ordered THEN
-              (SELECT x.next_attempt_at FROM deliveries x
-                WHERE x.destination_id = g.id AND x.status IN ('queued', 'retry_scheduled')
-                ORDER BY x.occurred_at, x.id LIMIT 1)
-            ELSE
-              (SELECT min(x.next_attempt_at) FROM deliveries x
-                WHERE x.destination_id = g.id AND x.status IN ('queued', 'retry_scheduled'))
-            END AS next_waiting,
-            (SELECT min(x.lease_expires_at) FROM deliveries x
-              WHERE x.destination_id = g.id AND x.status = 'delivering') AS next_lease_expiry
-       FROM unnest($1::text[], $2::bool[]) AS g(id, ordered)`,
-    [destinations.map((d) => d.id), destinations.map((d) => d.ordered)],
-  );
+  const leased: LeasedDelivery[] = [];
+  const moreDue = new Set<string>();
+  for (const r of rows) {
+    if (r.more) moreDue.add(r.destination_id);
+    else leased.push(r);
+  }
+  return { leased, moreDue };
 }
 
 /** Writes each destination's new ready_at (null: idle until new work arrives). */
 export async function setReadyAt(q: Queryable, updates: { id: string; readyAt: Date | null }[]): Promise<void> {
   if (updates.length === 0) return;
   await q.query(
-    `UPDATE destinations d SET ready_at = u.ready_at
-       FROM unnest($1::text[], $2::timestamptz[]) AS u(id, ready_at)
+    `UPDATE destinations d SET ready_at = u."readyAt"
+       FROM json_to_recordset($1::json) AS u(id text, "readyAt" timestamptz)
       WHERE d.id = u.id`,
-    [updates.map((u) => u.id), updates.map((u) => u.readyAt)],
+    [jsonRows(updates)],
   );
 }
 

@@ -1,4 +1,5 @@
 import type { Queryable } from "../db.js";
+import { jsonRows } from "../json-rows.js";
 
 // Durable ingest: events, their fan-out into deliveries, and waking the destinations — one
 // transaction, so a 202 means every delivery exists.
@@ -35,10 +36,10 @@ export interface NewDelivery {
 export async function insertEvents(q: Queryable, tenantId: string, events: NewEvent[]): Promise<void> {
   await q.query(
     `INSERT INTO events (id, tenant_id, type, payload, occurred_at, deliver_at)
-     SELECT e.id, $1, e.type, e.payload::json, coalesce(e.occurred_at, now()), e.deliver_at
-       FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[])
-            AS e(id, type, payload, occurred_at, deliver_at)`,
-    [tenantId, events.map((e) => e.id), events.map((e) => e.type), events.map((e) => e.payload), events.map((e) => e.occurredAt), events.map((e) => e.deliverAt)],
+     SELECT e.id, $1, e.type, e.payload, coalesce(e."occurredAt", now()), e."deliverAt"
+       FROM json_to_recordset($2::json) AS e(id text, type text, payload json, "occurredAt" timestamptz, "deliverAt" timestamptz)`,
+    // The payload is already JSON text: spliced in, not encoded twice.
+    [tenantId, jsonRows(events, ["payload"])],
   );
 }
 
@@ -51,10 +52,9 @@ export async function insertDeliveries(q: Queryable, tenantId: string, ds: NewDe
   if (ds.length === 0) return;
   await q.query(
     `INSERT INTO deliveries (destination_id, id, event_id, tenant_id, status, occurred_at, next_attempt_at)
-     SELECT d.destination_id, d.id, d.event_id, $1, 'queued', coalesce(d.occurred_at, now()), coalesce(d.deliver_at, now())
-       FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[])
-            AS d(destination_id, id, event_id, occurred_at, deliver_at)`,
-    [tenantId, ds.map((d) => d.destinationId), ds.map((d) => d.id), ds.map((d) => d.eventId), ds.map((d) => d.occurredAt), ds.map((d) => d.deliverAt)],
+     SELECT d."destinationId", d.id, d."eventId", $1, 'queued', coalesce(d."occurredAt", now()), coalesce(d."deliverAt", now())
+       FROM json_to_recordset($2::json) AS d("destinationId" text, id text, "eventId" text, "occurredAt" timestamptz, "deliverAt" timestamptz)`,
+    [tenantId, jsonRows(ds)],
   );
   const earliest = new Map<string, Date | null>();
   for (const d of ds) {
@@ -67,10 +67,10 @@ export async function insertDeliveries(q: Queryable, tenantId: string, ds: NewDe
   await q.query(
     `UPDATE destinations d
         SET ready_at = greatest(coalesce(u.at, now()), coalesce(d.throttled_until, now()))
-       FROM (SELECT * FROM unnest($1::text[], $2::timestamptz[]) AS u(id, at) ORDER BY id) u
+       FROM (SELECT * FROM json_to_recordset($1::json) AS u(id text, at timestamptz) ORDER BY id) u
       WHERE d.id = u.id AND d.paused_at IS NULL AND d.deleted_at IS NULL
         AND (d.ready_at IS NULL OR d.ready_at > greatest(coalesce(u.at, now()), coalesce(d.throttled_until, now())))`,
-    [ids, ids.map((id) => earliest.get(id) ?? null)],
+    [jsonRows(ids.map((id) => ({ id, at: earliest.get(id) ?? null })))],
   );
 }
 

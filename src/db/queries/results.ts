@@ -1,4 +1,5 @@
 import type { Queryable } from "../db.js";
+import { jsonRows } from "../json-rows.js";
 
 // Writing attempt results back, in batches. A result lands only if its lease is still the
 // delivery's lease (compare-and-set): a late answer from an expired lease never overwrites
@@ -35,36 +36,6 @@ export interface DeliveryUpdate {
   statusCode: number | null;
 }
 
-/** Applies results whose lease still holds; returns the ids that landed. */
-export async function finishDeliveries(q: Queryable, updates: DeliveryUpdate[]): Promise<Set<string>> {
-  if (updates.length === 0) return new Set();
-  const rows = await q.query<{ id: string }>(
-    `UPDATE deliveries d
-        SET status = u.status,
-            failures = d.failures + CASE WHEN u.failed THEN 1 ELSE 0 END,
-            next_attempt_at = CASE WHEN u.delay_s IS NULL THEN now() ELSE now() + make_interval(secs => u.delay_s) END,
-            last_error = u.error, last_status_code = u.status_code,
-            lease_token = NULL, lease_expires_at = NULL,
-            finished_at = CASE WHEN u.status IN ('delivered', 'dead') THEN now() END,
-            updated_at = now()
-       FROM unnest($1::text[], $2::text[], $3::uuid[], $4::text[], $5::float8[], $6::bool[], $7::text[], $8::int[])
-            AS u(destination_id, id, token, status, delay_s, failed, error, status_code)
-      WHERE d.destination_id = u.destination_id AND d.id = u.id AND d.lease_token = u.token AND d.status = 'delivering'
-     RETURNING d.id`,
-    [
-      updates.map((u) => u.destinationId),
-      updates.map((u) => u.id),
-      updates.map((u) => u.leaseToken),
-      updates.map((u) => u.status),
-      updates.map((u) => u.delaySeconds),
-      updates.map((u) => u.failed),
-      updates.map((u) => u.error),
-      updates.map((u) => u.statusCode),
-    ],
-  );
-  return new Set(rows.map((r) => r.id));
-}
-
 export interface AttemptRow {
   destinationId: string;
   deliveryId: string;
@@ -78,28 +49,43 @@ export interface AttemptRow {
   responseBody: string | null;
 }
 
-/** Records attempts (every request made, even one whose result came too late to land). */
-export async function insertAttempts(q: Queryable, rows: AttemptRow[]): Promise<void> {
-  if (rows.length === 0) return;
-  await q.query(
-    `INSERT INTO attempts (destination_id, delivery_id, attempt_no, started_at, latency_ms, outcome,
-                           status_code, error_class, error_message, response_body)
-     SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[], $5::int[], $6::text[],
-                          $7::int[], $8::text[], $9::text[], $10::text[])
-     ON CONFLICT DO NOTHING`,
-    [
-      rows.map((r) => r.destinationId),
-      rows.map((r) => r.deliveryId),
-      rows.map((r) => r.attemptNo),
-      rows.map((r) => r.startedAt),
-      rows.map((r) => r.latencyMs),
-      rows.map((r) => r.outcome),
-      rows.map((r) => r.statusCode),
-      rows.map((r) => r.errorClass),
-      rows.map((r) => r.errorMessage),
-      rows.map((r) => r.responseBody),
-    ],
+/**
+ * Applies results whose lease still holds (compare-and-set on the lease token) and records
+ * every attempt — even one whose result came too late to land, since the request was made.
+ * Returns the ids of the deliveries whose result landed.
+ */
+export async function finishDeliveries(q: Queryable, updates: DeliveryUpdate[], attempts: AttemptRow[]): Promise<Set<string>> {
+  if (updates.length === 0) return new Set();
+  const rows = await q.query<{ id: string }>(
+    `WITH u AS (
+       SELECT * FROM json_to_recordset($1::json) AS u(
+         "destinationId" text, id text, "leaseToken" uuid, status text, "delaySeconds" float8, failed bool, error text, "statusCode" int)
+     ), upd AS (
+       UPDATE deliveries d
+          SET status = u.status,
+              failures = d.failures + CASE WHEN u.failed THEN 1 ELSE 0 END,
+              next_attempt_at = CASE WHEN u."delaySeconds" IS NULL THEN now() ELSE now() + make_interval(secs => u."delaySeconds") END,
+              last_error = u.error, last_status_code = u."statusCode",
+              lease_token = NULL, lease_expires_at = NULL,
+              finished_at = CASE WHEN u.status IN ('delivered', 'dead') THEN now() END,
+              updated_at = now()
+         FROM u
+        WHERE d.destination_id = u."destinationId" AND d.id = u.id AND d.lease_token = u."leaseToken" AND d.status = 'delivering'
+       RETURNING d.id
+     ), ins AS (
+       INSERT INTO attempts (destination_id, delivery_id, attempt_no, started_at, latency_ms, outcome,
+                             status_code, error_class, error_message, response_body)
+       SELECT a."destinationId", a."deliveryId", a."attemptNo", a."startedAt", a."latencyMs", a.outcome,
+              a."statusCode", a."errorClass", a."errorMessage", a."responseBody"
+         FROM json_to_recordset($2::json) AS a(
+           "destinationId" text, "deliveryId" text, "attemptNo" int, "startedAt" timestamptz, "latencyMs" int, outcome text,
+           "statusCode" int, "errorClass" text, "errorMessage" text, "responseBody" text)
+       ON CONFLICT DO NOTHING
+     )
+     SELECT id FROM upd`,
+    [jsonRows(updates), jsonRows(attempts)],
   );
+  return new Set(rows.map((r) => r.id));
 }
 
 export interface DestinationUpdate {
@@ -119,36 +105,24 @@ export interface DestinationUpdate {
  */
 export async function updateDestinationsAfterResults(q: Queryable, updates: DestinationUpdate[]): Promise<void> {
   if (updates.length === 0) return;
+  // ready_at: paused or deleted → idle; throttled → when the hold ends; else now (a slot freed).
+  const until = `CASE WHEN u."throttleSeconds" IS NULL THEN d.throttled_until
+                      ELSE greatest(coalesce(d.throttled_until, now()), now() + make_interval(secs => u."throttleSeconds")) END`;
   await q.query(
     `UPDATE destinations d
-        SET consecutive_failures = u.failures,
-            consecutive_throttles = u.throttles,
-            throttled_until = CASE WHEN u.throttle_s IS NULL THEN d.throttled_until
-                                   ELSE greatest(coalesce(d.throttled_until, now()), now() + make_interval(secs => u.throttle_s)) END,
-            throttle_reason = coalesce(u.throttle_reason, d.throttle_reason),
-            paused_at = CASE WHEN u.pause_reason IS NULL THEN d.paused_at ELSE coalesce(d.paused_at, now()) END,
-            pause_reason = coalesce(u.pause_reason, d.pause_reason),
+        SET consecutive_failures = u."consecutiveFailures",
+            consecutive_throttles = u."consecutiveThrottles",
+            throttled_until = ${until},
+            throttle_reason = coalesce(u."throttleReason", d.throttle_reason),
+            paused_at = CASE WHEN u."pauseReason" IS NULL THEN d.paused_at ELSE coalesce(d.paused_at, now()) END,
+            pause_reason = coalesce(u."pauseReason", d.pause_reason),
+            ready_at = CASE WHEN d.deleted_at IS NOT NULL OR d.paused_at IS NOT NULL OR u."pauseReason" IS NOT NULL THEN NULL
+                            ELSE greatest(now(), coalesce(${until}, now())) END,
             updated_at = now()
-       FROM unnest($1::text[], $2::int[], $3::int[], $4::float8[], $5::text[], $6::text[])
-            AS u(id, failures, throttles, throttle_s, throttle_reason, pause_reason)
+       FROM json_to_recordset($1::json) AS u(
+              id text, "consecutiveFailures" int, "consecutiveThrottles" int, "throttleSeconds" float8, "throttleReason" text, "pauseReason" text)
       WHERE d.id = u.id`,
-    [
-      updates.map((u) => u.id),
-      updates.map((u) => u.consecutiveFailures),
-      updates.map((u) => u.consecutiveThrottles),
-      updates.map((u) => u.throttleSeconds),
-      updates.map((u) => u.throttleReason),
-      updates.map((u) => u.pauseReason),
-    ],
-  );
-  // ready_at from the row just written: paused → idle; throttled → when the hold ends; else now.
-  await q.query(
-    `UPDATE destinations
-        SET ready_at = CASE WHEN paused_at IS NOT NULL OR deleted_at IS NOT NULL THEN NULL
-                            WHEN throttled_until > now() THEN throttled_until
-                            ELSE now() END
-      WHERE id = ANY($1::text[])`,
-    [updates.map((u) => u.id)],
+    [jsonRows(updates)],
   );
 }
 

@@ -1,0 +1,17 @@
+// Batches go to Postgres as ONE JSON parameter read with json_to_recordset: JSON.stringify is
+// native and fast, where per-element array literals are escaped in JavaScript by the driver.
+
+/** A JSON array text of `rows`; `raw` keys hold JSON text spliced in as is (already valid JSON). */
+export function jsonRows<T extends object>(rows: readonly T[], raw: readonly (keyof T)[] = []): string {
+  if (raw.length === 0) return JSON.stringify(rows);
+  const parts: string[] = [];
+  for (const row of rows) {
+    const fields: string[] = [];
+    for (const [k, v] of Object.entries(row)) {
+      if (v === undefined) continue;
+      fields.push(`${JSON.stringify(k)}:${raw.includes(k as keyof T) && v !== null ? (v as string) : JSON.stringify(v)}`);
+    }
+    parts.push(`{${fields.join(",")}}`);
+  }
+  return `[${parts.join(",")}]`;
+}
