@@ -91,6 +91,25 @@ function tryKill(pid, signal) {
  * fsync=false trades crash safety for speed (fine for data that is deleted at stop()).
  * Returns { url, port, dataDir, version, stop }; url connects as superuser `postgres`, no password.
  */
+/**
+ * Waits for a child process and returns its exit code (128 + signal number when signalled).
+ * Ctrl-C reaches the child through the terminal; a signal aimed at us alone is passed on, so
+ * either way the caller gets to clean up after the child has finished.
+ */
+export async function waitForChild(child, errorPrefix, errorCode) {
+  const forward = (signal) => child.kill(signal);
+  process.on("SIGINT", forward);
+  process.on("SIGTERM", forward);
+  process.on("SIGHUP", forward);
+  return new Promise((resolve) => {
+    child.on("error", (err) => {
+      console.error(`${errorPrefix}: ${err.message}`);
+      resolve(errorCode);
+    });
+    child.on("exit", (c, signal) => resolve(c ?? 128 + (os.constants.signals[signal] ?? 0)));
+  });
+}
+
 export async function startThrowawayPostgres({ fsync = false, log = console.error } = {}) {
   const binDir = findPostgresBinDir();
   if (binDir === undefined) {
@@ -275,19 +294,7 @@ async function runAsScript(argv) {
     stdio: "inherit",
     env: { ...process.env, DATABASE_URL: server.url, SLUICE_TEST_DATABASE_URL: server.url },
   });
-  // Ctrl-C reaches the child through the terminal; a signal aimed at us alone is passed on. Either
-  // way we wait for the child, then stop the server.
-  const forward = (signal) => child.kill(signal);
-  process.on("SIGINT", forward);
-  process.on("SIGTERM", forward);
-  process.on("SIGHUP", forward);
-  const code = await new Promise((resolve) => {
-    child.on("error", (err) => {
-      console.error(`pg-server: could not run ${cmd}: ${err.message}`);
-      resolve(127);
-    });
-    child.on("exit", (c, signal) => resolve(c ?? 128 + (os.constants.signals[signal] ?? 0)));
-  });
+  const code = await waitForChild(child, `pg-server: could not run ${cmd}`, 127);
   await server.stop();
   return code;
 }

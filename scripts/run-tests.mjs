@@ -9,10 +9,9 @@
 // DATABASE_URL, so code that defaults to PGlite keeps doing so.
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, statSync } from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { startThrowawayPostgres } from "./pg-server.mjs";
+import { startThrowawayPostgres, waitForChild } from "./pg-server.mjs";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const TEST_DIRS = ["test/unit", "test/integration"];
@@ -79,20 +78,7 @@ async function main() {
     { cwd: repoRoot, stdio: "inherit", env },
   );
 
-  // Ctrl-C reaches the test process through the terminal; a signal aimed at us alone is passed
-  // on. Either way we wait for it to finish, then stop the server.
-  const forward = (signal) => child.kill(signal);
-  process.on("SIGINT", forward);
-  process.on("SIGTERM", forward);
-  process.on("SIGHUP", forward);
-
-  const code = await new Promise((resolve) => {
-    child.on("error", (err) => {
-      console.error(`run-tests: could not start node --test: ${err.message}`);
-      resolve(1);
-    });
-    child.on("exit", (c, signal) => resolve(c ?? 128 + (os.constants.signals[signal] ?? 0)));
-  });
+  const code = await waitForChild(child, "run-tests: could not start node --test", 1);
   await server.stop();
   return code;
 }

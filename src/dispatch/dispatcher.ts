@@ -179,9 +179,12 @@ export class Dispatcher {
       });
   }
 
-  /** Up to two writes at once: one can wait on the database while the next batch gathers. */
+  /**
+   * One write at a time gathers results while it runs; a second starts only for a big backlog,
+   * so a slow commit does not hold everything up — and small batches are not split further.
+   */
   private scheduleFlush(): void {
-    if (this.flushes.size >= 2) return;
+    if (this.flushes.size >= 2 || (this.flushes.size === 1 && this.pending.length < 200)) return;
     const p: Promise<void> = (async () => {
       // Let results that finish together share one write.
       await new Promise((r) => setImmediate(r));

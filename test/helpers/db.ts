@@ -21,7 +21,8 @@ function serverUrl(): string {
   return url;
 }
 
-async function onServer<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+/** Runs `fn` with a connected client, always closing it. */
+export async function onServer<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {

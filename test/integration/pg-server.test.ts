@@ -6,19 +6,11 @@ import path from "node:path";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
-import { createTestDatabase } from "../helpers/db.js";
+import { createTestDatabase, onServer } from "../helpers/db.js";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
-async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
+const withClient = onServer;
 
 describe("createTestDatabase", () => {
   it("creates a fresh, usable database and drop() removes it", async () => {
