@@ -1,0 +1,82 @@
+// Token buckets for burst shaping. Pure: state and time in, state and decision out.
+//
+// A destination's `rate_limit` makes up to two buckets that a send must both draw from:
+//   per-second: refills max_per_second tokens/s; capacity burst_capacity (default max_per_second)
+//   per-minute: refills max_per_minute tokens/min; capacity max_per_minute — or burst_capacity
+//               when it is the only window set (the finest window set takes the burst size).
+// Over any interval of length L a bucket lets through at most capacity + rate × L sends.
+
+export interface RateLimit {
+  max_per_second?: number;
+  max_per_minute?: number;
+  burst_capacity?: number;
+}
+
+export interface Bucket {
+  /** Tokens added per millisecond. */
+  ratePerMs: number;
+  capacity: number;
+}
+
+export interface BucketState {
+  tokens: number;
+  /** When `tokens` was last brought up to date. */
+  atMs: number;
+}
+
+export function bucketsFor(limit: RateLimit | null | undefined): Bucket[] {
+  if (!limit) return [];
+  const out: Bucket[] = [];
+  if (limit.max_per_second !== undefined) {
+    out.push({ ratePerMs: limit.max_per_second / 1000, capacity: limit.burst_capacity ?? limit.max_per_second });
+  }
+  if (limit.max_per_minute !== undefined) {
+    const finest = limit.max_per_second === undefined;
+    out.push({ ratePerMs: limit.max_per_minute / 60_000, capacity: finest ? (limit.burst_capacity ?? limit.max_per_minute) : limit.max_per_minute });
+  }
+  return out;
+}
+
+/** A bucket never seen before (or after a config change it cannot carry over) starts full. */
+export function refill(b: Bucket, s: BucketState | undefined, nowMs: number): BucketState {
+  if (!s || !Number.isFinite(s.tokens)) return { tokens: b.capacity, atMs: nowMs };
+  const elapsed = Math.max(0, nowMs - s.atMs); // a clock step backwards never mints tokens
+  return { tokens: Math.min(b.capacity, s.tokens + elapsed * b.ratePerMs), atMs: Math.max(nowMs, s.atMs) };
+}
+
+export interface Draw {
+  /** Sends allowed now (≤ wanted). */
+  allowed: number;
+}
+
+/** Whole tokens every bucket can give now, at most `wanted` — without spending them. */
+export function available(buckets: Bucket[], states: (BucketState | undefined)[], nowMs: number, wanted: number): number {
+  let n = wanted;
+  buckets.forEach((b, i) => {
+    n = Math.min(n, Math.floor(refill(b, states[i], nowMs).tokens + 1e-9));
+  });
+  return Math.max(0, n);
+}
+
+/** Spends `count` tokens from every bucket (count must not exceed `available`). */
+export function spend(buckets: Bucket[], states: (BucketState | undefined)[], nowMs: number, count: number): BucketState[] {
+  return buckets.map((b, i) => {
+    const s = refill(b, states[i], nowMs);
+    return { tokens: Math.max(0, s.tokens - count), atMs: s.atMs };
+  });
+}
+
+/** When every bucket will hold at least one whole token again (nowMs if they already do). */
+export function nextTokenAtMs(buckets: Bucket[], states: BucketState[], nowMs: number): number {
+  let at = nowMs;
+  buckets.forEach((b, i) => {
+    const s = refill(b, states[i], nowMs);
+    if (s.tokens + 1e-9 < 1) {
+      let wait = Math.ceil((1 - s.tokens) / b.ratePerMs);
+      // Float rounding can push the ceiling one millisecond late: take the earliest that works.
+      while (wait > 1 && s.tokens + (wait - 1) * b.ratePerMs + 1e-9 >= 1) wait--;
+      at = Math.max(at, nowMs + wait);
+    }
+  });
+  return at;
+}
