@@ -43,6 +43,10 @@ CREATE TABLE destinations (
   throttle_reason           text,
   consecutive_throttles     int NOT NULL DEFAULT 0,
   consecutive_failures      int NOT NULL DEFAULT 0,
+  -- token buckets of rate_limit: {"second"|"minute": {"tokens", "atMs"}}; spent in the claim transaction
+  bucket_state              jsonb,
+  -- the last claim found due work that the token buckets held back
+  rate_limited              boolean NOT NULL DEFAULT false,
   deleted_at                timestamptz,
   created_at                timestamptz NOT NULL DEFAULT now(),
   updated_at                timestamptz NOT NULL DEFAULT now()

@@ -94,7 +94,8 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
         stopJanitor?.();
         if (api) await api.close(); // stop taking requests first
         if (dispatcher) await dispatcher.stop(config.shutdownGraceSeconds * 1000);
-        if (sender) await sender.close();
+        // The dispatcher already waited out the grace period and released what was left.
+        if (sender) await sender.destroy();
         if (metricsServer) await new Promise((r) => metricsServer!.close(r));
         await db.close();
       })();

@@ -13,9 +13,10 @@ export function tenantView(t: TenantRow) {
   return { id: t.id, name: t.name, alert_email: t.alert_email, created_at: iso(t.created_at), updated_at: iso(t.updated_at) };
 }
 
-export function destinationStatus(row: Pick<DestinationRow, "paused_at" | "throttled_until" | "now">): string {
+export function destinationStatus(row: Pick<DestinationRow, "paused_at" | "throttled_until" | "rate_limited" | "rate_limit" | "now">): string {
   if (row.paused_at) return "paused";
   if (row.throttled_until && row.throttled_until > row.now) return "throttled";
+  if (row.rate_limited && row.rate_limit) return "rate_limited";
   return "active";
 }
 
@@ -70,6 +71,9 @@ export function deliveryView(r: DeliveryRow) {
     } else if (r.status === "queued" && r.next_attempt_at > r.now && r.attempts === 0) {
       status = "held";
       holdReason = "scheduled";
+    } else if (r.d_rate_limited && r.next_attempt_at <= r.now) {
+      status = "held";
+      holdReason = "rate_limited";
     }
   }
   return {

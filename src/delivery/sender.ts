@@ -167,6 +167,11 @@ export class Sender {
     await this.agent.close();
   }
 
+  /** Aborts whatever is still in flight (its leases were released) and closes every connection. */
+  async destroy(): Promise<void> {
+    await this.agent.destroy();
+  }
+
   private targetOf(url: string): Target {
     let target = this.targets.get(url);
     if (target === undefined) {

@@ -2,6 +2,7 @@ import type { Db } from "../db/db.js";
 import { withRetry } from "../db/db.js";
 import { lockReadyDestinations, leaseDeliveries, setReadyAt, type ClaimedDestination, type Grant, type LeasedDelivery } from "../db/queries/claim.js";
 import { slotsFree, nextReadyAt, type GateInput } from "../policy/gates.js";
+import { bucketsFor, available, spend, nextTokenAtMs, statesOf, storeStates, type Bucket } from "../policy/token-bucket.js";
 
 // One claim transaction: lock ready destinations, decide grants with pure policy, lease due
 // deliveries, set each destination's next ready_at. Nothing is claimed and put back.
@@ -32,9 +33,17 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
 
     let budget = opts.capacity;
     const grants: Grant[] = [];
+    const buckets = new Map<string, Bucket[]>();
+    const tokenLimited = new Set<string>();
     for (const d of locked) {
       result.destinations.set(d.id, d);
-      const n = Math.min(slotsFree(gateInput(d, d.inflight)), opts.grantCap, budget);
+      const b = bucketsFor(d.rate_limit);
+      buckets.set(d.id, b);
+      const slots = Math.min(slotsFree(gateInput(d, d.inflight)), opts.grantCap);
+      // Tokens are spent in this transaction, so the limit holds across every worker process.
+      const tokens = b.length ? available(b, statesOf(b, d.bucket_state), d.now.getTime(), slots) : slots;
+      if (tokens < slots) tokenLimited.add(d.id);
+      const n = Math.min(tokens, budget);
       if (n <= 0) continue;
       budget -= n;
       grants.push({ destinationId: d.id, count: n, ordered: d.ordered, leaseSeconds: d.timeout_seconds + opts.leaseMarginSeconds });
@@ -47,6 +56,8 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
     const hadGrant = new Set(grants.map((g) => g.destinationId));
     const updates = locked.map((d) => {
       const n = granted.get(d.id) ?? 0;
+      const b = buckets.get(d.id)!;
+      const spent = b.length ? spend(b, statesOf(b, d.bucket_state), d.now.getTime(), n) : [];
       const input = gateInput(d, d.inflight + n);
       const nowMs = d.now.getTime();
       const leaseExpiry = n > 0 ? nowMs + (d.timeout_seconds + opts.leaseMarginSeconds) * 1000 : null;
@@ -62,8 +73,11 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
       }
       const atCap = d.inflight >= (d.ordered ? 1 : d.max_concurrency);
       if (!hadGrant.has(d.id) && atCap && !d.paused_at && !(d.throttled_until && d.throttled_until > d.now)) result.slotDenied++;
-      const at = nextReadyAt({ ...input, nextWaitingMs, nextLeaseExpiryMs });
-      return { id: d.id, readyAt: at === null ? null : new Date(at) };
+      const nextTokenMs = b.length ? nextTokenAtMs(b, spent, nowMs) : null;
+      // Held by shaping: the buckets cut the grant and due work is (or may be) left behind.
+      const rateLimited = tokenLimited.has(d.id) && !d.paused_at && nextWaitingMs !== null && nextWaitingMs <= nowMs;
+      const at = nextReadyAt({ ...input, nextWaitingMs, nextLeaseExpiryMs, nextTokenMs });
+      return { id: d.id, readyAt: at === null ? null : new Date(at), bucketState: storeStates(b, spent) ?? d.bucket_state, rateLimited };
     });
     await setReadyAt(q, updates);
     return result;

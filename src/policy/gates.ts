@@ -24,6 +24,8 @@ export interface AfterClaim extends GateInput {
   nextWaitingMs: number | null;
   /** Earliest lease expiry of in-flight deliveries, or null when none are in flight. */
   nextLeaseExpiryMs: number | null;
+  /** When the rate limit next allows a send (≤ nowMs: now); null or absent when unlimited. */
+  nextTokenMs?: number | null;
 }
 
 /**
@@ -36,7 +38,8 @@ export function nextReadyAt(s: AfterClaim): number | null {
   const candidates: number[] = [];
   if (s.nextLeaseExpiryMs !== null) candidates.push(s.nextLeaseExpiryMs);
   if (s.nextWaitingMs !== null) {
-    const due = Math.max(s.nextWaitingMs, s.nowMs);
+    // Due work goes when it is due and a token exists.
+    const due = Math.max(s.nextWaitingMs, s.nowMs, s.nextTokenMs ?? s.nowMs);
     // Due work with a free slot: ready now; due work without one: the lease expiry (or a write-back) wakes it.
     if (due > s.nowMs || slotsFree(s) > 0) candidates.push(due);
   }

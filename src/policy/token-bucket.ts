@@ -13,6 +13,8 @@ export interface RateLimit {
 }
 
 export interface Bucket {
+  /** Which window: state is stored per window, so adding or removing one keeps the other's tokens. */
+  window: "second" | "minute";
   /** Tokens added per millisecond. */
   ratePerMs: number;
   capacity: number;
@@ -28,11 +30,11 @@ export function bucketsFor(limit: RateLimit | null | undefined): Bucket[] {
   if (!limit) return [];
   const out: Bucket[] = [];
   if (limit.max_per_second !== undefined) {
-    out.push({ ratePerMs: limit.max_per_second / 1000, capacity: limit.burst_capacity ?? limit.max_per_second });
+    out.push({ window: "second", ratePerMs: limit.max_per_second / 1000, capacity: limit.burst_capacity ?? limit.max_per_second });
   }
   if (limit.max_per_minute !== undefined) {
     const finest = limit.max_per_second === undefined;
-    out.push({ ratePerMs: limit.max_per_minute / 60_000, capacity: finest ? (limit.burst_capacity ?? limit.max_per_minute) : limit.max_per_minute });
+    out.push({ window: "minute", ratePerMs: limit.max_per_minute / 60_000, capacity: finest ? (limit.burst_capacity ?? limit.max_per_minute) : limit.max_per_minute });
   }
   return out;
 }
@@ -79,4 +81,18 @@ export function nextTokenAtMs(buckets: Bucket[], states: BucketState[], nowMs: n
     }
   });
   return at;
+}
+
+/** Stored form: one state per window name. */
+export type StoredBuckets = Partial<Record<Bucket["window"], BucketState>>;
+
+export function statesOf(buckets: Bucket[], stored: StoredBuckets | null | undefined): (BucketState | undefined)[] {
+  return buckets.map((b) => stored?.[b.window]);
+}
+
+export function storeStates(buckets: Bucket[], states: BucketState[]): StoredBuckets | null {
+  if (buckets.length === 0) return null;
+  const out: StoredBuckets = {};
+  buckets.forEach((b, i) => (out[b.window] = states[i]));
+  return out;
 }

@@ -4,6 +4,7 @@ import { startSluice, type TestSluice } from "../helpers/sluice.js";
 import { startReceiver, type Receiver, type ReceivedRequest } from "../helpers/receiver.js";
 import { spawnSluice, type SluiceProcess } from "../helpers/processes.js";
 import { waitFor } from "../helpers/wait-for.js";
+import { worstWindow } from "../helpers/windows.js";
 
 // Invariants that only show with several real worker processes on one Postgres server:
 // 1. nothing accepted is lost, across a SIGKILL of a worker mid-run;
@@ -91,21 +92,23 @@ describe("worker processes on a Postgres server", () => {
       return { status: 200 };
     });
     try {
-      const caps = [1, 2, 3, 4];
+      // 24 destinations with caps 1–4: claims lock many rows each, which widens the window in
+      // which a stale in-flight count could over-grant.
+      const caps = Array.from({ length: 24 }, (_, i) => (i % 4) + 1);
       const dests: string[] = [];
-      for (const cap of caps) {
-        dests.push((await s.api("POST", "/v1/destinations", { url: `${rx.url}/cap/${cap}`, max_concurrency: cap })).body.id);
+      for (const [i, cap] of caps.entries()) {
+        dests.push((await s.api("POST", "/v1/destinations", { url: `${rx.url}/cap/${i}`, max_concurrency: cap })).body.id);
       }
-      const w1 = worker({ SLUICE_GRANT_CAP: "2" });
-      const w2 = worker({ SLUICE_GRANT_CAP: "2" });
-      await publishRoundRobin(dests, 400, "cap.test");
-      await waitFor(async () => (await unfinished(dests)) === 0, { timeoutMs: 60_000, message: () => `unfinished; ${w1.output()} ${w2.output()}` });
-      assert.equal(rx.received.length, 400);
-      for (const cap of caps) {
-        const p = peak.get(`/cap/${cap}`) ?? 0;
-        assert.ok(p <= cap, `destination with cap ${cap} saw ${p} in flight`);
+      const w1 = worker({ SLUICE_GRANT_CAP: "2", SLUICE_CLAIM_BATCH: "24", SLUICE_CLAIM_LOOPS: "4" });
+      const w2 = worker({ SLUICE_GRANT_CAP: "2", SLUICE_CLAIM_BATCH: "24", SLUICE_CLAIM_LOOPS: "4" });
+      await publishRoundRobin(dests, 1200, "cap.test");
+      await waitFor(async () => (await unfinished(dests)) === 0, { timeoutMs: 90_000, message: () => `unfinished; ${w1.output()} ${w2.output()}` });
+      assert.equal(rx.received.length, 1200);
+      for (const [i, cap] of caps.entries()) {
+        const p = peak.get(`/cap/${i}`) ?? 0;
+        assert.ok(p <= cap, `destination ${i} with cap ${cap} saw ${p} in flight`);
       }
-      assert.equal(peak.get("/cap/4"), 4, "the cap was actually reached, so the test could fail");
+      assert.ok(caps.some((cap, i) => cap === 4 && peak.get(`/cap/${i}`) === 4), "a cap of 4 was reached, so the test could fail");
       w1.kill("SIGTERM");
       w2.kill("SIGTERM");
       assert.equal(await w1.exited, 0);
@@ -183,6 +186,25 @@ describe("separate api and worker processes", () => {
       worker.kill("SIGKILL");
       await rx.close();
       await tdb.drop();
+    }
+  });
+});
+
+describe("rate limits across worker processes", () => {
+  test("two workers share one destination's token bucket: no window over the limit at the receiver", async () => {
+    const s = await startSluice("server", { worker: false });
+    const rx = await startReceiver({ status: 200, delayMs: 5 });
+    const procs = [0, 1].map(() => spawnSluice("worker", { DATABASE_URL: s.databaseUrl!, SLUICE_CLAIM_BATCH: "1" }));
+    try {
+      const d = (await s.api("POST", "/v1/destinations", { url: `${rx.url}/shared`, max_concurrency: 20, rate_limit: { max_per_second: 20, burst_capacity: 10 } })).body;
+      await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 70 }, (_, i) => ({ type: "sh.x", payload: { i }, destination_ids: [d.id] })) });
+      await waitFor(() => rx.received.length === 70, { timeoutMs: 20_000, message: () => `received ${rx.received.length}` });
+      const bad = worstWindow(rx.received.map((r) => r.receivedAt), 20, 10, 250);
+      assert.equal(bad, null, JSON.stringify(bad));
+    } finally {
+      for (const p of procs) p.kill("SIGKILL");
+      await rx.close();
+      await s.stop();
     }
   });
 });

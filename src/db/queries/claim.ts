@@ -1,7 +1,8 @@
 import type { Queryable } from "../db.js";
 import { jsonRows } from "../json-rows.js";
+import type { RateLimit, StoredBuckets } from "../../policy/token-bucket.js";
 
-// The claim transaction: three statements inside one transaction that holds the claimed
+// The claim transaction: four statements inside one transaction that holds the claimed
 // destinations' row locks, so limits hold across all worker processes.
 // Rule: whoever changes a destination's waiting deliveries holds its row lock first.
 
@@ -16,6 +17,8 @@ export interface ClaimedDestination {
   throttle_schedule_seconds: number[];
   throttled_until: Date | null;
   paused_at: Date | null;
+  rate_limit: RateLimit | null;
+  bucket_state: StoredBuckets | null;
   now: Date;
   /** Live leases (expired ones were just returned to the queue). */
   inflight: number;
@@ -27,17 +30,17 @@ export interface ClaimedDestination {
 
 /**
  * Locks up to `limit` destinations whose ready_at has come, oldest ready_at first (round-robin
- * fairness); returns deliveries whose lease expired (their worker died) to the queue; and reads
- * each one's live leases and next waiting time. `shard` = [index, count] restricts to a stable
- * hash slice of destination ids.
+ * fairness), and returns deliveries whose lease expired (their worker died) to the queue.
+ * `shard` = [index, count] restricts to a stable hash slice of destination ids.
  */
 export async function lockReadyDestinations(q: Queryable, limit: number, shard: [number, number] | null): Promise<ClaimedDestination[]> {
   const shardSql = shard ? "AND abs(hashtext(d.id)) % $3 = $2" : "";
   const params: unknown[] = shard ? [limit, shard[0], shard[1]] : [limit];
-  return q.query<ClaimedDestination>(
+  const locked = await q.query<Omit<ClaimedDestination, "inflight" | "next_lease_expiry" | "next_waiting">>(
     `WITH locked AS (
        SELECT d.id, d.url, d.secrets, d.timeout_seconds, d.max_concurrency, d.ordered,
-              d.retry_schedule_seconds, d.throttle_schedule_seconds, d.throttled_until, d.paused_at, d.ready_at
+              d.retry_schedule_seconds, d.throttle_schedule_seconds, d.throttled_until, d.paused_at, d.ready_at,
+              d.rate_limit, d.bucket_state
          FROM destinations d
         WHERE d.ready_at <= now() ${shardSql}
         ORDER BY d.ready_at
@@ -51,25 +54,37 @@ export async function lockReadyDestinations(q: Queryable, limit: number, shard: 
         WHERE x.destination_id = locked.id AND x.status = 'delivering' AND x.lease_expires_at <= now()
        RETURNING x.destination_id
      )
-     SELECT l.id, l.url, l.secrets, l.timeout_seconds, l.max_concurrency, l.ordered, l.retry_schedule_seconds,
-            l.throttle_schedule_seconds, l.throttled_until, l.paused_at, now() AS now,
-            (SELECT count(*)::int FROM deliveries x
-              WHERE x.destination_id = l.id AND x.status = 'delivering' AND x.lease_expires_at > now()) AS inflight,
-            (SELECT min(x.lease_expires_at) FROM deliveries x
-              WHERE x.destination_id = l.id AND x.status = 'delivering' AND x.lease_expires_at > now()) AS next_lease_expiry,
-            CASE WHEN l.ordered THEN
-              (SELECT x.next_attempt_at FROM deliveries x
-                WHERE x.destination_id = l.id AND x.status IN ('queued', 'retry_scheduled')
-                ORDER BY x.occurred_at, x.id LIMIT 1)
-            ELSE
-              (SELECT min(x.next_attempt_at) FROM deliveries x
-                WHERE x.destination_id = l.id AND x.status IN ('queued', 'retry_scheduled') AND x.next_attempt_at > now())
-            END AS next_waiting,
-            (SELECT count(*)::int FROM reclaimed r WHERE r.destination_id = l.id) AS reclaimed
+     SELECT l.*, now() AS now, (SELECT count(*)::int FROM reclaimed) AS reclaimed
        FROM locked l
       ORDER BY l.ready_at`,
     params,
   );
+  if (locked.length === 0) return [];
+  // A separate statement, so its snapshot is taken while we hold the locks: in READ COMMITTED the
+  // statement above read with a snapshot from BEFORE its FOR UPDATE got each lock, and could miss
+  // leases another claim committed in between — counting them there could over-grant.
+  const live = await q.query<{ id: string; inflight: number; next_lease_expiry: Date | null; next_waiting: Date | null }>(
+    `SELECT g.id,
+            (SELECT count(*)::int FROM deliveries x
+              WHERE x.destination_id = g.id AND x.status = 'delivering') AS inflight,
+            (SELECT min(x.lease_expires_at) FROM deliveries x
+              WHERE x.destination_id = g.id AND x.status = 'delivering') AS next_lease_expiry,
+            CASE WHEN g.ordered THEN
+              (SELECT x.next_attempt_at FROM deliveries x
+                WHERE x.destination_id = g.id AND x.status IN ('queued', 'retry_scheduled')
+                ORDER BY x.occurred_at, x.id LIMIT 1)
+            ELSE
+              (SELECT min(x.next_attempt_at) FROM deliveries x
+                WHERE x.destination_id = g.id AND x.status IN ('queued', 'retry_scheduled') AND x.next_attempt_at > now())
+            END AS next_waiting
+       FROM json_to_recordset($1::json) AS g(id text, ordered bool)`,
+    [jsonRows(locked.map((d) => ({ id: d.id, ordered: d.ordered })))],
+  );
+  const byId = new Map(live.map((r) => [r.id, r]));
+  return locked.map((d) => {
+    const r = byId.get(d.id)!;
+    return { ...d, inflight: r.inflight, next_lease_expiry: r.next_lease_expiry, next_waiting: r.next_waiting };
+  });
 }
 
 export interface Grant {
@@ -148,12 +163,20 @@ export async function leaseDeliveries(q: Queryable, grants: Grant[]): Promise<Le
   return { leased, moreDue };
 }
 
-/** Writes each destination's new ready_at (null: idle until new work arrives). */
-export async function setReadyAt(q: Queryable, updates: { id: string; readyAt: Date | null }[]): Promise<void> {
+export interface AfterClaimUpdate {
+  id: string;
+  readyAt: Date | null;
+  bucketState: StoredBuckets | null;
+  rateLimited: boolean;
+}
+
+/** Writes each destination's new ready_at (null: idle until new work arrives) and token buckets. */
+export async function setReadyAt(q: Queryable, updates: AfterClaimUpdate[]): Promise<void> {
   if (updates.length === 0) return;
   await q.query(
-    `UPDATE destinations d SET ready_at = u."readyAt"
-       FROM json_to_recordset($1::json) AS u(id text, "readyAt" timestamptz)
+    `UPDATE destinations d
+        SET ready_at = u."readyAt", bucket_state = u."bucketState", rate_limited = u."rateLimited"
+       FROM json_to_recordset($1::json) AS u(id text, "readyAt" timestamptz, "bucketState" jsonb, "rateLimited" bool)
       WHERE d.id = u.id`,
     [jsonRows(updates)],
   );

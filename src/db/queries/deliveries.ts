@@ -19,10 +19,11 @@ export interface DeliveryRow {
   // the destination's live state, for deriving hold_reason
   d_paused_at: Date | null;
   d_throttled_until: Date | null;
+  d_rate_limited: boolean;
   now: Date;
 }
 
-const SELECT = `SELECT dl.*, d.paused_at AS d_paused_at, d.throttled_until AS d_throttled_until, now() AS now
+const SELECT = `SELECT dl.*, d.paused_at AS d_paused_at, d.throttled_until AS d_throttled_until, d.rate_limited AS d_rate_limited, now() AS now
                   FROM deliveries dl JOIN destinations d ON d.id = dl.destination_id`;
 
 export async function getDelivery(q: Queryable, tenantId: string, id: string): Promise<DeliveryRow | null> {

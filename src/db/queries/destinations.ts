@@ -17,6 +17,7 @@ export interface DestinationRow extends DestinationConfig {
   throttle_reason: string | null;
   consecutive_throttles: number;
   consecutive_failures: number;
+  rate_limited: boolean;
   deleted_at: Date | null;
   created_at: Date;
   updated_at: Date;
