@@ -10,7 +10,7 @@ import { Dispatcher } from "./dispatch/dispatcher.js";
 import { startJanitor } from "./dispatch/janitor.js";
 import { Sender } from "./delivery/sender.js";
 import { ensureDefaultTenant } from "./bootstrap.js";
-import { registry } from "./metrics.js";
+import { registry, registerDatabaseGauges } from "./metrics.js";
 
 export const VERSION: string = (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
 export const USER_AGENT = `Sluice/${VERSION} (+https://github.com/sluice-webhooks)`;
@@ -46,6 +46,9 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
     const boot = await ensureDefaultTenant(db, config.apiKey);
     if (boot.generatedKey) opts.onGeneratedKey?.(boot.generatedKey);
   }
+
+  // Whoever serves /metrics reports the database-wide gauges.
+  if (opts.api || config.metricsPort !== undefined) registerDatabaseGauges(db);
 
   let api: FastifyInstance | null = null;
   let metricsServer: http.Server | null = null;

@@ -1,4 +1,6 @@
 import client from "prom-client";
+import type { Db } from "./db/db.js";
+import { inflightByDestination, heldByReason } from "./db/queries/stats.js";
 
 // Process-wide Prometheus metrics. One registry per process; /metrics serves it.
 
@@ -33,3 +35,44 @@ export const metrics = {
   leaseLost: new client.Counter({ name: "sluice_lease_lost_total", help: "Results that arrived after their lease had moved on (not applied)", registers: [registry] }),
   sendsInflight: new client.Gauge({ name: "sluice_worker_sends_inflight", help: "Requests in flight from this process", registers: [registry] }),
 };
+
+// Gauges read from the database when /metrics is scraped (at most every SAMPLE_MS): the truth
+// across every worker process, not one process's view.
+const SAMPLE_MS = 5_000;
+const HOLD_REASONS = ["paused", "throttled", "scheduled", "rate_limited"] as const;
+
+export function registerDatabaseGauges(db: Db): void {
+  // One process may start Sluice more than once (tests): the latest store wins.
+  for (const name of ["sluice_inflight", "sluice_held", "sluice_oldest_held_age_seconds"]) registry.removeSingleMetric(name);
+  let last = 0;
+  let pending: Promise<void> | null = null;
+  const inflight = new client.Gauge({
+    name: "sluice_inflight", help: "Deliveries in flight per destination (live leases, all workers; sampled)", labelNames: ["destination"] as const, registers: [registry],
+  });
+  const held = new client.Gauge({ name: "sluice_held", help: "Deliveries held, by reason (sampled)", labelNames: ["reason"] as const, registers: [registry] });
+  const oldest = new client.Gauge({
+    name: "sluice_oldest_held_age_seconds", help: "Age of the oldest held delivery, by reason (sampled)", labelNames: ["reason"] as const, registers: [registry],
+  });
+  const sample = async () => {
+    const [rows, holds] = await Promise.all([inflightByDestination(db), heldByReason(db)]);
+    inflight.reset();
+    for (const r of rows) inflight.set({ destination: r.destination_id }, r.n);
+    for (const reason of HOLD_REASONS) {
+      const h = holds.find((x) => x.reason === reason);
+      held.set({ reason }, h?.n ?? 0);
+      oldest.set({ reason }, h?.oldest_age_s ?? 0);
+    }
+  };
+  // prom-client collects the metrics of a scrape concurrently: all three wait on one sample.
+  const refresh = async () => {
+    if (Date.now() - last < SAMPLE_MS) return;
+    pending ??= sample()
+      .catch(() => undefined) // a failed sample keeps the previous values
+      .finally(() => {
+        last = Date.now();
+        pending = null;
+      });
+    await pending;
+  };
+  for (const g of [inflight, held, oldest]) (g as unknown as { collect: () => Promise<void> }).collect = refresh;
+}

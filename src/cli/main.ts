@@ -5,6 +5,7 @@ import { SluiceError } from "../errors.js";
 import { run, VERSION } from "../app.js";
 import { openDb } from "../db/db.js";
 import { migrate } from "../db/migrate.js";
+import { auditRate, parseSince } from "./audit.js";
 
 const USAGE = `sluice ${VERSION} — outbound webhooks with per-destination flow control
 
@@ -15,6 +16,8 @@ Commands:
   api        the HTTP API only
   worker     delivery workers only (run any number against one DATABASE_URL)
   migrate    apply database migrations and exit
+  audit rate --destination ID [--since 15m|RFC 3339] [--jitter-ms 100] [--all]
+             attempts per second against the destination's rate limit; exit 1 if any window is over
 
 Options:
   --host ADDR          listen address (SLUICE_HOST, default 127.0.0.1)
@@ -37,6 +40,7 @@ async function main(argv: string[]): Promise<number> {
       host: { type: "string" }, port: { type: "string" }, "data-dir": { type: "string" },
       concurrency: { type: "string" }, shard: { type: "string" }, "log-level": { type: "string" },
       "metrics-port": { type: "string" }, help: { type: "boolean", short: "h" }, version: { type: "boolean" },
+      destination: { type: "string" }, since: { type: "string" }, all: { type: "boolean" }, "jitter-ms": { type: "string" },
     },
   });
   if (values.help) {
@@ -48,7 +52,8 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const command = positionals[0] ?? "start";
-  const config = loadConfig(values as Record<string, string | undefined>);
+  const { destination: _d, since: _s, all: _a, "jitter-ms": _j, ...flags } = values;
+  const config = loadConfig(flags as Record<string, string | undefined>);
   const log = pino({ level: config.logLevel, base: { pid: process.pid } });
 
   if (command === "migrate") {
@@ -57,6 +62,24 @@ async function main(argv: string[]): Promise<number> {
     await db.close();
     process.stdout.write(applied.length ? `applied: ${applied.join(", ")}\n` : "up to date\n");
     return 0;
+  }
+  if (command === "audit") {
+    if (positionals[1] !== "rate" || !values.destination) {
+      process.stderr.write("usage: sluice audit rate --destination ID [--since 15m|2h|RFC 3339] [--jitter-ms 100] [--all]\n");
+      return 2;
+    }
+    const since = parseSince(values.since, Date.now());
+    const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+    try {
+      const jitterMs = values["jitter-ms"] === undefined ? undefined : Number(values["jitter-ms"]);
+      if (jitterMs !== undefined && !(Number.isFinite(jitterMs) && jitterMs >= 0)) {
+        process.stderr.write(`sluice audit: --jitter-ms takes a number of milliseconds ≥ 0, not '${values["jitter-ms"]}'\n`);
+        return 2;
+      }
+      return await auditRate(db, { destinationId: values.destination, since, all: values.all ?? false, jitterMs }, (l) => process.stdout.write(l + "\n"));
+    } finally {
+      await db.close();
+    }
   }
   if (!["start", "api", "worker"].includes(command)) {
     process.stderr.write(`sluice: unknown command '${command}'\n\n${USAGE}`);

@@ -4,6 +4,7 @@ import { BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
 import { worstWindow } from "../helpers/windows.js";
+import { auditRate } from "../../src/cli/audit.js";
 
 // Burst shaping counted at the receiver: no window exceeds burst + rate × length.
 
@@ -27,6 +28,10 @@ for (const backend of BACKENDS) {
       const pub = await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 30 }, (_, i) => ({ type: "rl.x", payload: { i } })) });
       assert.equal(pub.status, 202);
       await waitFor(async () => (await s.api("GET", `/v1/destinations/${d.id}`)).body.status === "rate_limited", { timeoutMs: 5000 });
+      const metrics = (await s.api("GET", "/metrics", undefined, { key: null })).body as string;
+      const heldMetric = /sluice_held\{reason="rate_limited"\} (\d+)/.exec(metrics);
+      assert.ok(heldMetric && Number(heldMetric[1]) > 0, "sluice_held{reason=rate_limited} counts the backlog");
+      assert.match(metrics, new RegExp(`sluice_inflight\\{destination="${d.id}"\\}|sluice_held`));
       const held = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}&status=held&limit=100`)).body.data;
       assert.ok(held.length > 0 && held.every((x: { hold_reason: string }) => x.hold_reason === "rate_limited"), JSON.stringify(held.slice(0, 2)));
       await waitFor(() => rx.received.length === 30, { timeoutMs: 15_000, message: () => `received ${rx.received.length}` });
@@ -38,6 +43,13 @@ for (const backend of BACKENDS) {
       const span = Math.max(...times) - Math.min(...times);
       assert.ok(span >= 2000, `all 30 arrived within ${span} ms`);
       await waitFor(async () => (await s.api("GET", `/v1/destinations/${d.id}`)).body.status === "active");
+
+      // The operator's audit reads the recorded attempts and agrees.
+      const lines: string[] = [];
+      const code = await auditRate(s.running.db, { destinationId: d.id, since: new Date(Date.now() - 60_000), all: true }, (l) => lines.push(l));
+      assert.equal(code, 0, lines.join("\n"));
+      assert.match(lines.join("\n"), /attempts since .*: 30/);
+      assert.match(lines.join("\n"), /per-second bucket: capacity 5, 10\/s — no window over the limit/);
     });
 
     test("PATCH rate_limit takes effect live", async () => {
@@ -54,3 +66,35 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+describe("throttling is per destination", () => {
+  test("a 429 holds its destination while the others keep receiving", async () => {
+    const s = await startSluice("server");
+    const limited = await startReceiver({ status: 429, headers: { "retry-after": "3" } });
+    const healthy = await startReceiver();
+    try {
+      const a = (await s.api("POST", "/v1/destinations", { url: `${limited.url}/a`, event_types: ["iso.*"] })).body;
+      await s.api("POST", "/v1/destinations", { url: `${healthy.url}/b`, event_types: ["iso.*"] });
+      await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 10 }, (_, i) => ({ type: "iso.x", payload: { i } })) });
+      await waitFor(() => limited.received.length > 0);
+      const firstHit = limited.received[0]!.receivedAt;
+      await waitFor(async () => (await s.api("GET", `/v1/destinations/${a.id}`)).body.status === "throttled");
+      const holdEnd = Date.parse((await s.api("GET", `/v1/destinations/${a.id}`)).body.throttled_until);
+      // During the hold: more events, which the healthy destination gets at once.
+      const before = healthy.received.length;
+      await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 10 }, (_, i) => ({ type: "iso.y", payload: { i } })) });
+      await waitFor(() => healthy.received.length >= before + 10, { timeoutMs: 2000, message: "the healthy destination waited on the throttled one" });
+      assert.ok(Date.now() < holdEnd, "the healthy destination was served inside the other's hold");
+      limited.respondWith({ status: 200 });
+      await waitFor(() => limited.received.filter((r) => r.receivedAt >= holdEnd - 50).length >= 20, { timeoutMs: 10_000 });
+      // Only requests already in flight when the first 429 came back may arrive inside the hold.
+      const inside = limited.received.filter((r) => r.receivedAt > firstHit + 200 && r.receivedAt < holdEnd - 50);
+      assert.equal(inside.length, 0, `${inside.length} requests arrived inside the hold`);
+      await waitFor(async () => (await s.api("GET", `/v1/deliveries?destination_id=${a.id}&status=delivered&limit=100`)).body.data.length === 20);
+    } finally {
+      await limited.close();
+      await healthy.close();
+      await s.stop();
+    }
+  });
+});

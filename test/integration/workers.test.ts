@@ -208,3 +208,32 @@ describe("rate limits across worker processes", () => {
     }
   });
 });
+
+describe("sharded workers", () => {
+  test("`sluice worker --shard 0/2` serves only its slice; `--shard 1/2` serves the rest", async () => {
+    const s = await startSluice("server", { worker: false });
+    const rx = await startReceiver();
+    const procs: SluiceProcess[] = [];
+    try {
+      const ids: string[] = [];
+      for (let i = 0; i < 8; i++) ids.push((await s.api("POST", "/v1/destinations", { url: `${rx.url}/shard/${i}` })).body.id);
+      const slice = new Map(
+        (await s.running.db.query<{ id: string; slice: number }>("SELECT id, abs(hashtext(id)) % 2 AS slice FROM destinations WHERE id = ANY($1)", [ids]))
+          .map((r) => [r.id, r.slice]),
+      );
+      assert.ok([...slice.values()].includes(0) && [...slice.values()].includes(1), "both slices have destinations");
+      await s.api("POST", "/v1/events/batch", { events: ids.map((id) => ({ type: "shard.x", payload: {}, destination_ids: [id] })) });
+      procs.push(spawnSluice("worker", { DATABASE_URL: s.databaseUrl! }, ["--shard", "0/2"]));
+      const zero = ids.filter((id) => slice.get(id) === 0).length;
+      await waitFor(() => rx.received.length === zero, { message: () => `slice 0 got ${rx.received.length} of ${zero}` });
+      await new Promise((r) => setTimeout(r, 500));
+      assert.equal(rx.received.length, zero, "nothing of slice 1 was sent by the slice-0 worker");
+      procs.push(spawnSluice("worker", { DATABASE_URL: s.databaseUrl! }, ["--shard", "1/2"]));
+      await waitFor(() => rx.received.length === ids.length);
+    } finally {
+      for (const p of procs) p.kill("SIGKILL");
+      await rx.close();
+      await s.stop();
+    }
+  });
+});

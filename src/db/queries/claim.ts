@@ -63,8 +63,10 @@ export async function lockReadyDestinations(q: Queryable, limit: number, shard: 
   // A separate statement, so its snapshot is taken while we hold the locks: in READ COMMITTED the
   // statement above read with a snapshot from BEFORE its FOR UPDATE got each lock, and could miss
   // leases another claim committed in between — counting them there could over-grant.
-  const live = await q.query<{ id: string; inflight: number; next_lease_expiry: Date | null; next_waiting: Date | null }>(
-    `SELECT g.id,
+  const live = await q.query<{ id: string; inflight: number; next_lease_expiry: Date | null; next_waiting: Date | null; now: Date }>(
+    // clock_timestamp(), not now(): read while the locks are held, so the time the token buckets
+    // see only moves forward from one claim of a destination to the next.
+    `SELECT g.id, clock_timestamp() AS now,
             (SELECT count(*)::int FROM deliveries x
               WHERE x.destination_id = g.id AND x.status = 'delivering') AS inflight,
             (SELECT min(x.lease_expires_at) FROM deliveries x
@@ -83,7 +85,7 @@ export async function lockReadyDestinations(q: Queryable, limit: number, shard: 
   const byId = new Map(live.map((r) => [r.id, r]));
   return locked.map((d) => {
     const r = byId.get(d.id)!;
-    return { ...d, inflight: r.inflight, next_lease_expiry: r.next_lease_expiry, next_waiting: r.next_waiting };
+    return { ...d, now: r.now, inflight: r.inflight, next_lease_expiry: r.next_lease_expiry, next_waiting: r.next_waiting };
   });
 }
 

@@ -1,0 +1,41 @@
+import type { Queryable } from "../db.js";
+
+// Read-only aggregates for metrics and audits.
+
+/** Live leases per destination (only destinations with something in flight). */
+export async function inflightByDestination(q: Queryable): Promise<{ destination_id: string; n: number }[]> {
+  return q.query("SELECT destination_id, count(*)::int AS n FROM deliveries WHERE status = 'delivering' GROUP BY destination_id");
+}
+
+/**
+ * Waiting deliveries by why they wait, and the age of the oldest in each group. The reasons are
+ * derived as the API derives hold_reason: paused, throttled, scheduled, rate_limited.
+ */
+export async function heldByReason(q: Queryable): Promise<{ reason: string; n: number; oldest_age_s: number }[]> {
+  return q.query(
+    `SELECT reason, count(*)::int AS n, coalesce(max(extract(epoch FROM now() - created_at)), 0)::float8 AS oldest_age_s
+       FROM (SELECT dl.created_at,
+                    CASE WHEN d.paused_at IS NOT NULL THEN 'paused'
+                         WHEN d.throttled_until > now() THEN 'throttled'
+                         WHEN dl.status = 'queued' AND dl.attempts = 0 AND dl.next_attempt_at > now() THEN 'scheduled'
+                         WHEN d.rate_limited AND dl.next_attempt_at <= now() THEN 'rate_limited'
+                    END AS reason
+               FROM deliveries dl JOIN destinations d ON d.id = dl.destination_id
+              WHERE dl.status IN ('queued', 'retry_scheduled')) w
+      WHERE reason IS NOT NULL
+      GROUP BY reason`,
+  );
+}
+
+export interface AttemptTime {
+  started_at: Date;
+  outcome: string;
+}
+
+/** Attempts of one destination since a time, oldest first. */
+export async function attemptTimes(q: Queryable, destinationId: string, since: Date): Promise<AttemptTime[]> {
+  return q.query<AttemptTime>(
+    "SELECT started_at, outcome FROM attempts WHERE destination_id = $1 AND started_at >= $2 ORDER BY started_at",
+    [destinationId, since],
+  );
+}
