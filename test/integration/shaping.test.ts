@@ -98,3 +98,25 @@ describe("throttling is per destination", () => {
     }
   });
 });
+
+describe("a slow destination does not slow the others", () => {
+  test("a destination whose requests hang holds only its own slots", async () => {
+    const s = await startSluice("embedded", { env: { SLUICE_WORKER_CONCURRENCY: "20" } });
+    const slow = await startReceiver({ status: 200, hang: true });
+    const fast = await startReceiver();
+    try {
+      // 3 slots of the worker's 20 can hang; the other 17 keep serving everyone else.
+      await s.api("POST", "/v1/destinations", { url: `${slow.url}/slow`, event_types: ["slow.*"], max_concurrency: 3, timeout_seconds: 30 });
+      await s.api("POST", "/v1/destinations", { url: `${fast.url}/fast`, event_types: ["fast.*"], max_concurrency: 10 });
+      await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 50 }, (_, i) => ({ type: "slow.x", payload: { i } })) });
+      await waitFor(() => slow.inflight === 3);
+      await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 100 }, (_, i) => ({ type: "fast.x", payload: { i } })) });
+      await waitFor(() => fast.received.length === 100, { timeoutMs: 5000, message: () => `fast got ${fast.received.length}` });
+      assert.equal(slow.received.length, 3, "the slow destination never got more than its cap");
+    } finally {
+      await slow.close();
+      await fast.close();
+      await s.stop();
+    }
+  });
+});
