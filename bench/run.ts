@@ -34,7 +34,7 @@ const HELP = `npm run bench -- [options]
   --timeout-s N              per run; then it reports what it got and moves on (default 600)
   --wait-quiet-s N           before each run, wait up to N s for other processes to stop using
                              the CPU (default 120; 0 = don't wait)
-  --sluice-workers N         run \`sluice api\` + N \`sluice worker\` processes instead of one \`sluice start\`
+  --sluice-workers N         run \`sluice api\` + N \`sluice worker\` processes (default 2); 0 = one \`sluice start\`
                              (server scenarios; default 0 = one process)
   --sluice-dir DIR            run the Sluice of another checkout (with node_modules) instead of this one
   --no-fsync                 run Postgres with fsync=off (default: durable, fsync=on)
@@ -94,7 +94,10 @@ async function main(): Promise<void> {
   const waitQuietMs = values["wait-quiet-s"] === "0" ? 0 : intFlag(values["wait-quiet-s"], 120, "wait-quiet-s") * 1000;
   const skipBaseline = values["skip-baseline"] ?? false;
   const skipSluice = values["skip-sluice"] ?? false;
-  const sluiceWorkers = values["sluice-workers"] === undefined || values["sluice-workers"] === "0" ? 0 : intFlag(values["sluice-workers"], 0, "sluice-workers");
+  // Default: `sluice api` + 2 × `sluice worker` — the server deployment docs/configuration.md
+  // recommends, and the same process count as the baseline's 2 graphile-worker processes.
+  // `--sluice-workers 0` runs one `sluice start` process instead.
+  const sluiceWorkers = values["sluice-workers"] === undefined ? 2 : values["sluice-workers"] === "0" ? 0 : intFlag(values["sluice-workers"], 0, "sluice-workers");
   const sluiceDir = resolve(values["sluice-dir"] ?? REPO);
   if (!existsSync(join(sluiceDir, "src", "cli", "main.ts"))) throw new Error(`--sluice-dir ${sluiceDir} has no src/cli/main.ts`);
 
