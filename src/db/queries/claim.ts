@@ -63,10 +63,15 @@ export async function lockReadyDestinations(q: Queryable, limit: number, shard: 
   // A separate statement, so its snapshot is taken while we hold the locks: in READ COMMITTED the
   // statement above read with a snapshot from BEFORE its FOR UPDATE got each lock, and could miss
   // leases another claim committed in between — counting them there could over-grant.
-  const live = await q.query<{ id: string; inflight: number; next_lease_expiry: Date | null; next_waiting: Date | null; now: Date }>(
+  const live = await q.query<{
+    id: string; inflight: number; next_lease_expiry: Date | null; next_waiting: Date | null; now: Date;
+    bucket_state: StoredBuckets | null; rate_limit: RateLimit | null; throttled_until: Date | null; paused_at: Date | null;
+    max_concurrency: number; ordered: boolean;
+  }>(
     // clock_timestamp(), not now(): read while the locks are held, so the time the token buckets
-    // see only moves forward from one claim of a destination to the next.
-    `SELECT g.id, clock_timestamp() AS now,
+    // see only moves forward from one claim of a destination to the next. The destination's
+    // mutable state is read here too, for the same reason as the lease count.
+    `SELECT g.id, clock_timestamp() AS now, d.bucket_state, d.rate_limit, d.throttled_until, d.paused_at, d.max_concurrency, d.ordered,
             (SELECT count(*)::int FROM deliveries x
               WHERE x.destination_id = g.id AND x.status = 'delivering') AS inflight,
             (SELECT min(x.lease_expires_at) FROM deliveries x
@@ -79,13 +84,17 @@ export async function lockReadyDestinations(q: Queryable, limit: number, shard: 
               (SELECT min(x.next_attempt_at) FROM deliveries x
                 WHERE x.destination_id = g.id AND x.status IN ('queued', 'retry_scheduled') AND x.next_attempt_at > now())
             END AS next_waiting
-       FROM json_to_recordset($1::json) AS g(id text, ordered bool)`,
+       FROM json_to_recordset($1::json) AS g(id text, ordered bool) JOIN destinations d ON d.id = g.id`,
     [jsonRows(locked.map((d) => ({ id: d.id, ordered: d.ordered })))],
   );
   const byId = new Map(live.map((r) => [r.id, r]));
   return locked.map((d) => {
     const r = byId.get(d.id)!;
-    return { ...d, now: r.now, inflight: r.inflight, next_lease_expiry: r.next_lease_expiry, next_waiting: r.next_waiting };
+    return {
+      ...d, now: r.now, inflight: r.inflight, next_lease_expiry: r.next_lease_expiry, next_waiting: r.next_waiting,
+      bucket_state: r.bucket_state, rate_limit: r.rate_limit, throttled_until: r.throttled_until, paused_at: r.paused_at,
+      max_concurrency: r.max_concurrency, ordered: r.ordered,
+    };
   });
 }
 
