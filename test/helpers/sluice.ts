@@ -1,7 +1,9 @@
 import { pino } from "pino";
 import { loadConfig } from "../../src/config.js";
 import { run, type Running } from "../../src/app.js";
+import { before, after } from "node:test";
 import { createTestDatabase } from "./db.js";
+import { startReceiver, type Receiver } from "./receiver.js";
 
 // Starts a real Sluice (API and/or worker) in this process on a fresh store: embedded PGlite in
 // memory, or a new database on the throwaway Postgres server that `npm test` started.
@@ -80,4 +82,21 @@ export async function startSluice(backend: Backend, opts: { env?: Record<string,
       if (drop) await drop();
     },
   };
+}
+
+/**
+ * Inside a describe(): starts Sluice on `backend` and a receiver before its tests, stops both
+ * after. Tests read them as `const { s, rx } = ctx;`.
+ */
+export function useSluiceAndReceiver(backend: Backend): { s: TestSluice; rx: Receiver } {
+  const ctx = {} as { s: TestSluice; rx: Receiver };
+  before(async () => {
+    ctx.s = await startSluice(backend);
+    ctx.rx = await startReceiver();
+  });
+  after(async () => {
+    await ctx.rx?.close();
+    await ctx.s?.stop();
+  });
+  return ctx;
 }

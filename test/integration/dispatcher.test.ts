@@ -1,7 +1,7 @@
-import { describe, test, before, after } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
+import { BACKENDS, useSluiceAndReceiver } from "../helpers/sluice.js";
+import { startReceiver } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
 import { metrics } from "../../src/metrics.js";
 import { pruneOnce } from "../../src/dispatch/janitor.js";
@@ -13,18 +13,10 @@ const claimCount = async () => (await metrics.claimDuration.get()).values.find((
 
 for (const backend of BACKENDS) {
   describe(`dispatcher on ${backend} Postgres`, () => {
-    let s: TestSluice;
-    let rx: Receiver;
-    before(async () => {
-      s = await startSluice(backend);
-      rx = await startReceiver();
-    });
-    after(async () => {
-      await rx?.close();
-      await s?.stop();
-    });
+    const ctx = useSluiceAndReceiver(backend);
 
     test("an idle engine sleeps (no claim loop) and a new event wakes it by notification", async () => {
+      const { s, rx } = ctx;
       const d = (await s.api("POST", "/v1/destinations", { url: `${rx.url}/idle`, event_types: ["idle.*"] })).body;
       await s.api("POST", "/v1/events", { type: "idle.a", payload: {} });
       await waitFor(() => rx.received.some((r) => r.path === "/idle"));
@@ -41,6 +33,7 @@ for (const backend of BACKENDS) {
     });
 
     test("ordered: one in flight, occurred_at order, a failing head blocks the rest until it succeeds", async () => {
+      const { s, rx } = ctx;
       let inflight = 0;
       let peak = 0;
       let first = true;
@@ -73,6 +66,7 @@ for (const backend of BACKENDS) {
     });
 
     test("retention prunes finished deliveries, their attempts and events — never unfinished work", async () => {
+      const { s, rx } = ctx;
       const d = (await s.api("POST", "/v1/destinations", { url: `${rx.url}/ret`, event_types: ["ret.*"] })).body;
       const done = await s.api("POST", "/v1/events", { type: "ret.done", payload: {}, destination_ids: [d.id] });
       await waitFor(async () => (await s.api("GET", `/v1/events/${done.body.id}`)).body.deliveries[0]?.status === "delivered");

@@ -1,7 +1,7 @@
-import { describe, test, before, after } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
-import { startReceiver, type Receiver } from "../helpers/receiver.js";
+import { BACKENDS, startSluice, useSluiceAndReceiver } from "../helpers/sluice.js";
+import { startReceiver } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
 import { worstWindow } from "../helpers/windows.js";
 import { auditRate } from "../../src/cli/audit.js";
@@ -10,18 +10,10 @@ import { auditRate } from "../../src/cli/audit.js";
 
 for (const backend of BACKENDS) {
   describe(`rate limits on ${backend} Postgres`, () => {
-    let s: TestSluice;
-    let rx: Receiver;
-    before(async () => {
-      s = await startSluice(backend);
-      rx = await startReceiver();
-    });
-    after(async () => {
-      await rx?.close();
-      await s?.stop();
-    });
+    const ctx = useSluiceAndReceiver(backend);
 
     test("a backlog drains at the configured rate, shows rate_limited, and no window exceeds the bucket", async () => {
+      const { s, rx } = ctx;
       const d = (await s.api("POST", "/v1/destinations", {
         url: `${rx.url}/rl`, event_types: ["rl.*"], max_concurrency: 50, rate_limit: { max_per_second: 10, burst_capacity: 5 },
       })).body;
@@ -53,6 +45,7 @@ for (const backend of BACKENDS) {
     });
 
     test("PATCH rate_limit takes effect live", async () => {
+      const { s, rx } = ctx;
       rx.reset();
       const d = (await s.api("POST", "/v1/destinations", {
         url: `${rx.url}/live`, event_types: ["live.*"], max_concurrency: 50, rate_limit: { max_per_second: 1, burst_capacity: 1 },
