@@ -36,11 +36,12 @@ export interface ClaimedDestination {
 export async function lockReadyDestinations(q: Queryable, limit: number, shard: [number, number] | null): Promise<ClaimedDestination[]> {
   const shardSql = shard ? "AND abs(hashtext(d.id)) % $3 = $2" : "";
   const params: unknown[] = shard ? [limit, shard[0], shard[1]] : [limit];
-  const locked = await q.query<Omit<ClaimedDestination, "inflight" | "next_lease_expiry" | "next_waiting">>(
+  // Only ids come out of this statement. Under READ COMMITTED it reads with a snapshot taken
+  // BEFORE its FOR UPDATE got each lock, so anything else it read (a lease count, token state)
+  // could predate another claim's commit and over-grant.
+  const locked = await q.query<{ id: string }>(
     `WITH locked AS (
-       SELECT d.id, d.url, d.secrets, d.timeout_seconds, d.max_concurrency, d.ordered,
-              d.retry_schedule_seconds, d.throttle_schedule_seconds, d.throttled_until, d.paused_at, d.ready_at,
-              d.rate_limit, d.bucket_state
+       SELECT d.id, d.ready_at
          FROM destinations d
         WHERE d.ready_at <= now() ${shardSql}
         ORDER BY d.ready_at
@@ -52,50 +53,35 @@ export async function lockReadyDestinations(q: Queryable, limit: number, shard: 
               last_error = 'lease expired: the worker stopped before recording a result'
          FROM locked
         WHERE x.destination_id = locked.id AND x.status = 'delivering' AND x.lease_expires_at <= now()
-       RETURNING x.destination_id
      )
-     SELECT l.*, now() AS now, (SELECT count(*)::int FROM reclaimed) AS reclaimed
-       FROM locked l
-      ORDER BY l.ready_at`,
+     SELECT id FROM locked ORDER BY ready_at`,
     params,
   );
   if (locked.length === 0) return [];
-  // A separate statement, so its snapshot is taken while we hold the locks: in READ COMMITTED the
-  // statement above read with a snapshot from BEFORE its FOR UPDATE got each lock, and could miss
-  // leases another claim committed in between — counting them there could over-grant.
-  const live = await q.query<{
-    id: string; inflight: number; next_lease_expiry: Date | null; next_waiting: Date | null; now: Date;
-    bucket_state: StoredBuckets | null; rate_limit: RateLimit | null; throttled_until: Date | null; paused_at: Date | null;
-    max_concurrency: number; ordered: boolean;
-  }>(
-    // clock_timestamp(), not now(): read while the locks are held, so the time the token buckets
-    // see only moves forward from one claim of a destination to the next. The destination's
-    // mutable state is read here too, for the same reason as the lease count.
-    `SELECT g.id, clock_timestamp() AS now, d.bucket_state, d.rate_limit, d.throttled_until, d.paused_at, d.max_concurrency, d.ordered,
+  // A new statement takes a new snapshot, while we hold the locks: it sees every committed lease
+  // and token spend. clock_timestamp(), not now(), so that the time the token buckets see only
+  // moves forward from one claim of a destination to the next.
+  const rows = await q.query<ClaimedDestination & { pos: number }>(
+    `SELECT d.id, d.url, d.secrets, d.timeout_seconds, d.max_concurrency, d.ordered,
+            d.retry_schedule_seconds, d.throttle_schedule_seconds, d.throttled_until, d.paused_at,
+            d.rate_limit, d.bucket_state, clock_timestamp() AS now, g.pos,
             (SELECT count(*)::int FROM deliveries x
-              WHERE x.destination_id = g.id AND x.status = 'delivering') AS inflight,
+              WHERE x.destination_id = d.id AND x.status = 'delivering') AS inflight,
             (SELECT min(x.lease_expires_at) FROM deliveries x
-              WHERE x.destination_id = g.id AND x.status = 'delivering') AS next_lease_expiry,
-            CASE WHEN g.ordered THEN
+              WHERE x.destination_id = d.id AND x.status = 'delivering') AS next_lease_expiry,
+            CASE WHEN d.ordered THEN
               (SELECT x.next_attempt_at FROM deliveries x
-                WHERE x.destination_id = g.id AND x.status IN ('queued', 'retry_scheduled')
+                WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled')
                 ORDER BY x.occurred_at, x.id LIMIT 1)
             ELSE
               (SELECT min(x.next_attempt_at) FROM deliveries x
-                WHERE x.destination_id = g.id AND x.status IN ('queued', 'retry_scheduled') AND x.next_attempt_at > now())
+                WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled') AND x.next_attempt_at > now())
             END AS next_waiting
-       FROM json_to_recordset($1::json) AS g(id text, ordered bool) JOIN destinations d ON d.id = g.id`,
-    [jsonRows(locked.map((d) => ({ id: d.id, ordered: d.ordered })))],
+       FROM unnest($1::text[]) WITH ORDINALITY AS g(id, pos) JOIN destinations d ON d.id = g.id
+      ORDER BY g.pos`,
+    [locked.map((l) => l.id)],
   );
-  const byId = new Map(live.map((r) => [r.id, r]));
-  return locked.map((d) => {
-    const r = byId.get(d.id)!;
-    return {
-      ...d, now: r.now, inflight: r.inflight, next_lease_expiry: r.next_lease_expiry, next_waiting: r.next_waiting,
-      bucket_state: r.bucket_state, rate_limit: r.rate_limit, throttled_until: r.throttled_until, paused_at: r.paused_at,
-      max_concurrency: r.max_concurrency, ordered: r.ordered,
-    };
-  });
+  return rows;
 }
 
 export interface Grant {
