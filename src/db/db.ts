@@ -39,6 +39,7 @@ class ServerDb implements Db {
   private listener: pg.Client | null = null;
   private readonly emitter = new EventEmitter();
   private readonly listening = new Set<string>();
+  private closed = false;
 
   constructor(private readonly pool: pg.Pool, private readonly url: string) {
     this.emitter.setMaxListeners(0);
@@ -79,25 +80,44 @@ class ServerDb implements Db {
   }
 
   async listen(channel: string, cb: (payload: string) => void): Promise<() => Promise<void>> {
-    if (!this.listener) {
-      // A dedicated connection: LISTEN is per session, and pooled clients come and go.
-      const client = new pg.Client({ connectionString: this.url });
-      client.on("notification", (n) => this.emitter.emit(n.channel, n.payload ?? ""));
-      client.on("error", () => undefined); // reconnect is the caller's safety-net timer's job
-      await client.connect();
-      this.listener = client;
-    }
-    if (!this.listening.has(channel)) {
-      await this.listener.query(`LISTEN "${channel.replace(/"/g, "")}"`);
-      this.listening.add(channel);
-    }
     this.emitter.on(channel, cb);
+    if (!this.listening.has(channel)) {
+      this.listening.add(channel);
+      if (this.listener) await this.listener.query(`LISTEN "${channel.replace(/"/g, "")}"`);
+      else await this.connectListener();
+    }
     return async () => {
       this.emitter.off(channel, cb);
     };
   }
 
+  /**
+   * LISTEN is per session, and pooled clients come and go, so notifications get a connection of
+   * their own. When it drops, it is re-made with back-off; until then the dispatcher's capped
+   * idle sleep keeps work moving, only later.
+   */
+  private async connectListener(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.url });
+    client.on("notification", (n) => this.emitter.emit(n.channel, n.payload ?? ""));
+    const lost = () => {
+      if (this.listener !== client || this.closed) return;
+      this.listener = null;
+      const retry = (delayMs: number) =>
+        setTimeout(() => {
+          if (this.closed || this.listener) return;
+          this.connectListener().catch(() => retry(Math.min(delayMs * 2, 30_000)));
+        }, delayMs).unref();
+      retry(500);
+    };
+    client.on("error", lost);
+    client.on("end", lost);
+    await client.connect();
+    for (const ch of this.listening) await client.query(`LISTEN "${ch.replace(/"/g, "")}"`);
+    this.listener = client;
+  }
+
   async close(): Promise<void> {
+    this.closed = true;
     if (this.listener) await this.listener.end().catch(() => undefined);
     await this.pool.end();
   }

@@ -87,3 +87,21 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+describe("notifications on a Postgres server", () => {
+  const ctx = useSluiceAndReceiver("server");
+  test("a dropped LISTEN connection is re-made: new events still wake the dispatcher at once", async () => {
+    const { s, rx } = ctx;
+    await s.api("POST", "/v1/destinations", { url: `${rx.url}/relisten`, event_types: ["relisten.*"] });
+    await s.api("POST", "/v1/events", { type: "relisten.a", payload: {} });
+    await waitFor(() => rx.received.length === 1);
+    const killed = await s.running.db.query<{ ok: boolean }>(
+      "SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'",
+    );
+    assert.ok(killed.length >= 1, "the listening session was found and terminated");
+    await new Promise((r) => setTimeout(r, 2000)); // reconnect back-off starts at 500 ms; let the dispatcher fall asleep
+    await s.api("POST", "/v1/events", { type: "relisten.b", payload: {} });
+    // Without a listener, the next look would come only with the 30 s safety-net sleep.
+    await waitFor(() => rx.received.length === 2, { timeoutMs: 5000, message: "the event did not wake the dispatcher after the listener dropped" });
+  });
+});
