@@ -46,6 +46,8 @@ export class Dispatcher {
   private pending: FinishedSend[] = [];
   private readonly flushes = new Set<Promise<void>>();
   private readonly wakers = new Set<() => void>();
+  /** Counts wake-ups, so one that lands while a loop is busy (not asleep) is not lost. */
+  private wakeSeq = 0;
   private unlisten: (() => Promise<void>) | null = null;
 
   constructor(
@@ -84,6 +86,7 @@ export class Dispatcher {
   }
 
   private wake(): void {
+    this.wakeSeq++;
     const all = [...this.wakers];
     this.wakers.clear();
     for (const w of all) w();
@@ -107,6 +110,7 @@ export class Dispatcher {
     const maxIdleMs = this.opts.maxIdleMs ?? 30_000;
     let errors = 0;
     while (this.running) {
+      const seq = this.wakeSeq;
       const capacity = this.opts.workerConcurrency - this.sending.size - this.reserved;
       if (capacity <= 0) {
         await this.sleep(1000); // a finished send wakes us sooner
@@ -136,6 +140,8 @@ export class Dispatcher {
         if (!this.running) break;
         // A destination can be "ready now" yet yield nothing (its rows locked by a concurrent
         // writer): a short pause keeps that from becoming a spin.
+        // A notification that arrived since this claim began means new work: look again now.
+        if (this.wakeSeq !== seq) continue;
         await this.sleep(delay === null ? maxIdleMs : Math.min(maxIdleMs, Math.max(5, delay)));
       } catch (err) {
         errors++;
