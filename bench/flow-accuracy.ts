@@ -3,6 +3,7 @@
 // while backlogged. Sluice runs as `sluice api` + 2 × `sluice worker` on a throwaway Postgres.
 // Usage: npm run bench:flow [-- --destinations 20 --per-destination 5000 --rate 50 --burst 50]
 import { fork, spawn, type ChildProcess } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { startThrowawayPostgres } from "../scripts/pg-server.mjs";
 import { bucketsFor } from "../src/policy/token-bucket.js";
@@ -12,6 +13,7 @@ import { freePort } from "./procs.js";
 const { values } = parseArgs({ options: {
   destinations: { type: "string", default: "20" }, "per-destination": { type: "string", default: "5000" },
   rate: { type: "string", default: "50" }, burst: { type: "string", default: "50" }, workers: { type: "string", default: "2" },
+  "save-arrivals": { type: "string" },
 } });
 const D = Number(values.destinations), PER = Number(values["per-destination"]), RATE = Number(values.rate), BURST = Number(values.burst);
 const children: ChildProcess[] = [];
@@ -56,6 +58,7 @@ try {
   }
   const arrivals = await ask<Record<string, number[]>>("dump", "arrivals");
   const [bucket] = bucketsFor({ max_per_second: RATE, burst_capacity: BURST });
+  if (values["save-arrivals"]) writeFileSync(values["save-arrivals"], JSON.stringify(arrivals));
   let strictOver = 0, jitterOver = 0, maxIn1s = 0, total = 0;
   const utilisation: number[] = [];
   for (const times of Object.values(arrivals)) {

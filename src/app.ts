@@ -82,6 +82,7 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
       claimLoops: config.claimLoops,
       grantCap: config.grantCap,
       leaseMarginSeconds: config.leaseMarginSeconds,
+      rateSendJitterMs: config.rateSendJitterMs,
       shard: opts.shard ?? null,
       userAgent: USER_AGENT,
     }, log.child({ component: "dispatcher" }));

@@ -27,6 +27,8 @@ export interface Config {
   claimBatchSize: number;
   /** Most deliveries granted to one destination per claim. */
   grantCap: number;
+  /** Burst tokens held back so that send-time jitter cannot push a receiver over its rate limit. */
+  rateSendJitterMs: number;
   /** Added to a destination's timeout to make its lease: lease > timeout + margin, or a slow request could be delivered twice. */
   leaseMarginSeconds: number;
   dbPoolSize: number;
@@ -82,6 +84,7 @@ export const SETTINGS = [
   // ingest waits on those locks to move ready_at. 25 doubled ingest in the benchmark vs 100.
   setting({ key: "claimBatchSize", env: "SLUICE_CLAIM_BATCH", default: 25, parse: int(1, 10_000), doc: "Destinations claimed per claim transaction." }),
   setting({ key: "grantCap", env: "SLUICE_GRANT_CAP", default: 100, parse: int(1, 10_000), doc: "Most deliveries granted to one destination per claim." }),
+  setting({ key: "rateSendJitterMs", env: "SLUICE_RATE_SEND_JITTER_MS", default: 500, parse: int(0, 10_000), doc: "Send jitter the rate limits allow for: this many ms of tokens (at most half the burst) are held back from each burst, so a limit holds as counted at the receiver, not only at grant time. 0 = exact at grant time only." }),
   setting({ key: "leaseMarginSeconds", env: "SLUICE_LEASE_MARGIN_SECONDS", default: 30, parse: int(1, 3600), doc: "Lease = timeout + this margin." }),
   setting({ key: "dbPoolSize", env: "SLUICE_DB_POOL_SIZE", default: 10, parse: int(1, 200), doc: "Connections per process to a Postgres server." }),
   setting({ key: "logLevel", env: "SLUICE_LOG_LEVEL", flag: "log-level", default: "info", parse: (r) => {

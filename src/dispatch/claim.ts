@@ -2,7 +2,7 @@ import type { Db } from "../db/db.js";
 import { withRetry } from "../db/db.js";
 import { lockReadyDestinations, leaseDeliveries, setReadyAt, type ClaimedDestination, type Grant, type LeasedDelivery } from "../db/queries/claim.js";
 import { slotsFree, nextReadyAt, type GateInput } from "../policy/gates.js";
-import { bucketsFor, available, spend, nextTokenAtMs, statesOf, storeStates, type Bucket } from "../policy/token-bucket.js";
+import { grantBuckets, available, spend, nextTokenAtMs, statesOf, storeStates, type Bucket } from "../policy/token-bucket.js";
 
 // One claim transaction: lock ready destinations, decide grants with pure policy, lease due
 // deliveries, set each destination's next ready_at. Nothing is claimed and put back.
@@ -22,6 +22,8 @@ export interface ClaimOptions {
   batchSize: number;
   grantCap: number;
   leaseMarginSeconds: number;
+  /** See grantBuckets: burst tokens held back for send-time jitter. */
+  rateSendJitterMs: number;
   shard: [number, number] | null;
 }
 
@@ -37,7 +39,7 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
     const tokenLimited = new Set<string>();
     for (const d of locked) {
       result.destinations.set(d.id, d);
-      const b = bucketsFor(d.rate_limit);
+      const b = grantBuckets(d.rate_limit, opts.rateSendJitterMs);
       buckets.set(d.id, b);
       const slots = Math.min(slotsFree(gateInput(d, d.inflight)), opts.grantCap);
       // Tokens are spent in this transaction, so the limit holds across every worker process.

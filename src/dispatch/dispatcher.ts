@@ -20,6 +20,8 @@ export interface DispatcherOptions {
   claimLoops?: number;
   grantCap: number;
   leaseMarginSeconds: number;
+  /** See grantBuckets (default 0: exact at grant time). */
+  rateSendJitterMs?: number;
   shard: [number, number] | null;
   userAgent: string;
   /** Longest idle sleep: a safety net should a notification be missed. */
@@ -126,6 +128,7 @@ export class Dispatcher {
             batchSize: this.opts.claimBatchSize,
             grantCap: this.opts.grantCap,
             leaseMarginSeconds: this.opts.leaseMarginSeconds,
+            rateSendJitterMs: this.opts.rateSendJitterMs ?? 0,
             shard: this.opts.shard,
           });
         } finally {

@@ -27,6 +27,19 @@ export interface BucketState {
 }
 
 export function bucketsFor(limit: RateLimit | null | undefined): Bucket[] {
+  return grantBuckets(limit, 0);
+}
+
+/**
+ * The buckets the claim spends from. A grant is exact at claim time, but the requests reach the
+ * receiver a little later and not equally late (event loop, connection pool, network), so two
+ * grants 300 ms apart can land 100 ms apart. Holding back `sendJitterMs` worth of tokens from the
+ * burst makes the limit hold at the receiver: grants inside any window of length L + J are at
+ * most (capacity − rate × J) + rate × (L + J) = capacity + rate × L. The headroom never takes
+ * more than half the burst (and never the last token), so a small burst keeps its throughput; the
+ * rate itself is untouched, so a backlogged destination still gets its full configured rate.
+ */
+export function grantBuckets(limit: RateLimit | null | undefined, sendJitterMs: number): Bucket[] {
   if (!limit) return [];
   const out: Bucket[] = [];
   if (limit.max_per_second !== undefined) {
@@ -36,7 +49,8 @@ export function bucketsFor(limit: RateLimit | null | undefined): Bucket[] {
     const finest = limit.max_per_second === undefined;
     out.push({ window: "minute", ratePerMs: limit.max_per_minute / 60_000, capacity: finest ? (limit.burst_capacity ?? limit.max_per_minute) : limit.max_per_minute });
   }
-  return out;
+  if (sendJitterMs <= 0) return out;
+  return out.map((b) => ({ ...b, capacity: Math.max(1, Math.ceil(b.capacity / 2), b.capacity - b.ratePerMs * sendJitterMs) }));
 }
 
 /** A bucket never seen before (or after a config change it cannot carry over) starts full. */

@@ -1,7 +1,7 @@
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { bucketsFor, available, spend, nextTokenAtMs, refill, type BucketState } from "../../src/policy/token-bucket.js";
+import { bucketsFor, grantBuckets, available, spend, nextTokenAtMs, refill, type BucketState } from "../../src/policy/token-bucket.js";
 
 describe("token bucket", () => {
   test("capacities follow the contract: burst for the finest window, the other window its own limit", () => {
@@ -66,6 +66,53 @@ describe("token bucket", () => {
       ),
       { numRuns: 300 },
     );
+  });
+
+  // The receiver-side form: every granted send arrives up to J ms late (each by its own amount),
+  // and still no arrival window exceeds the configured burst + rate × length — for any jitter up
+  // to the headroom the grant buckets hold back (J, capped at half the burst's worth of time).
+  test("property: with send-jitter headroom, arrivals delayed by up to J stay within burst + rate × length", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 200 }),
+        fc.integer({ min: 1, max: 300 }),
+        fc.integer({ min: 0, max: 1000 }),
+        fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 1500 }), want: fc.integer({ min: 0, max: 300 }) }), { minLength: 1, maxLength: 120 }),
+        fc.infiniteStream(fc.oneof(fc.constantFrom(0, 1), fc.double({ min: 0, max: 1, noNaN: true }))),
+        (rate, burst, jitterMs, arrivals, delays) => {
+          const limit = { max_per_second: rate, burst_capacity: burst };
+          const [nominal] = bucketsFor(limit);
+          const buckets = grantBuckets(limit, jitterMs);
+          const covered = Math.min(jitterMs, (nominal!.capacity - buckets[0]!.capacity) / nominal!.ratePerMs);
+          let states: (BucketState | undefined)[] = [];
+          let now = 1_000_000;
+          const at: number[] = [];
+          for (const a of arrivals) {
+            now += a.gapMs;
+            const n = available(buckets, states, now, a.want);
+            states = spend(buckets, states, now, n);
+            const late = delays.next().value * covered; // a claim's grant goes out together
+            for (let k = 0; k < n; k++) at.push(now + late);
+          }
+          at.sort((x, y) => x - y);
+          for (let i = 0; i < at.length; i++) {
+            for (let j = i; j < at.length; j++) {
+              if (j - i + 1 > nominal!.capacity + nominal!.ratePerMs * (at[j]! - at[i]!) + 1e-6) return false;
+            }
+          }
+          return true;
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  test("grantBuckets holds back J ms of tokens, at most half the burst, never the last token", () => {
+    assert.deepEqual(grantBuckets({ max_per_second: 50, burst_capacity: 50 }, 250).map((b) => b.capacity), [37.5]);
+    assert.deepEqual(grantBuckets({ max_per_second: 1000, burst_capacity: 10 }, 250).map((b) => b.capacity), [5]);
+    assert.deepEqual(grantBuckets({ max_per_second: 10, burst_capacity: 1 }, 250).map((b) => b.capacity), [1]);
+    assert.deepEqual(grantBuckets({ max_per_second: 50 }, 0).map((b) => b.capacity), [50]);
+    assert.deepEqual(grantBuckets({ max_per_minute: 600 }, 250).map((b) => b.capacity), [597.5]);
   });
 
   test("property: a backlogged bucket is used at its full rate (no tokens wasted)", () => {
