@@ -11,6 +11,8 @@ import { startJanitor } from "./dispatch/janitor.js";
 import { Sender } from "./delivery/sender.js";
 import { ensureDefaultTenant } from "./bootstrap.js";
 import { registry, registerDatabaseGauges } from "./metrics.js";
+import { AlertSender } from "./alerts/alerts.js";
+import { WORK_CHANNEL } from "./dispatch/dispatcher.js";
 
 export const VERSION: string = (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
 export const USER_AGENT = `Sluice/${VERSION} (+https://github.com/sluice-webhooks)`;
@@ -70,7 +72,12 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
   let dispatcher: Dispatcher | null = null;
   let sender: Sender | null = null;
   let stopJanitor: (() => void) | null = null;
+  let alertSender: AlertSender | null = null;
   if (opts.worker) {
+    alertSender = new AlertSender(db, {
+      smtpUrl: config.smtpUrl, smtpFrom: config.smtpFrom, maxPayloadBytes: config.maxPayloadBytes,
+      onPublished: () => db.notify(WORK_CHANNEL),
+    }, log.child({ component: "alerts" }));
     sender = new Sender({
       network: { allowPrivateNetworks: config.allowPrivateNetworks, allowedCidrs: config.allowedCidrs },
       userAgent: USER_AGENT,
@@ -83,10 +90,16 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
       grantCap: config.grantCap,
       leaseMarginSeconds: config.leaseMarginSeconds,
       rateSendJitterMs: config.rateSendJitterMs,
+      health: {
+        windowSize: config.healthWindow, minSamples: config.healthMinSamples,
+        maxConsecutiveFailures: config.pauseAfterFailures, authFailuresToPause: config.pauseAfterAuthFailures,
+      },
+      onAlerts: () => alertSender?.kick(),
       shard: opts.shard ?? null,
       userAgent: USER_AGENT,
     }, log.child({ component: "dispatcher" }));
     await dispatcher.start();
+    alertSender.start();
     stopJanitor = startJanitor(db, config.retentionHours, log.child({ component: "janitor" }));
   }
 
@@ -98,6 +111,7 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
         stopJanitor?.();
         if (api) await api.close(); // stop taking requests first
         if (dispatcher) await dispatcher.stop(config.shutdownGraceSeconds * 1000);
+        if (alertSender) await alertSender.stop();
         // The dispatcher already waited out the grace period and released what was left.
         if (sender) await sender.destroy();
         if (metricsServer) await new Promise((r) => metricsServer!.close(r));

@@ -31,6 +31,12 @@ export interface Config {
   rateSendJitterMs: number;
   /** Added to a destination's timeout to make its lease: lease > timeout + margin, or a slow request could be delivered twice. */
   leaseMarginSeconds: number;
+  healthWindow: number;
+  healthMinSamples: number;
+  pauseAfterFailures: number;
+  pauseAfterAuthFailures: number;
+  smtpUrl: string | undefined;
+  smtpFrom: string;
   dbPoolSize: number;
   logLevel: string;
   shutdownGraceSeconds: number;
@@ -86,6 +92,12 @@ export const SETTINGS = [
   setting({ key: "grantCap", env: "SLUICE_GRANT_CAP", default: 100, parse: int(1, 10_000), doc: "Most deliveries granted to one destination per claim." }),
   setting({ key: "rateSendJitterMs", env: "SLUICE_RATE_SEND_JITTER_MS", default: 500, parse: int(0, 10_000), doc: "Send jitter the rate limits allow for: this many ms of tokens (at most half the burst) are held back from each burst, so a limit holds as counted at the receiver, not only at grant time. 0 = exact at grant time only." }),
   setting({ key: "leaseMarginSeconds", env: "SLUICE_LEASE_MARGIN_SECONDS", default: 30, parse: int(1, 3600), doc: "Lease = timeout + this margin." }),
+  setting({ key: "healthWindow", env: "SLUICE_HEALTH_WINDOW", default: 50, parse: int(1, 1000), doc: "Attempts (429s excluded) a destination's health score is taken over." }),
+  setting({ key: "healthMinSamples", env: "SLUICE_HEALTH_MIN_SAMPLES", default: 10, parse: int(1, 1000), doc: "Attempts in the window before the score can lower the status or pause." }),
+  setting({ key: "pauseAfterFailures", env: "SLUICE_PAUSE_AFTER_FAILURES", default: 10, parse: int(1, 10_000), doc: "Consecutive failures that pause a destination." }),
+  setting({ key: "pauseAfterAuthFailures", env: "SLUICE_PAUSE_AFTER_AUTH_FAILURES", default: 3, parse: int(1, 10_000), doc: "Consecutive 401/403/404 answers that pause a destination (they do not heal by themselves)." }),
+  setting({ key: "smtpUrl", env: "SLUICE_SMTP_URL", default: undefined, parse: optStr, doc: "smtp:// or smtps:// URL (user:password@host:port) for alert e-mails to each tenant's alert_email; unset: no e-mail." }),
+  setting({ key: "smtpFrom", env: "SLUICE_SMTP_FROM", default: "Sluice <sluice@localhost>", parse: str, doc: "From address of alert e-mails." }),
   setting({ key: "dbPoolSize", env: "SLUICE_DB_POOL_SIZE", default: 10, parse: int(1, 200), doc: "Connections per process to a Postgres server." }),
   setting({ key: "logLevel", env: "SLUICE_LOG_LEVEL", flag: "log-level", default: "info", parse: (r) => {
     if (!["fatal", "error", "warn", "info", "debug", "trace", "silent"].includes(r)) throw new Error("must be one of fatal, error, warn, info, debug, trace, silent");

@@ -1,6 +1,6 @@
 import client from "prom-client";
 import type { Db } from "./db/db.js";
-import { inflightByDestination, heldByReason } from "./db/queries/stats.js";
+import { inflightByDestination, heldByReason, destinationsByHealth } from "./db/queries/stats.js";
 
 // Process-wide Prometheus metrics. One registry per process; /metrics serves it.
 
@@ -33,17 +33,24 @@ export const metrics = {
   }),
   throttled: new client.Counter({ name: "sluice_throttled_total", help: "429 answers that put a destination on hold", registers: [registry] }),
   leaseLost: new client.Counter({ name: "sluice_lease_lost_total", help: "Results that arrived after their lease had moved on (not applied)", registers: [registry] }),
+  paused: new client.Counter({
+    name: "sluice_paused_total", help: "Destinations paused, by reason (manual, consecutive_failures, score, gone, dns, auth)", labelNames: ["reason"] as const, registers: [registry],
+  }),
+  probes: new client.Counter({ name: "sluice_probes_total", help: "Probes of paused destinations, by outcome", labelNames: ["outcome"] as const, registers: [registry] }),
+  alerts: new client.Counter({ name: "sluice_alerts_total", help: "Health alerts recorded, by type", labelNames: ["type"] as const, registers: [registry] }),
+  alertEmails: new client.Counter({ name: "sluice_alert_emails_total", help: "Alert e-mails, by outcome", labelNames: ["outcome"] as const, registers: [registry] }),
   sendsInflight: new client.Gauge({ name: "sluice_worker_sends_inflight", help: "Requests in flight from this process", registers: [registry] }),
 };
 
 // Gauges read from the database when /metrics is scraped (at most every SAMPLE_MS): the truth
 // across every worker process, not one process's view.
 const SAMPLE_MS = 5_000;
-const HOLD_REASONS = ["paused", "throttled", "scheduled", "rate_limited"] as const;
+const HOLD_REASONS = ["paused", "throttled", "quiet_hours", "scheduled", "rate_limited"] as const;
+const HEALTH_STATUSES = ["healthy", "degraded", "critical", "unhealthy"] as const;
 
 export function registerDatabaseGauges(db: Db): void {
   // One process may start Sluice more than once (tests): the latest store wins.
-  for (const name of ["sluice_inflight", "sluice_held", "sluice_oldest_held_age_seconds"]) registry.removeSingleMetric(name);
+  for (const name of ["sluice_inflight", "sluice_held", "sluice_oldest_held_age_seconds", "sluice_destination_health"]) registry.removeSingleMetric(name);
   let last = 0;
   let pending: Promise<void> | null = null;
   const inflight = new client.Gauge({
@@ -53,8 +60,12 @@ export function registerDatabaseGauges(db: Db): void {
   const oldest = new client.Gauge({
     name: "sluice_oldest_held_age_seconds", help: "Age of the oldest held delivery, by reason (sampled)", labelNames: ["reason"] as const, registers: [registry],
   });
+  const health = new client.Gauge({
+    name: "sluice_destination_health", help: "Destinations by health status (sampled)", labelNames: ["status"] as const, registers: [registry],
+  });
   const sample = async () => {
-    const [rows, holds] = await Promise.all([inflightByDestination(db), heldByReason(db)]);
+    const [rows, holds, byHealth] = await Promise.all([inflightByDestination(db), heldByReason(db), destinationsByHealth(db)]);
+    for (const status of HEALTH_STATUSES) health.set({ status }, byHealth.find((h) => h.status === status)?.n ?? 0);
     inflight.reset();
     for (const r of rows) inflight.set({ destination: r.destination_id }, r.n);
     for (const reason of HOLD_REASONS) {
@@ -74,5 +85,5 @@ export function registerDatabaseGauges(db: Db): void {
       });
     await pending;
   };
-  for (const g of [inflight, held, oldest]) (g as unknown as { collect: () => Promise<void> }).collect = refresh;
+  for (const g of [inflight, held, oldest, health]) (g as unknown as { collect: () => Promise<void> }).collect = refresh;
 }

@@ -23,6 +23,7 @@ export interface DestinationConfig {
   throttle_schedule_seconds: number[];
   probe_interval_seconds: number;
   replay_on_resume: boolean;
+  paused_retention_hours: number;
 }
 
 export const DESTINATION_DEFAULTS: Omit<DestinationConfig, "url"> = {
@@ -37,6 +38,7 @@ export const DESTINATION_DEFAULTS: Omit<DestinationConfig, "url"> = {
   throttle_schedule_seconds: [...DEFAULT_THROTTLE_SCHEDULE_SECONDS],
   probe_interval_seconds: 300,
   replay_on_resume: true,
+  paused_retention_hours: 72,
 };
 
 export function withDefaults(input: DestinationCreate): DestinationConfig {

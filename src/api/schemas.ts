@@ -48,8 +48,9 @@ const destinationConfig = {
   delivery_schedule: Nullable(DeliverySchedule),
   retry_schedule_seconds: Type.Array(Seconds(0, 7 * 86400), { maxItems: 50 }),
   throttle_schedule_seconds: Type.Array(Seconds(1, 7 * 86400), { minItems: 1, maxItems: 50 }),
-  probe_interval_seconds: Seconds(5, 86400),
+  probe_interval_seconds: Seconds(1, 86400),
   replay_on_resume: Type.Boolean(),
+  paused_retention_hours: Type.Integer({ minimum: 1, maximum: 8760, description: "how long deliveries wait for a paused destination before they are discarded" }),
 };
 
 export const DestinationCreate = Type.Object(
@@ -67,6 +68,7 @@ export const DestinationCreate = Type.Object(
     throttle_schedule_seconds: Type.Optional(destinationConfig.throttle_schedule_seconds),
     probe_interval_seconds: Type.Optional(destinationConfig.probe_interval_seconds),
     replay_on_resume: Type.Optional(destinationConfig.replay_on_resume),
+    paused_retention_hours: Type.Optional(destinationConfig.paused_retention_hours),
   },
   { additionalProperties: false },
 );
@@ -90,6 +92,10 @@ export const Destination = Type.Object({
   throttle_reason: Nullable(Type.String()),
   paused_at: Nullable(Type.String({ format: "date-time" })),
   pause_reason: Nullable(Type.String()),
+  quiet_until: Nullable(Type.String({ format: "date-time", description: "while a quiet window is open: when it ends" })),
+  next_quiet_at: Nullable(Type.String({ format: "date-time", description: "when the next quiet window starts" })),
+  next_probe_at: Nullable(Type.String({ format: "date-time", description: "paused for a transient cause: when the next probe goes" })),
+  ramp_limit: Nullable(Type.Integer({ description: "recovering after a probe: the concurrency it may use now, rising to max_concurrency" })),
   queued_events: Type.Integer(),
   inflight: Type.Integer(),
   health: Health,
@@ -165,6 +171,14 @@ export const DeliveryListQuery = Type.Object(
     destination_id: Type.Optional(Type.String({ maxLength: 100 })),
     event_id: Type.Optional(Type.String({ maxLength: 100 })),
     status: Type.Optional(Type.Union(["queued", "held", "delivering", "retry_scheduled", "delivered", "dead", "discarded"].map((s) => Type.Literal(s)))),
+  },
+  { additionalProperties: false },
+);
+
+export const TimelineQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
+    before: Type.Optional(Type.String({ format: "date-time", description: "only attempts started before this time (the last started_at of the previous page)" })),
   },
   { additionalProperties: false },
 );

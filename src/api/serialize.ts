@@ -2,6 +2,8 @@ import type { DestinationRow, DestinationCounts } from "../db/queries/destinatio
 import type { DeliveryRow, AttemptRowOut } from "../db/queries/deliveries.js";
 import type { EventRow } from "../db/queries/events.js";
 import type { TenantRow } from "../db/queries/tenants.js";
+import { currentQuietWindow, nextQuietStartMs, type DeliverySchedule } from "../policy/quiet-hours.js";
+import { healthView, type HealthState, type HealthStatus } from "../policy/health.js";
 
 // Rows → API objects. Live state that is not stored per delivery (held because the destination
 // is paused or throttled) is derived here, at read time: holding a destination writes nothing
@@ -13,22 +15,33 @@ export function tenantView(t: TenantRow) {
   return { id: t.id, name: t.name, alert_email: t.alert_email, created_at: iso(t.created_at), updated_at: iso(t.updated_at) };
 }
 
-export function destinationStatus(row: Pick<DestinationRow, "paused_at" | "throttled_until" | "rate_limited" | "rate_limit" | "now">): string {
+type StatusInput = Pick<DestinationRow, "paused_at" | "throttled_until" | "rate_limited" | "rate_limit" | "delivery_schedule" | "now">;
+
+export function destinationStatus(row: StatusInput, quiet = quietWindowOf(row), waiting = 1): string {
   if (row.paused_at) return "paused";
   if (row.throttled_until && row.throttled_until > row.now) return "throttled";
-  if (row.rate_limited && row.rate_limit) return "rate_limited";
+  if (quiet) return "quiet";
+  // The flag is the last claim's finding; with nothing left waiting it is stale.
+  if (row.rate_limited && row.rate_limit && waiting > 0) return "rate_limited";
   return "active";
 }
 
-export function healthView(consecutiveFailures: number) {
-  // Until health scoring lands, the score reflects the consecutive-failure run only.
-  const score = Math.max(0, 100 - consecutiveFailures * 10);
-  const status = score >= 95 ? "healthy" : score >= 75 ? "degraded" : score >= 50 ? "critical" : "unhealthy";
-  return { status, score, consecutive_failures: consecutiveFailures };
+function quietWindowOf(row: Pick<DestinationRow, "delivery_schedule" | "now">) {
+  return row.delivery_schedule ? currentQuietWindow(row.delivery_schedule as DeliverySchedule, row.now.getTime()) : null;
+}
+
+function healthOf(row: DestinationRow) {
+  const state: HealthState = {
+    window: row.health_window, consecutiveFailures: row.consecutive_failures,
+    consecutiveAuthFailures: row.consecutive_auth_failures, status: row.health_status as HealthStatus,
+  };
+  return healthView(state);
 }
 
 export function destinationView(row: DestinationRow, counts: DestinationCounts | undefined, opts: { withSecret?: boolean } = {}) {
   const throttled = row.throttled_until !== null && row.throttled_until > row.now;
+  const quiet = quietWindowOf(row);
+  const nextQuiet = row.delivery_schedule ? nextQuietStartMs(row.delivery_schedule as DeliverySchedule, row.now.getTime()) : null;
   return {
     id: row.id,
     name: row.name,
@@ -44,14 +57,19 @@ export function destinationView(row: DestinationRow, counts: DestinationCounts |
     throttle_schedule_seconds: row.throttle_schedule_seconds,
     probe_interval_seconds: row.probe_interval_seconds,
     replay_on_resume: row.replay_on_resume,
-    status: destinationStatus(row),
+    paused_retention_hours: row.paused_retention_hours,
+    status: destinationStatus(row, quiet, (counts?.queued ?? 0) - (counts?.inflight ?? 0)),
     throttled_until: throttled ? iso(row.throttled_until) : null,
     throttle_reason: throttled ? row.throttle_reason : null,
     paused_at: iso(row.paused_at),
     pause_reason: row.paused_at ? row.pause_reason : null,
+    quiet_until: quiet ? iso(new Date(quiet.endMs)) : null,
+    next_quiet_at: nextQuiet === null ? null : iso(new Date(nextQuiet)),
+    next_probe_at: row.paused_at && row.pause_cause === "transient" ? iso(row.next_probe_at) : null,
+    ramp_limit: row.paused_at ? null : row.ramp_limit,
     queued_events: counts?.queued ?? 0,
     inflight: counts?.inflight ?? 0,
-    health: healthView(row.consecutive_failures),
+    health: healthOf(row),
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
   };
@@ -68,6 +86,10 @@ export function deliveryView(r: DeliveryRow) {
     } else if (r.d_throttled_until && r.d_throttled_until > r.now) {
       status = "held";
       holdReason = "throttled";
+    } else if (r.quiet_hold && r.d_delivery_schedule && r.next_attempt_at <= r.now &&
+               currentQuietWindow(r.d_delivery_schedule as DeliverySchedule, r.now.getTime())) {
+      status = "held";
+      holdReason = "quiet_hours";
     } else if (r.status === "queued" && r.next_attempt_at > r.now && r.attempts === 0) {
       status = "held";
       holdReason = "scheduled";
@@ -104,6 +126,9 @@ export function eventView(e: EventRow) {
 
 export function attemptView(a: AttemptRowOut) {
   return {
+    delivery_id: a.delivery_id.startsWith("prb_") ? null : a.delivery_id,
+    kind: a.delivery_id.startsWith("prb_") ? "probe" : "delivery",
+    class: a.class,
     attempt: a.attempt_no,
     started_at: iso(a.started_at),
     latency_ms: a.latency_ms,

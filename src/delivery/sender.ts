@@ -217,7 +217,9 @@ function elapsed(started: number): number {
   return Math.round(performance.now() - started);
 }
 
-const DNS_CODES = new Set(["ENOTFOUND", "EAI_AGAIN", "EAI_NONAME", "EAI_NODATA", "EAI_FAIL"]);
+// A name that does not resolve. EAI_AGAIN (the resolver could not answer right now) is not here:
+// it heals by itself, so it counts as a connection failure, not one that pauses at once.
+const DNS_CODES = new Set(["ENOTFOUND", "EAI_NONAME", "EAI_NODATA", "EAI_FAIL"]);
 const TIMEOUT_CODES = new Set(["UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "ETIMEDOUT", "ABORT_ERR"]);
 const TLS_CODES = new Set([
   "UNABLE_TO_VERIFY_LEAF_SIGNATURE",

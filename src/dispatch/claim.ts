@@ -1,6 +1,7 @@
 import type { Db } from "../db/db.js";
 import { withRetry } from "../db/db.js";
-import { lockReadyDestinations, leaseDeliveries, setReadyAt, type ClaimedDestination, type Grant, type LeasedDelivery } from "../db/queries/claim.js";
+import { lockReadyDestinations, leaseDeliveries, setReadyAt, type AfterClaimUpdate, type ClaimedDestination, type Grant, type LeasedDelivery } from "../db/queries/claim.js";
+import { currentQuietWindow, type QuietWindow } from "../policy/quiet-hours.js";
 import { slotsFree, nextReadyAt, type GateInput } from "../policy/gates.js";
 import { grantBuckets, available, spend, nextTokenAtMs, statesOf, storeStates, type Bucket } from "../policy/token-bucket.js";
 
@@ -10,6 +11,8 @@ import { grantBuckets, available, spend, nextTokenAtMs, statesOf, storeStates, t
 export interface ClaimResult {
   destinations: Map<string, ClaimedDestination>;
   deliveries: LeasedDelivery[];
+  /** Paused destinations (transient cause) whose probe is due: send each one probe. */
+  probes: ClaimedDestination[];
   /** Destinations locked in this claim (whether or not they got work). */
   claimedCount: number;
   /** Destinations that were at their concurrency cap with due work waiting. */
@@ -30,15 +33,26 @@ export interface ClaimOptions {
 export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
   return withRetry(db, async (q) => {
     const locked = await lockReadyDestinations(q, Math.max(1, Math.min(opts.batchSize, opts.capacity)), opts.shard);
-    const result: ClaimResult = { destinations: new Map(), deliveries: [], claimedCount: locked.length, slotDenied: 0 };
+    const result: ClaimResult = { destinations: new Map(), deliveries: [], probes: [], claimedCount: locked.length, slotDenied: 0 };
     if (locked.length === 0) return result;
 
     let budget = opts.capacity;
     const grants: Grant[] = [];
     const buckets = new Map<string, Bucket[]>();
     const tokenLimited = new Set<string>();
+    const quiet = new Map<string, QuietWindow>();
     for (const d of locked) {
       result.destinations.set(d.id, d);
+      if (d.paused_at) {
+        // A paused destination gets no deliveries; one paused for a transient cause gets a probe.
+        if (probeDue(d) && budget > 0) {
+          budget--;
+          result.probes.push(d);
+        }
+        continue;
+      }
+      const win = d.delivery_schedule ? currentQuietWindow(d.delivery_schedule, d.now.getTime()) : null;
+      if (win) quiet.set(d.id, win);
       const b = grantBuckets(d.rate_limit, opts.rateSendJitterMs);
       buckets.set(d.id, b);
       const slots = Math.min(slotsFree(gateInput(d, d.inflight)), opts.grantCap);
@@ -48,7 +62,7 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
       const n = Math.min(tokens, budget);
       if (n <= 0) continue;
       budget -= n;
-      grants.push({ destinationId: d.id, count: n, ordered: d.ordered, leaseSeconds: d.timeout_seconds + opts.leaseMarginSeconds });
+      grants.push({ destinationId: d.id, count: n, ordered: d.ordered, leaseSeconds: d.timeout_seconds + opts.leaseMarginSeconds, quiet: win !== null });
     }
     const { leased, moreDue } = await leaseDeliveries(q, grants);
     result.deliveries = leased;
@@ -56,7 +70,16 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
     const granted = new Map<string, number>();
     for (const l of leased) granted.set(l.destination_id, (granted.get(l.destination_id) ?? 0) + 1);
     const hadGrant = new Set(grants.map((g) => g.destinationId));
-    const updates = locked.map((d) => {
+    const probed = new Set(result.probes.map((d) => d.id));
+    const updates: AfterClaimUpdate[] = locked.map((d) => {
+      if (d.paused_at) {
+        // Woken for its probe (or by a late result): next look is the next probe, if it gets probes.
+        const nextProbeMs = probed.has(d.id)
+          ? d.now.getTime() + Math.max(d.probe_interval_seconds, d.timeout_seconds + opts.leaseMarginSeconds) * 1000
+          : d.pause_cause === "transient" ? Math.max(d.next_probe_at?.getTime() ?? 0, d.now.getTime()) : null;
+        const at = nextProbeMs === null ? null : new Date(nextProbeMs);
+        return { id: d.id, readyAt: at, bucketState: d.bucket_state, rateLimited: false, quietUntil: null, nextProbeAt: probed.has(d.id) ? at : null };
+      }
       const n = granted.get(d.id) ?? 0;
       const b = buckets.get(d.id)!;
       const spent = b.length ? spend(b, statesOf(b, d.bucket_state), d.now.getTime(), n) : [];
@@ -75,11 +98,21 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
       }
       const atCap = d.inflight >= (d.ordered ? 1 : d.max_concurrency);
       if (!hadGrant.has(d.id) && atCap && !d.paused_at && !(d.throttled_until && d.throttled_until > d.now)) result.slotDenied++;
+      // Quiet hours hold what their types cover until the window ends; bypass types went above.
+      const win = quiet.get(d.id);
+      let quietUntil: Date | null = null;
+      if (win) {
+        const heldHead = d.ordered ? d.head_quiet_hold === true && n === 0 : d.has_waiting === true;
+        if (heldHead) {
+          quietUntil = new Date(win.endMs);
+          nextWaitingMs = d.ordered ? Math.max(nextWaitingMs ?? nowMs, win.endMs) : Math.min(nextWaitingMs ?? win.endMs, win.endMs);
+        }
+      }
       const nextTokenMs = b.length ? nextTokenAtMs(b, spent, nowMs) : null;
       // Held by shaping: the buckets cut the grant and due work is (or may be) left behind.
       const rateLimited = tokenLimited.has(d.id) && !d.paused_at && nextWaitingMs !== null && nextWaitingMs <= nowMs;
       const at = nextReadyAt({ ...input, nextWaitingMs, nextLeaseExpiryMs, nextTokenMs });
-      return { id: d.id, readyAt: at === null ? null : new Date(at), bucketState: storeStates(b, spent) ?? d.bucket_state, rateLimited };
+      return { id: d.id, readyAt: at === null ? null : new Date(at), bucketState: storeStates(b, spent) ?? d.bucket_state, rateLimited, quietUntil, nextProbeAt: null };
     });
     await setReadyAt(q, updates);
     return result;
@@ -92,10 +125,15 @@ function minOrNull(a: number | null, b: number | null): number | null {
   return Math.min(a, b);
 }
 
+function probeDue(d: ClaimedDestination): boolean {
+  return d.pause_cause === "transient" && (d.next_probe_at === null || d.next_probe_at <= d.now);
+}
+
 function gateInput(d: ClaimedDestination, inflight: number): GateInput {
   return {
     nowMs: d.now.getTime(),
-    maxConcurrency: d.max_concurrency,
+    // After a probe brought it back, the ramp caps concurrency until it reaches the configured cap.
+    maxConcurrency: d.ramp_limit === null ? d.max_concurrency : Math.min(d.max_concurrency, d.ramp_limit),
     ordered: d.ordered,
     inflight,
     throttledUntilMs: d.throttled_until?.getTime() ?? null,

@@ -1,6 +1,7 @@
 import { classify, type Outcome } from "../policy/outcome.js";
 import { retryDelaySeconds } from "../policy/retry-schedule.js";
 import { throttleHoldSeconds } from "../policy/throttle.js";
+import { applyOutcomes, healthClass, DEFAULT_HEALTH_CONFIG, type HealthConfig, type HealthStatus } from "../policy/health.js";
 import type { DeliveryUpdate, AttemptRow, DestinationUpdate, LockedDestinationState } from "../db/queries/results.js";
 import type { SendResult } from "../delivery/sender.js";
 
@@ -64,6 +65,7 @@ export function decideDelivery(f: FinishedSend, nowMs: number, random: () => num
     statusCode: outcome.statusCode,
     errorClass: outcome.errorClass,
     errorMessage: f.result.errorMessage,
+    healthClass: healthClass(outcome),
     responseBody: f.result.responseBody === "" ? null : f.result.responseBody,
   };
   return { delivery, attempt, outcome };
@@ -75,25 +77,29 @@ function describe(r: SendResult, o: Outcome): string {
 }
 
 /**
- * Folds a destination's outcomes (in completion order) into its new counters, throttle hold and
- * pause decision. 429s from requests that started before the current hold began belong to the
- * same episode and do not escalate the schedule again.
+ * Folds a destination's outcomes (in completion order) into its new counters, throttle hold,
+ * health and pause decision. 429s from requests that started before the current hold began
+ * belong to the same episode and do not escalate the schedule again; they never touch health.
  */
 export function decideDestination(
   state: LockedDestinationState,
-  outcomes: { outcome: Outcome; startedAt: Date; throttleSchedule: number[] }[],
+  outcomes: { outcome: Outcome; startedAt: Date; throttleSchedule: number[]; errorMessage?: string | null }[],
+  healthConfig: HealthConfig = DEFAULT_HEALTH_CONFIG,
 ): DestinationUpdate {
-  let failures = state.consecutive_failures;
+  const health = applyOutcomes(
+    { window: state.health_window, consecutiveFailures: state.consecutive_failures, consecutiveAuthFailures: state.consecutive_auth_failures, status: state.health_status as HealthStatus },
+    outcomes.map((o) => ({ ...o.outcome, errorMessage: o.errorMessage ?? null })),
+    healthConfig,
+    { paused: state.paused_at !== null },
+  );
   let throttles = state.consecutive_throttles;
   let throttleSeconds: number | null = null;
   let throttleReason: string | null = null;
-  let pauseReason: string | null = null;
   let holdStartMs = state.throttled_until ? -Infinity : null; // a hold exists: its start is unknown but past
   const nowMs = state.now.getTime();
   for (const { outcome, startedAt, throttleSchedule } of outcomes) {
     switch (outcome.kind) {
       case "success":
-        failures = 0;
         throttles = 0;
         break;
       case "throttled": {
@@ -109,16 +115,32 @@ export function decideDestination(
         holdStartMs = nowMs;
         break;
       }
-      case "gone":
-        failures++;
-        pauseReason = "auto: the endpoint answered 410 Gone";
-        break;
-      case "failure":
-        failures++;
+      default:
         break;
     }
   }
-  return { id: state.id, consecutiveFailures: failures, consecutiveThrottles: throttles, throttleSeconds, throttleReason, pauseReason };
+  // A probe's ramp: each success lets one more request run at once, up to the configured cap.
+  let rampLimit = state.ramp_limit;
+  if (rampLimit !== null) {
+    rampLimit += outcomes.filter((o) => o.outcome.kind === "success").length;
+    if (rampLimit >= state.max_concurrency) rampLimit = null;
+  }
+  return {
+    id: state.id,
+    consecutiveFailures: health.state.consecutiveFailures,
+    consecutiveAuthFailures: health.state.consecutiveAuthFailures,
+    healthWindow: health.state.window,
+    healthStatus: health.state.status,
+    consecutiveThrottles: throttles,
+    throttleSeconds,
+    throttleReason,
+    pauseReason: health.pause?.reason ?? null,
+    pauseCause: health.pause?.cause ?? null,
+    pauseCode: health.pause?.code ?? null,
+    transition: health.transition,
+    score: health.score,
+    rampLimit,
+  };
 }
 
 function ordinal(n: number): string {

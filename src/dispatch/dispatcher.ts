@@ -4,8 +4,13 @@ import { withRetry } from "../db/db.js";
 import { nextReadyDelayMs } from "../db/queries/claim.js";
 import type { ClaimedDestination, LeasedDelivery } from "../db/queries/claim.js";
 import {
-  lockDestinationsForResults, finishDeliveries, updateDestinationsAfterResults, releaseLeases,
+  lockDestinationsForResults, finishDeliveries, updateDestinationsAfterResults, releaseLeases, applyProbe,
+  type LockedDestinationState, type DestinationUpdate,
 } from "../db/queries/results.js";
+import { recordAlerts, type AlertInput } from "../alerts/alerts.js";
+import { classify } from "../policy/outcome.js";
+import { healthClass, DEFAULT_HEALTH_CONFIG, type HealthConfig } from "../policy/health.js";
+import { newId } from "../ids.js";
 import { buildDeliveryHeaders, type Sender } from "../delivery/sender.js";
 import { metrics } from "../metrics.js";
 import { claim } from "./claim.js";
@@ -26,6 +31,9 @@ export interface DispatcherOptions {
   userAgent: string;
   /** Longest idle sleep: a safety net should a notification be missed. */
   maxIdleMs?: number;
+  health?: HealthConfig;
+  /** Called after a write-back recorded alerts (to publish them without waiting for a poll). */
+  onAlerts?: () => void;
 }
 
 interface InflightSend {
@@ -47,6 +55,7 @@ export class Dispatcher {
   private reserved = 0;
   private pending: FinishedSend[] = [];
   private readonly flushes = new Set<Promise<void>>();
+  private readonly probing = new Set<Promise<void>>();
   private readonly wakers = new Set<() => void>();
   /** Counts wake-ups, so one that lands while a loop is busy (not asleep) is not lost. */
   private wakeSeq = 0;
@@ -73,7 +82,7 @@ export class Dispatcher {
     await this.loopDone;
     if (this.unlisten) await this.unlisten();
     const deadline = Date.now() + graceMs;
-    while (this.sending.size > 0 && Date.now() < deadline) await sleep(20);
+    while ((this.sending.size > 0 || this.probing.size > 0) && Date.now() < deadline) await sleep(20);
     await this.flush();
     if (this.sending.size > 0) {
       const leases = [...this.sending.values()].map((s) => ({ destinationId: s.destinationId, id: s.deliveryId, leaseToken: s.leaseToken }));
@@ -138,7 +147,8 @@ export class Dispatcher {
         errors = 0;
         if (res.slotDenied) metrics.slotDenied.inc(res.slotDenied);
         for (const d of res.deliveries) this.send(d, res.destinations.get(d.destination_id)!);
-        if (res.deliveries.length > 0 || res.claimedCount >= this.opts.claimBatchSize) continue;
+        for (const d of res.probes) this.probe(d);
+        if (res.deliveries.length > 0 || res.probes.length > 0 || res.claimedCount >= this.opts.claimBatchSize) continue;
         const delay = await nextReadyDelayMs(this.db);
         if (!this.running) break;
         // A destination can be "ready now" yet yield nothing (its rows locked by a concurrent
@@ -189,6 +199,43 @@ export class Dispatcher {
   }
 
   /**
+   * A paused destination's probe: a signed `webhook.probe` with empty data. Success resumes it
+   * on a ramp; failure schedules the next probe (both decided in applyProbe).
+   */
+  private probe(dest: ClaimedDestination): void {
+    const probeId = newId("prb");
+    const nowMs = Date.now();
+    const body = `{"type":"webhook.probe","timestamp":"${new Date(nowMs).toISOString()}","data":{}}`;
+    const secrets = dest.secrets.filter((s) => s.expires_at === null || Date.parse(s.expires_at) > nowMs).map((s) => s.secret);
+    const headers = buildDeliveryHeaders({ msgId: probeId, timestampSeconds: Math.floor(nowMs / 1000), body, secrets, userAgent: this.opts.userAgent });
+    const p = (async () => {
+      const result = await this.sender.send({ url: dest.url, body, headers, timeoutMs: dest.timeout_seconds * 1000 });
+      const outcome = classify(result, Date.now());
+      const ok = outcome.kind === "success";
+      metrics.probes.inc({ outcome: ok ? "success" : "failure" });
+      const applied = await withRetry(this.db, async (q) => {
+        const a = await applyProbe(q, {
+          destinationId: dest.id, probeId, startedAt: new Date(nowMs), latencyMs: result.latencyMs, ok,
+          statusCode: outcome.statusCode, errorClass: outcome.errorClass, healthClass: healthClass(outcome),
+          errorMessage: result.errorMessage, responseBody: result.responseBody === "" ? null : result.responseBody,
+        });
+        if (a.resumed && a.destination) {
+          await recordAlerts(q, [alertFor(a.destination, "destination.resumed", `a probe succeeded (${describeProbe(result.statusCode)}); delivery resumes, starting at concurrency 1`, { status: "healthy", score: 100, consecutive_failures: 0 })]);
+        }
+        return a;
+      });
+      if (applied.resumed) {
+        this.log.info({ destination_id: dest.id }, "probe succeeded: destination resumed on a ramp");
+        this.opts.onAlerts?.();
+        this.wake();
+      }
+    })()
+      .catch((err: unknown) => this.log.error({ err, destination_id: dest.id }, "probe failed to record; the next one is already scheduled"))
+      .finally(() => this.probing.delete(p));
+    this.probing.add(p);
+  }
+
+  /**
    * One write at a time gathers results while it runs; a second starts only for a big backlog,
    * so a slow commit does not hold everything up — and small batches are not split further.
    */
@@ -232,16 +279,23 @@ export class Dispatcher {
     await withRetry(this.db, async (q) => {
       const states = await lockDestinationsForResults(q, destIds);
       const landed = await finishDeliveries(q, decisions.map((d) => d.delivery), decisions.map((d) => d.attempt));
-      const byDest = new Map<string, { outcome: (typeof decisions)[number]["outcome"]; startedAt: Date; throttleSchedule: number[] }[]>();
+      const byDest = new Map<string, Parameters<typeof decideDestination>[1]>();
       for (const d of decisions) {
         if (!landed.has(d.f.deliveryId)) continue;
         const list = byDest.get(d.f.destinationId) ?? [];
-        list.push({ outcome: d.outcome, startedAt: d.f.startedAt, throttleSchedule: d.f.throttleSchedule });
+        list.push({ outcome: d.outcome, startedAt: d.f.startedAt, throttleSchedule: d.f.throttleSchedule, errorMessage: d.f.result.errorMessage });
         byDest.set(d.f.destinationId, list);
       }
-      await updateDestinationsAfterResults(q, states.filter((s) => byDest.has(s.id)).map((s) => decideDestination(s, byDest.get(s.id)!)));
-      return landed;
-    }).then((landed) => {
+      const touched = states.filter((s) => byDest.has(s.id));
+      const updates = touched.map((s) => decideDestination(s, byDest.get(s.id)!, this.opts.health ?? DEFAULT_HEALTH_CONFIG));
+      await updateDestinationsAfterResults(q, updates);
+      // Alerts on transitions only, written with the transition: never one per failure.
+      const alerts = updates.flatMap((u, i) => (u.transition ? [transitionAlert(touched[i]!, u)] : []));
+      await recordAlerts(q, alerts);
+      return { landed, updates, alerts: alerts.length };
+    }).then(({ landed, updates, alerts }) => {
+      for (const u of updates) if (u.pauseCode) metrics.paused.inc({ reason: u.pauseCode });
+      if (alerts > 0) this.opts.onAlerts?.();
       for (const d of decisions) {
         const errorClass = d.outcome.errorClass ?? "none";
         metrics.attempts.inc({ outcome: d.outcome.kind, error_class: errorClass });
@@ -255,4 +309,29 @@ export class Dispatcher {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+function alertFor(d: LockedDestinationState, type: AlertInput["type"], reason: string, health: { status: string; score: number; consecutive_failures: number }, extra: Record<string, unknown> = {}): AlertInput {
+  return {
+    tenantId: d.tenant_id,
+    destinationId: d.id,
+    type,
+    payload: {
+      destination_id: d.id, destination_name: d.name, url: d.url, transition: type.slice("destination.".length),
+      reason, health, at: new Date().toISOString(), ...extra,
+    },
+  };
+}
+
+function transitionAlert(d: LockedDestinationState, u: DestinationUpdate): AlertInput {
+  const health = { status: u.healthStatus, score: u.score, consecutive_failures: u.consecutiveFailures };
+  const window = { recent_attempts: u.healthWindow.length, recent_failures: [...u.healthWindow].filter((c) => c === "0").length };
+  if (u.transition === "paused") {
+    return alertFor(d, "destination.paused", u.pauseReason ?? "auto", health, { ...window, probed: u.pauseCause === "transient" });
+  }
+  return alertFor(d, "destination.degraded", `health fell to ${u.healthStatus} (score ${u.score}: ${window.recent_failures} of the last ${window.recent_attempts} attempts failed)`, health, window);
+}
+
+function describeProbe(statusCode: number | null): string {
+  return statusCode === null ? "no answer" : `HTTP ${statusCode}`;
 }

@@ -2,6 +2,7 @@ import type { Queryable } from "../db/db.js";
 import { ValidationError, SluiceError, type FieldError } from "../errors.js";
 import { newId } from "../ids.js";
 import { matchesEventType, SYSTEM_TYPE_PREFIX } from "../policy/event-match.js";
+import { scheduleApplies } from "../policy/quiet-hours.js";
 import { routingTargets, insertEvents, insertDeliveries, type NewEvent, type NewDelivery } from "../db/queries/events.js";
 
 // Fan-out: an event becomes one delivery per matching destination, all in the caller's
@@ -51,10 +52,10 @@ export async function publishEvents(q: Queryable, tenantId: string, inputs: Even
   if (problems.length) throw invalid(problems);
 
   const targets = await routingTargets(q, tenantId);
-  const known = new Set(targets.map((t) => t.id));
+  const byId = new Map(targets.map((t) => [t.id, t]));
   for (const [i, e] of inputs.entries()) {
     for (const id of e.destination_ids ?? []) {
-      if (!known.has(id)) problems.push({ field: `${prefix(i)}destination_ids`, message: `'${id}' is not a destination of this tenant` });
+      if (!byId.has(id)) problems.push({ field: `${prefix(i)}destination_ids`, message: `'${id}' is not a destination of this tenant` });
     }
   }
   if (problems.length) throw invalid(problems);
@@ -64,10 +65,12 @@ export async function publishEvents(q: Queryable, tenantId: string, inputs: Even
   for (const [i, e] of inputs.entries()) {
     const ev = events[i]!;
     // destination_ids targets those destinations directly; otherwise event_types decide.
-    const ids = e.destination_ids ?? targets.filter((t) => matchesEventType(t.event_types, e.type)).map((t) => t.id);
-    for (const destinationId of ids) {
-      deliveries.push({ id: newId("dlv"), destinationId, eventId: ev.id, occurredAt: ev.occurredAt, deliverAt: ev.deliverAt });
+    const to = e.destination_ids ? e.destination_ids.map((id) => byId.get(id)!) : targets.filter((t) => matchesEventType(t.event_types, e.type));
+    for (const t of to) {
+      const quietHold = t.delivery_schedule !== null && scheduleApplies(t.delivery_schedule, e.type);
+      deliveries.push({ id: newId("dlv"), destinationId: t.id, eventId: ev.id, occurredAt: ev.occurredAt, deliverAt: ev.deliverAt, quietHold });
     }
+    const ids = to;
     out.push({ id: ev.id, deliveries: ids.length });
   }
   await insertEvents(q, tenantId, events);

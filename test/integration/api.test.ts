@@ -130,7 +130,7 @@ for (const backend of BACKENDS) {
         [{ delivery_schedule: { quiet_start: "22:00", quiet_end: "06:00" } }, "delivery_schedule.timezone"],
         [{ retry_schedule_seconds: [5, -1] }, "retry_schedule_seconds[1]"],
         [{ throttle_schedule_seconds: [] }, "throttle_schedule_seconds"],
-        [{ probe_interval_seconds: 1 }, "probe_interval_seconds"],
+        [{ probe_interval_seconds: 0 }, "probe_interval_seconds"],
         [{ event_types: ["has space"] }, "event_types[0]"],
         [{ secret: "plain" }, "secret"],
       ];

@@ -261,7 +261,8 @@ test("classifyError looks through causes and aggregate errors", () => {
   const coded = (code: string) => Object.assign(new Error(code), { code });
   assert.equal(classifyError(new TypeError("fetch failed", { cause: new BlockedAddressError("10.0.0.1", "private address") })), "blocked");
   assert.equal(classifyError(coded("ENOTFOUND")), "dns");
-  assert.equal(classifyError(coded("EAI_AGAIN")), "dns");
+  // A resolver that could not answer right now heals by itself: not a DNS failure that pauses at once.
+  assert.equal(classifyError(coded("EAI_AGAIN")), "connection");
   assert.equal(classifyError(new AggregateError([coded("ECONNREFUSED"), coded("ECONNREFUSED")])), "connection");
   assert.equal(classifyError(coded("UND_ERR_SOCKET")), "connection");
   assert.equal(classifyError(coded("UND_ERR_CONNECT_TIMEOUT")), "timeout");

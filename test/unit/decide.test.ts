@@ -48,7 +48,9 @@ describe("decideDelivery", () => {
 
 describe("decideDestination", () => {
   const state = (over: Partial<Parameters<typeof decideDestination>[0]> = {}) => ({
-    id: "dst_1", consecutive_failures: 0, consecutive_throttles: 0, throttled_until: null, paused_at: null, deleted_at: null, now: new Date(NOW), ...over,
+    id: "dst_1", tenant_id: "ten_1", name: "", url: "http://x", max_concurrency: 5, probe_interval_seconds: 300, ramp_limit: null as number | null, pause_cause: null,
+    health_window: "", health_status: "healthy", consecutive_auth_failures: 0,
+    consecutive_failures: 0, consecutive_throttles: 0, throttled_until: null as Date | null, paused_at: null as Date | null, deleted_at: null, now: new Date(NOW), ...over,
   });
   const o = (kind: Outcome["kind"], retryAfterSeconds: number | null = null, startedAt = NOW - 100) => ({
     outcome: { kind, statusCode: null, errorClass: null, retryAfterSeconds } as Outcome, startedAt: new Date(startedAt), throttleSchedule: [60, 300, 900],
@@ -81,5 +83,26 @@ describe("decideDestination", () => {
     );
     assert.equal(decideDestination(state({ consecutive_failures: 3 }), [o("failure"), o("failure")]).consecutiveFailures, 5);
     assert.match(decideDestination(state(), [o("gone")]).pauseReason!, /410/);
+  });
+  test("429s never touch health; failures move the window; ten in a row pause with a transient cause", () => {
+    const t = decideDestination(state({ health_window: "1111" }), [o("throttled"), o("throttled")]);
+    assert.equal(t.healthWindow, "1111");
+    assert.equal(t.consecutiveFailures, 0);
+    const f = decideDestination(state(), Array.from({ length: 10 }, () => o("failure")));
+    assert.equal(f.healthWindow, "0000000000");
+    assert.equal(f.pauseCause, "transient");
+    assert.equal(f.transition, "paused");
+    assert.match(f.pauseReason!, /10 consecutive failures/);
+  });
+  test("an already paused destination's late answers update health but never pause or alert again", () => {
+    const f = decideDestination(state({ paused_at: new Date(NOW - 1000), consecutive_failures: 10 }), [o("failure")]);
+    assert.equal(f.pauseReason, null);
+    assert.equal(f.transition, null);
+    assert.equal(f.consecutiveFailures, 11);
+  });
+  test("the ramp after a probe rises by one per success and ends at the cap", () => {
+    assert.equal(decideDestination(state({ ramp_limit: 1 }), [o("success")]).rampLimit, 2);
+    assert.equal(decideDestination(state({ ramp_limit: 3 }), [o("success"), o("success")]).rampLimit, null);
+    assert.equal(decideDestination(state({ ramp_limit: 2 }), [o("failure")]).rampLimit, 2);
   });
 });

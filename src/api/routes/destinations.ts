@@ -1,18 +1,21 @@
 import type { FastifyInstance } from "fastify";
 import type { Static } from "@sinclair/typebox";
 import type { ApiContext } from "../server.js";
+import { destinationTimeline } from "../../db/queries/deliveries.js";
+import { recordAlerts, type AlertInput } from "../../alerts/alerts.js";
+import { metrics } from "../../metrics.js";
 import { NotFoundError, ValidationError } from "../../errors.js";
 import { newId } from "../../ids.js";
 import { generateSecret } from "../../delivery/sign.js";
 import {
   insertDestination, getDestination, listDestinations, destinationCounts, updateDestinationConfig,
-  deleteDestination, pauseDestination, resumeDestination, type SecretEntry, type DestinationRow,
+  deleteDestination, pauseDestination, resumeDestination, recomputeQuietHold, type SecretEntry, type DestinationRow,
 } from "../../db/queries/destinations.js";
 import type { Queryable } from "../../db/db.js";
 import { WORK_CHANNEL } from "../../dispatch/dispatcher.js";
-import { DestinationCreate, DestinationPatch, IdParams, ListQuery, PauseBody, ResumeBody, RotateSecretBody } from "../schemas.js";
+import { DestinationCreate, DestinationPatch, IdParams, ListQuery, PauseBody, ResumeBody, RotateSecretBody, TimelineQuery } from "../schemas.js";
 import { withDefaults, applyPatch, checkDestinationConfig } from "../destination-config.js";
-import { destinationView, decodeCursor, page } from "../serialize.js";
+import { destinationView, decodeCursor, page, attemptView } from "../serialize.js";
 
 /** Previous secrets keep signing for this long after a rotation, so receivers can switch over. */
 const DEFAULT_ROTATION_GRACE_SECONDS = 24 * 3600;
@@ -71,6 +74,9 @@ export function destinationRoutes(ctx: ApiContext) {
           if (problems.length) throw new ValidationError(`Invalid destination: ${problems.map((p) => `${p.field} ${p.message}`).join("; ")}`, problems);
           const secrets = req.body.secret ? rotate(current.secrets, req.body.secret, DEFAULT_ROTATION_GRACE_SECONDS) : null;
           const updated = await updateDestinationConfig(q, current.id, config, secrets);
+          if (JSON.stringify(config.delivery_schedule) !== JSON.stringify(current.delivery_schedule)) {
+            await recomputeQuietHold(q, current.id, config.delivery_schedule);
+          }
           return view(q, updated);
         });
         await ctx.db.notify(WORK_CHANNEL);
@@ -100,14 +106,32 @@ export function destinationRoutes(ctx: ApiContext) {
       return reply.status(204).send();
     });
 
+    app.get<{ Params: Static<typeof IdParams>; Querystring: Static<typeof TimelineQuery> }>(
+      "/v1/destinations/:id/attempts",
+      { schema: { params: IdParams, querystring: TimelineQuery, tags } },
+      async (req) => {
+        const d = await mustGet(ctx.db, req.tenant.id, req.params.id);
+        const limit = req.query.limit ?? 100;
+        const rows = await destinationTimeline(ctx.db, d.id, limit, req.query.before ? new Date(req.query.before) : null);
+        const last = rows[rows.length - 1];
+        return { data: rows.map(attemptView), next_before: rows.length === limit && last ? last.started_at.toISOString() : null };
+      },
+    );
+
     app.post<{ Params: Static<typeof IdParams>; Body: Static<typeof PauseBody> }>(
       "/v1/destinations/:id/pause",
       { schema: { params: IdParams, body: PauseBody, tags }, config: { optionalBody: true } },
       async (req) => {
         return ctx.db.tx(async (q) => {
-          await mustGet(q, req.tenant.id, req.params.id, true);
-          await pauseDestination(q, req.params.id, req.body.reason ? `manual: ${req.body.reason}` : "manual");
-          return view(q, await mustGet(q, req.tenant.id, req.params.id));
+          const current = await mustGet(q, req.tenant.id, req.params.id, true);
+          const reason = req.body.reason ? `manual: ${req.body.reason}` : "manual";
+          await pauseDestination(q, req.params.id, reason);
+          const after = await view(q, await mustGet(q, req.tenant.id, req.params.id));
+          if (!current.paused_at) {
+            metrics.paused.inc({ reason: "manual" });
+            await recordAlerts(q, [manualAlert(current, "destination.paused", reason, after)]);
+          }
+          return after;
         });
       },
     );
@@ -118,8 +142,14 @@ export function destinationRoutes(ctx: ApiContext) {
       async (req) => {
         const out = await ctx.db.tx(async (q) => {
           const current = await mustGet(q, req.tenant.id, req.params.id, true);
-          const discarded = await resumeDestination(q, current.id, req.body.replay ?? current.replay_on_resume);
-          return { ...(await view(q, await mustGet(q, req.tenant.id, req.params.id))), discarded };
+          const replay = req.body.replay ?? current.replay_on_resume;
+          const discarded = await resumeDestination(q, current.id, replay);
+          const after = await view(q, await mustGet(q, req.tenant.id, req.params.id));
+          if (current.paused_at) {
+            const how = replay ? "its held deliveries are replayed in order" : `${discarded} held deliveries were discarded`;
+            await recordAlerts(q, [manualAlert(current, "destination.resumed", `resumed through the API; ${how}`, after, { discarded })]);
+          }
+          return { ...after, discarded };
         });
         await ctx.db.notify(WORK_CHANNEL);
         return out;
@@ -142,4 +172,16 @@ export function badCursor(): ValidationError {
   return new ValidationError("Invalid request: query.cursor is not a cursor returned by a previous page", [
     { field: "query.cursor", message: "is not a cursor returned by a previous page; pass next_cursor as is" },
   ]);
+}
+
+function manualAlert(d: DestinationRow, type: AlertInput["type"], reason: string, view: { health: AlertInput["payload"]["health"]; queued_events: number }, extra: Record<string, unknown> = {}): AlertInput {
+  return {
+    tenantId: d.tenant_id,
+    destinationId: d.id,
+    type,
+    payload: {
+      destination_id: d.id, destination_name: d.name, url: d.url, transition: type.slice("destination.".length),
+      reason, health: view.health, queued_events: view.queued_events, at: new Date().toISOString(), ...extra,
+    },
+  };
 }

@@ -1,6 +1,7 @@
 import type { Queryable } from "../db.js";
 import { jsonRows } from "../json-rows.js";
 import type { RateLimit, StoredBuckets } from "../../policy/token-bucket.js";
+import type { DeliverySchedule } from "../../policy/quiet-hours.js";
 
 // The claim transaction: four statements inside one transaction that holds the claimed
 // destinations' row locks, so limits hold across all worker processes.
@@ -19,6 +20,13 @@ export interface ClaimedDestination {
   paused_at: Date | null;
   rate_limit: RateLimit | null;
   bucket_state: StoredBuckets | null;
+  delivery_schedule: DeliverySchedule | null;
+  /** Recovering after a probe: the concurrency it may use now. */
+  ramp_limit: number | null;
+  pause_cause: string | null;
+  next_probe_at: Date | null;
+  probe_interval_seconds: number;
+  tenant_id: string;
   now: Date;
   /** Live leases (expired ones were just returned to the queue). */
   inflight: number;
@@ -26,6 +34,10 @@ export interface ClaimedDestination {
   next_lease_expiry: Date | null;
   /** Unordered: earliest next_attempt_at still in the future; ordered: the head's next_attempt_at. */
   next_waiting: Date | null;
+  /** Only with a delivery_schedule: anything waiting at all (quiet hours may hold what is due). */
+  has_waiting: boolean | null;
+  /** Ordered with a delivery_schedule: whether quiet hours hold the head's type. */
+  head_quiet_hold: boolean | null;
 }
 
 /**
@@ -64,7 +76,8 @@ export async function lockReadyDestinations(q: Queryable, limit: number, shard: 
   const rows = await q.query<ClaimedDestination & { pos: number }>(
     `SELECT d.id, d.url, d.secrets, d.timeout_seconds, d.max_concurrency, d.ordered,
             d.retry_schedule_seconds, d.throttle_schedule_seconds, d.throttled_until, d.paused_at,
-            d.rate_limit, d.bucket_state, clock_timestamp() AS now, g.pos,
+            d.rate_limit, d.bucket_state, d.delivery_schedule, d.ramp_limit, d.pause_cause, d.next_probe_at,
+            d.probe_interval_seconds, d.tenant_id, clock_timestamp() AS now, g.pos,
             (SELECT count(*)::int FROM deliveries x
               WHERE x.destination_id = d.id AND x.status = 'delivering') AS inflight,
             (SELECT min(x.lease_expires_at) FROM deliveries x
@@ -76,7 +89,15 @@ export async function lockReadyDestinations(q: Queryable, limit: number, shard: 
             ELSE
               (SELECT min(x.next_attempt_at) FROM deliveries x
                 WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled') AND x.next_attempt_at > now())
-            END AS next_waiting
+            END AS next_waiting,
+            CASE WHEN d.delivery_schedule IS NOT NULL THEN
+              EXISTS (SELECT 1 FROM deliveries x WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled'))
+            END AS has_waiting,
+            CASE WHEN d.delivery_schedule IS NOT NULL AND d.ordered THEN
+              (SELECT x.quiet_hold FROM deliveries x
+                WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled')
+                ORDER BY x.occurred_at, x.id LIMIT 1)
+            END AS head_quiet_hold
        FROM unnest($1::text[]) WITH ORDINALITY AS g(id, pos) JOIN destinations d ON d.id = g.id
       ORDER BY g.pos`,
     [locked.map((l) => l.id)],
@@ -89,6 +110,8 @@ export interface Grant {
   count: number;
   ordered: boolean;
   leaseSeconds: number;
+  /** A quiet window is open: deliveries its quiet hours hold stay (bypass types may go). */
+  quiet: boolean;
 }
 
 export interface LeasedDelivery {
@@ -121,20 +144,20 @@ export async function leaseDeliveries(q: Queryable, grants: Grant[]): Promise<Le
   if (grants.length === 0) return { leased: [], moreDue: new Set() };
   const rows = await q.query<LeasedDelivery & { more: boolean }>(
     `WITH g AS (
-       SELECT * FROM json_to_recordset($1::json) AS g(destination_id text, n int, ordered bool, lease_seconds int)
+       SELECT * FROM unnest($1::text[], $2::int[], $3::bool[], $4::int[], $5::bool[]) AS g(destination_id, n, ordered, lease_seconds, quiet)
      ), picked AS (
        SELECT p.id, p.destination_id, p.rn, g.n, g.lease_seconds
          FROM g CROSS JOIN LATERAL (
-           SELECT w.id, w.destination_id, w.next_attempt_at, row_number() OVER (ORDER BY w.occurred_at, w.id) AS rn
-             FROM (SELECT dl.id, dl.destination_id, dl.next_attempt_at, dl.occurred_at
+           SELECT w.id, w.destination_id, w.next_attempt_at, w.quiet_hold, row_number() OVER (ORDER BY w.occurred_at, w.id) AS rn
+             FROM (SELECT dl.id, dl.destination_id, dl.next_attempt_at, dl.occurred_at, dl.quiet_hold
                      FROM deliveries dl
                     WHERE dl.destination_id = g.destination_id
                       AND dl.status IN ('queued', 'retry_scheduled')
-                      AND (g.ordered OR dl.next_attempt_at <= now())
+                      AND (g.ordered OR (dl.next_attempt_at <= now() AND NOT (g.quiet AND dl.quiet_hold)))
                     ORDER BY dl.occurred_at, dl.id
-                    LIMIT CASE WHEN g.ordered THEN g.n ELSE g.n + 1 END) w
+                    LIMIT g.n + 1) w
          ) p
-        WHERE p.next_attempt_at <= now()
+        WHERE p.next_attempt_at <= now() AND NOT (g.quiet AND p.quiet_hold)
      ), leased AS (
        UPDATE deliveries d
           SET status = 'delivering', attempts = d.attempts + 1, lease_token = gen_random_uuid(),
@@ -149,7 +172,9 @@ export async function leaseDeliveries(q: Queryable, grants: Grant[]): Promise<Le
      SELECT leased.*, false AS more FROM leased
      UNION ALL
      SELECT NULL, picked.destination_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM picked WHERE picked.rn > picked.n`,
-    [jsonRows(grants.map((g) => ({ destination_id: g.destinationId, n: g.count, ordered: g.ordered, lease_seconds: g.leaseSeconds })))],
+    // Arrays, not one JSON document: Postgres sizes unnest() by the arrays, while it guesses 100
+    // rows for json_to_recordset — and that guess made it hash-join the whole deliveries table.
+    [grants.map((g) => g.destinationId), grants.map((g) => g.count), grants.map((g) => g.ordered), grants.map((g) => g.leaseSeconds), grants.map((g) => g.quiet)],
   );
   const leased: LeasedDelivery[] = [];
   const moreDue = new Set<string>();
@@ -165,6 +190,10 @@ export interface AfterClaimUpdate {
   readyAt: Date | null;
   bucketState: StoredBuckets | null;
   rateLimited: boolean;
+  /** End of the open quiet window while it holds work, else null. */
+  quietUntil: Date | null;
+  /** Set when this claim sent a probe: when the next one is due. Null keeps the column. */
+  nextProbeAt: Date | null;
 }
 
 /** Writes each destination's new ready_at (null: idle until new work arrives) and token buckets. */
@@ -172,8 +201,9 @@ export async function setReadyAt(q: Queryable, updates: AfterClaimUpdate[]): Pro
   if (updates.length === 0) return;
   await q.query(
     `UPDATE destinations d
-        SET ready_at = u."readyAt", bucket_state = u."bucketState", rate_limited = u."rateLimited"
-       FROM json_to_recordset($1::json) AS u(id text, "readyAt" timestamptz, "bucketState" jsonb, "rateLimited" bool)
+        SET ready_at = u."readyAt", bucket_state = u."bucketState", rate_limited = u."rateLimited", quiet_until = u."quietUntil",
+            next_probe_at = coalesce(u."nextProbeAt", d.next_probe_at)
+       FROM json_to_recordset($1::json) AS u(id text, "readyAt" timestamptz, "bucketState" jsonb, "rateLimited" bool, "quietUntil" timestamptz, "nextProbeAt" timestamptz)
       WHERE d.id = u.id`,
     [jsonRows(updates)],
   );

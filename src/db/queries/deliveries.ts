@@ -20,10 +20,13 @@ export interface DeliveryRow {
   d_paused_at: Date | null;
   d_throttled_until: Date | null;
   d_rate_limited: boolean;
+  d_delivery_schedule: unknown;
+  quiet_hold: boolean;
   now: Date;
 }
 
-const SELECT = `SELECT dl.*, d.paused_at AS d_paused_at, d.throttled_until AS d_throttled_until, d.rate_limited AS d_rate_limited, now() AS now
+const SELECT = `SELECT dl.*, d.paused_at AS d_paused_at, d.throttled_until AS d_throttled_until, d.rate_limited AS d_rate_limited,
+                       d.delivery_schedule AS d_delivery_schedule, now() AS now
                   FROM deliveries dl JOIN destinations d ON d.id = dl.destination_id`;
 
 export async function getDelivery(q: Queryable, tenantId: string, id: string): Promise<DeliveryRow | null> {
@@ -57,6 +60,8 @@ export async function listDeliveries(q: Queryable, tenantId: string, f: Delivery
 }
 
 export interface AttemptRowOut {
+  delivery_id: string;
+  class: string | null;
   attempt_no: number;
   started_at: Date;
   latency_ms: number;
@@ -69,9 +74,19 @@ export interface AttemptRowOut {
 
 export async function listAttempts(q: Queryable, destinationId: string, deliveryId: string): Promise<AttemptRowOut[]> {
   return q.query<AttemptRowOut>(
-    `SELECT attempt_no, started_at, latency_ms, outcome, status_code, error_class, error_message, response_body
+    `SELECT delivery_id, class, attempt_no, started_at, latency_ms, outcome, status_code, error_class, error_message, response_body
        FROM attempts WHERE destination_id = $1 AND delivery_id = $2 ORDER BY attempt_no`,
     [destinationId, deliveryId],
+  );
+}
+
+/** A destination's attempts (deliveries and probes), newest first. */
+export async function destinationTimeline(q: Queryable, destinationId: string, limit: number, before: Date | null): Promise<AttemptRowOut[]> {
+  return q.query<AttemptRowOut>(
+    `SELECT delivery_id, class, attempt_no, started_at, latency_ms, outcome, status_code, error_class, error_message, response_body
+       FROM attempts WHERE destination_id = $1 AND ($2::timestamptz IS NULL OR started_at < $2)
+      ORDER BY started_at DESC LIMIT $3`,
+    [destinationId, before, limit],
   );
 }
 

@@ -1,5 +1,6 @@
 import type { Queryable } from "../db.js";
 import type { DestinationConfig } from "../../api/destination-config.js";
+import { scheduleApplies, type DeliverySchedule } from "../../policy/quiet-hours.js";
 
 export interface SecretEntry {
   secret: string;
@@ -18,6 +19,13 @@ export interface DestinationRow extends DestinationConfig {
   consecutive_throttles: number;
   consecutive_failures: number;
   rate_limited: boolean;
+  quiet_until: Date | null;
+  health_window: string;
+  health_status: string;
+  consecutive_auth_failures: number;
+  pause_cause: string | null;
+  next_probe_at: Date | null;
+  ramp_limit: number | null;
   deleted_at: Date | null;
   created_at: Date;
   updated_at: Date;
@@ -32,6 +40,7 @@ export interface DestinationCounts {
 const CONFIG_COLUMNS = [
   "name", "url", "event_types", "timeout_seconds", "max_concurrency", "ordered", "rate_limit", "delivery_schedule",
   "retry_schedule_seconds", "throttle_schedule_seconds", "probe_interval_seconds", "replay_on_resume",
+  "paused_retention_hours",
 ] as const;
 
 function configParams(c: DestinationConfig): unknown[] {
@@ -40,6 +49,7 @@ function configParams(c: DestinationConfig): unknown[] {
     c.rate_limit === null ? null : JSON.stringify(c.rate_limit),
     c.delivery_schedule === null ? null : JSON.stringify(c.delivery_schedule),
     c.retry_schedule_seconds, c.throttle_schedule_seconds, c.probe_interval_seconds, c.replay_on_resume,
+    c.paused_retention_hours,
   ];
 }
 
@@ -112,7 +122,8 @@ export async function deleteDestination(q: Queryable, id: string): Promise<void>
 
 export async function pauseDestination(q: Queryable, id: string, reason: string): Promise<void> {
   await q.query(
-    `UPDATE destinations SET paused_at = coalesce(paused_at, now()), pause_reason = $2, ready_at = NULL, updated_at = now() WHERE id = $1`,
+    `UPDATE destinations SET paused_at = coalesce(paused_at, now()), pause_reason = $2, pause_cause = 'manual', next_probe_at = NULL,
+            ready_at = NULL, updated_at = now() WHERE id = $1`,
     [id, reason],
   );
 }
@@ -132,9 +143,32 @@ export async function resumeDestination(q: Queryable, id: string, replay: boolea
     discarded = rows[0]!.n;
   }
   await q.query(
-    `UPDATE destinations SET paused_at = NULL, pause_reason = NULL, consecutive_failures = 0, ready_at = now(), updated_at = now()
+    // Fresh health: the old window and failure run would otherwise re-pause on the first failure.
+    `UPDATE destinations SET paused_at = NULL, pause_reason = NULL, pause_cause = NULL, next_probe_at = NULL, ramp_limit = NULL,
+            consecutive_failures = 0, consecutive_auth_failures = 0, health_window = '', health_status = 'healthy',
+            ready_at = now(), updated_at = now()
       WHERE id = $1`,
     [id],
   );
   return discarded;
+}
+
+/**
+ * After delivery_schedule changed: which unfinished deliveries its quiet hours hold is decided
+ * again by event type (the caller holds the destination's row lock).
+ */
+export async function recomputeQuietHold(q: Queryable, id: string, schedule: DeliverySchedule | null): Promise<void> {
+  const types = await q.query<{ type: string }>(
+    `SELECT DISTINCT e.type FROM deliveries dl JOIN events e ON e.id = dl.event_id
+      WHERE dl.destination_id = $1 AND dl.status IN ('queued', 'retry_scheduled', 'delivering')`,
+    [id],
+  );
+  const held = schedule ? types.map((t) => t.type).filter((t) => scheduleApplies(schedule, t)) : [];
+  await q.query(
+    `UPDATE deliveries dl SET quiet_hold = (e.type = ANY($2::text[]))
+       FROM events e
+      WHERE e.id = dl.event_id AND dl.destination_id = $1 AND dl.status IN ('queued', 'retry_scheduled', 'delivering')
+        AND dl.quiet_hold IS DISTINCT FROM (e.type = ANY($2::text[]))`,
+    [id, held],
+  );
 }

@@ -1,5 +1,6 @@
 import type { Queryable } from "../db.js";
 import { jsonRows } from "../json-rows.js";
+import type { DeliverySchedule } from "../../policy/quiet-hours.js";
 
 // Durable ingest: events, their fan-out into deliveries, and waking the destinations — one
 // transaction, so a 202 means every delivery exists.
@@ -7,12 +8,13 @@ import { jsonRows } from "../json-rows.js";
 export interface RoutingTarget {
   id: string;
   event_types: string[];
+  delivery_schedule: DeliverySchedule | null;
 }
 
 /** The tenant's live destinations with their routing patterns. */
 export async function routingTargets(q: Queryable, tenantId: string): Promise<RoutingTarget[]> {
   return q.query<RoutingTarget>(
-    "SELECT id, event_types FROM destinations WHERE tenant_id = $1 AND deleted_at IS NULL",
+    "SELECT id, event_types, delivery_schedule FROM destinations WHERE tenant_id = $1 AND deleted_at IS NULL",
     [tenantId],
   );
 }
@@ -31,6 +33,8 @@ export interface NewDelivery {
   eventId: string;
   occurredAt: Date | null; // null: now (the event's default)
   deliverAt: Date | null;
+  /** The destination's quiet hours hold this delivery's event type. */
+  quietHold: boolean;
 }
 
 export async function insertEvents(q: Queryable, tenantId: string, events: NewEvent[]): Promise<void> {
@@ -51,9 +55,9 @@ export async function insertEvents(q: Queryable, tenantId: string, events: NewEv
 export async function insertDeliveries(q: Queryable, tenantId: string, ds: NewDelivery[]): Promise<void> {
   if (ds.length === 0) return;
   await q.query(
-    `INSERT INTO deliveries (destination_id, id, event_id, tenant_id, status, occurred_at, next_attempt_at)
-     SELECT d."destinationId", d.id, d."eventId", $1, 'queued', coalesce(d."occurredAt", now()), coalesce(d."deliverAt", now())
-       FROM json_to_recordset($2::json) AS d("destinationId" text, id text, "eventId" text, "occurredAt" timestamptz, "deliverAt" timestamptz)`,
+    `INSERT INTO deliveries (destination_id, id, event_id, tenant_id, status, occurred_at, next_attempt_at, quiet_hold)
+     SELECT d."destinationId", d.id, d."eventId", $1, 'queued', coalesce(d."occurredAt", now()), coalesce(d."deliverAt", now()), d."quietHold"
+       FROM json_to_recordset($2::json) AS d("destinationId" text, id text, "eventId" text, "occurredAt" timestamptz, "deliverAt" timestamptz, "quietHold" bool)`,
     [tenantId, jsonRows(ds)],
   );
   const earliest = new Map<string, Date | null>();

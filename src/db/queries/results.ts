@@ -7,6 +7,16 @@ import { jsonRows } from "../json-rows.js";
 
 export interface LockedDestinationState {
   id: string;
+  tenant_id: string;
+  name: string;
+  url: string;
+  max_concurrency: number;
+  probe_interval_seconds: number;
+  ramp_limit: number | null;
+  pause_cause: string | null;
+  health_window: string;
+  health_status: string;
+  consecutive_auth_failures: number;
   consecutive_failures: number;
   consecutive_throttles: number;
   throttled_until: Date | null;
@@ -18,7 +28,8 @@ export interface LockedDestinationState {
 /** Locks the destinations (in id order: two write-backs never deadlock) and reads their live state. */
 export async function lockDestinationsForResults(q: Queryable, ids: string[]): Promise<LockedDestinationState[]> {
   return q.query<LockedDestinationState>(
-    `SELECT id, consecutive_failures, consecutive_throttles, throttled_until, paused_at, deleted_at, now() AS now
+    `SELECT id, tenant_id, name, url, max_concurrency, probe_interval_seconds, ramp_limit, pause_cause, health_window, health_status,
+            consecutive_auth_failures, consecutive_failures, consecutive_throttles, throttled_until, paused_at, deleted_at, now() AS now
        FROM destinations WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`,
     [ids],
   );
@@ -47,6 +58,8 @@ export interface AttemptRow {
   errorClass: string | null;
   errorMessage: string | null;
   responseBody: string | null;
+  /** Health class (success, server_error, timeout, dns, …). */
+  healthClass: string;
 }
 
 /**
@@ -74,12 +87,12 @@ export async function finishDeliveries(q: Queryable, updates: DeliveryUpdate[], 
        RETURNING d.id
      ), ins AS (
        INSERT INTO attempts (destination_id, delivery_id, attempt_no, started_at, latency_ms, outcome,
-                             status_code, error_class, error_message, response_body)
+                             status_code, error_class, class, error_message, response_body)
        SELECT a."destinationId", a."deliveryId", a."attemptNo", a."startedAt", a."latencyMs", a.outcome,
-              a."statusCode", a."errorClass", a."errorMessage", a."responseBody"
+              a."statusCode", a."errorClass", a."healthClass", a."errorMessage", a."responseBody"
          FROM json_to_recordset($2::json) AS a(
            "destinationId" text, "deliveryId" text, "attemptNo" int, "startedAt" timestamptz, "latencyMs" int, outcome text,
-           "statusCode" int, "errorClass" text, "errorMessage" text, "responseBody" text)
+           "statusCode" int, "errorClass" text, "healthClass" text, "errorMessage" text, "responseBody" text)
        ON CONFLICT DO NOTHING
      )
      SELECT id FROM upd`,
@@ -91,12 +104,21 @@ export async function finishDeliveries(q: Queryable, updates: DeliveryUpdate[], 
 export interface DestinationUpdate {
   id: string;
   consecutiveFailures: number;
+  consecutiveAuthFailures: number;
+  healthWindow: string;
+  healthStatus: string;
   consecutiveThrottles: number;
   /** Seconds from now the destination is throttled for; null leaves throttled_until as is. */
   throttleSeconds: number | null;
   throttleReason: string | null;
   /** Set to pause the destination now with this reason. */
   pauseReason: string | null;
+  /** transient: probed every probe_interval_seconds; permanent: waits for a resume. */
+  pauseCause: "transient" | "permanent" | null;
+  pauseCode: string | null;
+  transition: "degraded" | "paused" | null;
+  score: number;
+  rampLimit: number | null;
 }
 
 /**
@@ -108,19 +130,31 @@ export async function updateDestinationsAfterResults(q: Queryable, updates: Dest
   // ready_at: paused or deleted → idle; throttled → when the hold ends; else now (a slot freed).
   const until = `CASE WHEN u."throttleSeconds" IS NULL THEN d.throttled_until
                       ELSE greatest(coalesce(d.throttled_until, now()), now() + make_interval(secs => u."throttleSeconds")) END`;
+  // A new pause: a transient one is probed after probe_interval_seconds, a permanent one never.
+  const probeAt = `CASE WHEN u."pauseCause" = 'transient' THEN now() + make_interval(secs => d.probe_interval_seconds) END`;
   await q.query(
     `UPDATE destinations d
         SET consecutive_failures = u."consecutiveFailures",
+            consecutive_auth_failures = u."consecutiveAuthFailures",
+            health_window = u."healthWindow",
+            health_status = u."healthStatus",
+            ramp_limit = u."rampLimit",
             consecutive_throttles = u."consecutiveThrottles",
             throttled_until = ${until},
             throttle_reason = coalesce(u."throttleReason", d.throttle_reason),
             paused_at = CASE WHEN u."pauseReason" IS NULL THEN d.paused_at ELSE coalesce(d.paused_at, now()) END,
             pause_reason = coalesce(u."pauseReason", d.pause_reason),
-            ready_at = CASE WHEN d.deleted_at IS NOT NULL OR d.paused_at IS NOT NULL OR u."pauseReason" IS NOT NULL THEN NULL
+            pause_cause = coalesce(u."pauseCause", d.pause_cause),
+            next_probe_at = CASE WHEN u."pauseReason" IS NULL THEN d.next_probe_at ELSE ${probeAt} END,
+            ready_at = CASE WHEN d.deleted_at IS NOT NULL THEN NULL
+                            WHEN d.paused_at IS NOT NULL THEN d.ready_at
+                            WHEN u."pauseReason" IS NOT NULL THEN ${probeAt}
                             ELSE greatest(now(), coalesce(${until}, now())) END,
             updated_at = now()
        FROM json_to_recordset($1::json) AS u(
-              id text, "consecutiveFailures" int, "consecutiveThrottles" int, "throttleSeconds" float8, "throttleReason" text, "pauseReason" text)
+              id text, "consecutiveFailures" int, "consecutiveAuthFailures" int, "healthWindow" text, "healthStatus" text,
+              "rampLimit" int, "consecutiveThrottles" int, "throttleSeconds" float8, "throttleReason" text, "pauseReason" text,
+              "pauseCause" text)
       WHERE d.id = u.id`,
     [jsonRows(updates)],
   );
@@ -144,4 +178,56 @@ export async function releaseLeases(q: Queryable, leases: { destinationId: strin
     [[...new Set(leases.map((l) => l.destinationId))]],
   );
   return rows.length;
+}
+
+export interface ProbeRecord {
+  destinationId: string;
+  probeId: string;
+  startedAt: Date;
+  latencyMs: number;
+  ok: boolean;
+  statusCode: number | null;
+  errorClass: string | null;
+  healthClass: string;
+  errorMessage: string | null;
+  responseBody: string | null;
+}
+
+export interface ProbeApplied {
+  /** The probe succeeded and the destination was paused for a transient cause: it is resumed. */
+  resumed: boolean;
+  destination: LockedDestinationState | null;
+}
+
+/**
+ * Records a probe as an attempt of the destination and applies it: success resumes the destination
+ * on a ramp (concurrency 1, rising with successes), with fresh health; failure sets the next probe.
+ */
+export async function applyProbe(q: Queryable, p: ProbeRecord): Promise<ProbeApplied> {
+  const [d] = await lockDestinationsForResults(q, [p.destinationId]);
+  await q.query(
+    `INSERT INTO attempts (destination_id, delivery_id, attempt_no, started_at, latency_ms, outcome, status_code, error_class, class, error_message, response_body)
+     VALUES ($1, $2, 1, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING`,
+    [p.destinationId, p.probeId, p.startedAt, Math.round(p.latencyMs), p.ok ? "success" : "failure", p.statusCode, p.errorClass, p.healthClass, p.errorMessage, p.responseBody],
+  );
+  if (!d || d.deleted_at || !d.paused_at || d.pause_cause !== "transient") return { resumed: false, destination: d ?? null };
+  if (p.ok) {
+    await q.query(
+      `UPDATE destinations
+          SET paused_at = NULL, pause_reason = NULL, pause_cause = NULL, next_probe_at = NULL,
+              ramp_limit = CASE WHEN max_concurrency > 1 THEN 1 END,
+              health_window = '', health_status = 'healthy', consecutive_failures = 0, consecutive_auth_failures = 0,
+              ready_at = now(), updated_at = now()
+        WHERE id = $1`,
+      [d.id],
+    );
+    return { resumed: true, destination: d };
+  }
+  await q.query(
+    `UPDATE destinations SET next_probe_at = now() + make_interval(secs => probe_interval_seconds),
+            ready_at = now() + make_interval(secs => probe_interval_seconds), updated_at = now()
+      WHERE id = $1`,
+    [d.id],
+  );
+  return { resumed: false, destination: d };
 }

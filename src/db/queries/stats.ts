@@ -9,7 +9,8 @@ export async function inflightByDestination(q: Queryable): Promise<{ destination
 
 /**
  * Waiting deliveries by why they wait, and the age of the oldest in each group. The reasons are
- * derived as the API derives hold_reason: paused, throttled, scheduled, rate_limited.
+ * derived as the API derives hold_reason: paused, throttled, quiet_hours (from the window end the
+ * last claim recorded), scheduled, rate_limited.
  */
 export async function heldByReason(q: Queryable): Promise<{ reason: string; n: number; oldest_age_s: number }[]> {
   return q.query(
@@ -17,6 +18,7 @@ export async function heldByReason(q: Queryable): Promise<{ reason: string; n: n
        FROM (SELECT dl.created_at,
                     CASE WHEN d.paused_at IS NOT NULL THEN 'paused'
                          WHEN d.throttled_until > now() THEN 'throttled'
+                         WHEN dl.quiet_hold AND d.quiet_until > now() AND dl.next_attempt_at <= now() THEN 'quiet_hours'
                          WHEN dl.status = 'queued' AND dl.attempts = 0 AND dl.next_attempt_at > now() THEN 'scheduled'
                          WHEN d.rate_limited AND dl.next_attempt_at <= now() THEN 'rate_limited'
                     END AS reason
@@ -38,4 +40,9 @@ export async function attemptTimes(q: Queryable, destinationId: string, since: D
     "SELECT started_at, outcome FROM attempts WHERE destination_id = $1 AND started_at >= $2 ORDER BY started_at",
     [destinationId, since],
   );
+}
+
+/** Live destinations per health status. */
+export async function destinationsByHealth(q: Queryable): Promise<{ status: string; n: number }[]> {
+  return q.query("SELECT health_status AS status, count(*)::int AS n FROM destinations WHERE deleted_at IS NULL GROUP BY health_status");
 }

@@ -1,0 +1,147 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { DateTime } from "luxon";
+import { BACKENDS, useSluiceAndReceiver } from "../helpers/sluice.js";
+import { waitFor } from "../helpers/wait-for.js";
+import { worstWindow } from "../helpers/windows.js";
+
+// Quiet hours and scheduled delivery against a real receiver, with windows a few seconds long.
+
+/** Local wall time `offsetS` seconds from now in `zone`, as quiet_start/quiet_end take it. */
+function wall(zone: string, offsetS: number): string {
+  return DateTime.now().plus({ seconds: offsetS }).setZone(zone).toFormat("HH:mm:ss");
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+for (const backend of BACKENDS) {
+  describe(`quiet hours on ${backend} Postgres`, () => {
+    const ctx = useSluiceAndReceiver(backend);
+
+    test("a quiet window holds deliveries, costs no claims, then drains in occurred_at order at the shaped rate", async () => {
+      const { s, rx } = ctx;
+      rx.reset();
+      const zone = "Asia/Kolkata"; // +05:30: a half-hour offset, so minutes and seconds matter
+      // Whole seconds: the window ends 5-6 s from now.
+      const d = (await s.api("POST", "/v1/destinations", {
+        url: `${rx.url}/quiet`, event_types: ["q.*"], max_concurrency: 1,
+        rate_limit: { max_per_second: 5, burst_capacity: 2 },
+        delivery_schedule: { timezone: zone, quiet_start: wall(zone, -2), quiet_end: wall(zone, 6) },
+      })).body;
+      assert.equal(d.status, "quiet", JSON.stringify(d));
+      const quietUntil = Date.parse(d.quiet_until);
+      assert.ok(quietUntil > Date.now() + 3000 && quietUntil <= Date.now() + 7000, d.quiet_until);
+      // The next window is tomorrow's, about a day after this one started.
+      const nextStart = Date.parse(d.next_quiet_at);
+      assert.ok(Math.abs(nextStart - (quietUntil - 8000 + 86_400_000)) < 2000, d.next_quiet_at);
+
+      // Published out of order: occurred_at decides the drain order, not publish or retry order.
+      const base = Date.now() - 60_000;
+      const order = [7, 2, 11, 0, 5, 9, 1, 10, 3, 8, 4, 6];
+      const pub = await s.api("POST", "/v1/events/batch", {
+        events: order.map((i) => ({ type: "q.x", payload: { i }, occurred_at: new Date(base + i * 1000).toISOString() })),
+      });
+      assert.equal(pub.status, 202);
+      await waitFor(async () => {
+        const held = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}&status=held&limit=100`)).body.data;
+        return held.length === 12 && held.every((x: { hold_reason: string }) => x.hold_reason === "quiet_hours");
+      }, { timeoutMs: 3000, message: "deliveries show hold_reason quiet_hours" });
+      // Costs nothing until the window ends: the destination's ready_at is the window's end.
+      await waitFor(async () => {
+        const [row] = await s.running.db.query<{ ready_at: Date | null; quiet_until: Date | null }>("SELECT ready_at, quiet_until FROM destinations WHERE id = $1", [d.id]);
+        return row?.ready_at?.getTime() === quietUntil && row.quiet_until?.getTime() === quietUntil;
+      }, { timeoutMs: 3000, message: "ready_at = the window's end" });
+      const metrics = (await s.api("GET", "/metrics", undefined, { key: null })).body as string;
+      assert.match(metrics, /sluice_held\{reason="quiet_hours"\} 12/);
+
+      await waitFor(() => rx.received.length === 12, { timeoutMs: 15_000, message: () => `received ${rx.received.length}` });
+      const first = Math.min(...rx.received.map((r) => r.receivedAt));
+      assert.ok(first >= quietUntil - 50, `first arrival ${quietUntil - first} ms before the window ended`);
+      assert.deepEqual(rx.received.map((r) => (r.json as { data: { i: number } }).data.i), [...Array(12).keys()]);
+      // At the shaped rate, not in one flood.
+      assert.equal(worstWindow(rx.received.map((r) => r.receivedAt), 5, 2, 500), null);
+      const span = Math.max(...rx.received.map((r) => r.receivedAt)) - first;
+      assert.ok(span >= 1200, `12 sends at 5/s with a burst of 2 took only ${span} ms`);
+      const after = (await s.api("GET", `/v1/destinations/${d.id}`)).body;
+      assert.equal(after.status, "active");
+      assert.equal(after.quiet_until, null);
+    });
+  });
+}
+
+describe("quiet hours: bypass and applies_to", () => {
+  const ctx = useSluiceAndReceiver("server");
+
+  test("bypass types and types the window does not cover go at once; covered ones wait; PATCH re-decides", async () => {
+    const { s, rx } = ctx;
+    rx.reset();
+    const zone = "America/New_York";
+    const d = (await s.api("POST", "/v1/destinations", {
+      url: `${rx.url}/bypass`, event_types: ["*"],
+      delivery_schedule: {
+        timezone: zone, quiet_start: wall(zone, -60), quiet_end: wall(zone, 3600),
+        applies_to: ["marketing.*", "payment.*"], bypass_event_types: ["payment.failed"],
+      },
+    })).body;
+    assert.equal(d.status, "quiet");
+    await s.api("POST", "/v1/events/batch", {
+      events: [
+        { type: "marketing.digest", payload: { n: 1 } },
+        { type: "payment.failed", payload: { n: 2 } },
+        { type: "order.created", payload: { n: 3 } },
+        { type: "payment.succeeded", payload: { n: 4 } },
+      ],
+    });
+    await waitFor(() => rx.received.length >= 2, { timeoutMs: 5000 });
+    await sleep(700);
+    assert.deepEqual(rx.received.map((r) => (r.json as { type: string }).type).sort(), ["order.created", "payment.failed"]);
+    const held = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}&status=held`)).body.data;
+    assert.equal(held.length, 2);
+    assert.ok(held.every((x: { hold_reason: string }) => x.hold_reason === "quiet_hours"));
+
+    // Dropping payment.* from applies_to releases the held payment at once; marketing still waits.
+    const patched = await s.api("PATCH", `/v1/destinations/${d.id}`, { delivery_schedule: { ...d.delivery_schedule, applies_to: ["marketing.*"] } });
+    assert.equal(patched.status, 200);
+    await waitFor(() => rx.received.length === 3, { timeoutMs: 5000 });
+    assert.equal((rx.received[2]!.json as { type: string }).type, "payment.succeeded");
+    // Removing the schedule releases the rest.
+    await s.api("PATCH", `/v1/destinations/${d.id}`, { delivery_schedule: null });
+    await waitFor(() => rx.received.length === 4, { timeoutMs: 5000 });
+  });
+
+  test("an unknown zone or a malformed time is refused with 422 and writes nothing", async () => {
+    const { s } = ctx;
+    const before = (await s.api("GET", "/v1/destinations?limit=100")).body.data.length;
+    for (const schedule of [
+      { timezone: "Mars/Olympus_Mons", quiet_start: "22:00", quiet_end: "06:00" },
+      { timezone: "Europe/Berlin", quiet_start: "25:00", quiet_end: "06:00" },
+      { timezone: "Europe/Berlin", quiet_start: "22:00", quiet_end: "6am" },
+    ]) {
+      const r = await s.api("POST", "/v1/destinations", { url: "http://127.0.0.1:1/x", delivery_schedule: schedule });
+      assert.equal(r.status, 422, JSON.stringify(r.body));
+      assert.match(JSON.stringify(r.body), /delivery_schedule/);
+    }
+    assert.equal((await s.api("GET", "/v1/destinations?limit=100")).body.data.length, before);
+  });
+});
+
+describe("scheduled delivery", () => {
+  const ctx = useSluiceAndReceiver("server");
+
+  test("deliver_at holds an event's deliveries until then, then they go at once", async () => {
+    const { s, rx } = ctx;
+    rx.reset();
+    const d = (await s.api("POST", "/v1/destinations", { url: `${rx.url}/sched`, event_types: ["s.*"] })).body;
+    const at = Date.now() + 2500;
+    const pub = await s.api("POST", "/v1/events", { type: "s.x", payload: {}, deliver_at: new Date(at).toISOString() });
+    assert.equal(pub.status, 202);
+    const [dl] = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}`)).body.data;
+    assert.equal(dl.status, "held");
+    assert.equal(dl.hold_reason, "scheduled");
+    const metrics = (await s.api("GET", "/metrics", undefined, { key: null })).body as string;
+    assert.match(metrics, /sluice_held\{reason="scheduled"\} 1/);
+    await waitFor(() => rx.received.length === 1, { timeoutMs: 8000 });
+    assert.ok(rx.received[0]!.receivedAt >= at - 20, `arrived ${at - rx.received[0]!.receivedAt} ms early`);
+    assert.ok(rx.received[0]!.receivedAt < at + 1500, `arrived ${rx.received[0]!.receivedAt - at} ms late`);
+  });
+});
