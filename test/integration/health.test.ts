@@ -74,6 +74,8 @@ describe("destination health", () => {
       await waitFor(async () => (await s.api("GET", `/v1/destinations/${d.id}`)).body.status === "paused", { timeoutMs: 10_000 });
       const paused = (await s.api("GET", `/v1/destinations/${d.id}`)).body;
       assert.ok(paused.next_probe_at, "a transient pause shows when the next probe goes");
+      // A config change while paused keeps the probe schedule.
+      assert.equal((await s.api("PATCH", `/v1/destinations/${d.id}`, { timeout_seconds: 5 })).status, 200);
       // Still down: the probe fails and another follows about a second later.
       const n0 = flaky.received.length;
       await waitFor(() => flaky.received.slice(n0).filter((r) => (r.json as { type: string }).type === "webhook.probe").length >= 2, { timeoutMs: 6000 });

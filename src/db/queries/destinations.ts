@@ -103,7 +103,8 @@ export async function updateDestinationConfig(q: Queryable, id: string, c: Desti
   const sets = CONFIG_COLUMNS.map((col, i) => `${col} = $${i + 3}`).join(", ");
   const rows = await q.query<DestinationRow>(
     `UPDATE destinations SET ${sets}, secrets = coalesce($2::jsonb, secrets), updated_at = now(),
-            ready_at = CASE WHEN paused_at IS NULL THEN least(coalesce(ready_at, now()), greatest(now(), coalesce(throttled_until, now()))) END
+            ready_at = CASE WHEN paused_at IS NULL THEN least(coalesce(ready_at, now()), greatest(now(), coalesce(throttled_until, now())))
+                            ELSE ready_at END -- paused: keep its probe schedule
       WHERE id = $1 RETURNING *, now() AS now`,
     [id, secrets === null ? null : JSON.stringify(secrets), ...configParams(c)],
   );
