@@ -145,3 +145,34 @@ describe("scheduled delivery", () => {
     assert.ok(rx.received[0]!.receivedAt < at + 1500, `arrived ${rx.received[0]!.receivedAt - at} ms late`);
   });
 });
+
+describe("held destinations cost nothing (invariant 3)", () => {
+  const ctx = useSluiceAndReceiver("server");
+
+  test("a quiet and a paused destination with backlogs are never looked at, and a neighbour is served at once", async () => {
+    const { s, rx } = ctx;
+    rx.reset();
+    const zone = "Pacific/Chatham"; // +12:45/+13:45
+    const quiet = (await s.api("POST", "/v1/destinations", {
+      url: `${rx.url}/q`, event_types: ["c.*"], delivery_schedule: { timezone: zone, quiet_start: wall(zone, -60), quiet_end: wall(zone, 3600) },
+    })).body;
+    const paused = (await s.api("POST", "/v1/destinations", { url: `${rx.url}/p`, event_types: ["c.*"] })).body;
+    await s.api("POST", `/v1/destinations/${paused.id}/pause`, {});
+    await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 500 }, (_, i) => ({ type: "c.x", payload: { i } })) });
+    // Both backlogs settle with no ready_at a worker could reach before the window ends.
+    await waitFor(async () => {
+      const rows = await s.running.db.query<{ id: string; ready_at: Date | null }>("SELECT id, ready_at FROM destinations WHERE id = ANY($1)", [[quiet.id, paused.id]]);
+      const q = rows.find((r) => r.id === quiet.id)!;
+      const p = rows.find((r) => r.id === paused.id)!;
+      return p.ready_at === null && q.ready_at !== null && q.ready_at.getTime() === Date.parse((await s.api("GET", `/v1/destinations/${quiet.id}`)).body.quiet_until);
+    }, { timeoutMs: 3000, message: "held destinations keep a ready_at no worker reaches" });
+    await s.api("POST", "/v1/destinations", { url: `${rx.url}/a`, event_types: ["n.*"], max_concurrency: 20 });
+    await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 200 }, (_, i) => ({ type: "n.x", payload: { i } })) });
+    await waitFor(() => rx.countByPath("/a") === 200, { timeoutMs: 5000, message: () => `neighbour got ${rx.countByPath("/a")}` });
+    assert.equal(rx.countByPath("/q") + rx.countByPath("/p"), 0);
+    const q = (await s.api("GET", `/v1/destinations/${quiet.id}`)).body;
+    const p = (await s.api("GET", `/v1/destinations/${paused.id}`)).body;
+    assert.equal(q.queued_events, 500);
+    assert.equal(p.queued_events, 500);
+  });
+});
