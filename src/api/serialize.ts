@@ -93,6 +93,12 @@ export function deliveryView(r: DeliveryRow) {
     } else if (r.status === "queued" && r.next_attempt_at > r.now && r.attempts === 0) {
       status = "held";
       holdReason = "scheduled";
+    } else if (r.behind) {
+      status = "held";
+      holdReason = "ordering";
+    } else if (r.at_cap && r.next_attempt_at <= r.now) {
+      status = "held";
+      holdReason = "concurrency";
     } else if (r.d_rate_limited && r.next_attempt_at <= r.now) {
       status = "held";
       holdReason = "rate_limited";

@@ -56,6 +56,10 @@ for (const backend of BACKENDS) {
         await s.api("POST", "/v1/events/batch", {
           events: order.map((i) => ({ type: "ord.x", payload: { i }, occurred_at: new Date(base + i * 1000).toISOString(), destination_ids: [d.id] })),
         });
+        // While the failed head waits for its retry, everything behind it says why it waits.
+        await waitFor(() => orx.received.length >= 1);
+        const waiting = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}&limit=10`)).body.data as { hold_reason: string | null }[];
+        assert.ok(waiting.filter((x) => x.hold_reason === "ordering").length >= 3, JSON.stringify(waiting.map((x) => x.hold_reason)));
         await waitFor(() => orx.received.length >= 6, { timeoutMs: 10_000, message: () => `got ${orx.received.length}` });
         const seen = orx.received.map((r) => (r.json as { data: { i: number } }).data.i);
         assert.deepEqual(seen, [0, 0, 1, 2, 3, 4], "the failing head is retried before anything after it");

@@ -103,6 +103,8 @@ describe("a slow destination does not slow the others", () => {
       await s.api("POST", "/v1/destinations", { url: `${fast.url}/fast`, event_types: ["fast.*"], max_concurrency: 10 });
       await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 50 }, (_, i) => ({ type: "slow.x", payload: { i } })) });
       await waitFor(() => slow.inflight === 3);
+      const waiting = (await s.api("GET", "/v1/deliveries?status=held&limit=10")).body.data as { hold_reason: string }[];
+      assert.ok(waiting.length === 10 && waiting.every((x) => x.hold_reason === "concurrency"), JSON.stringify(waiting.map((x) => x.hold_reason)));
       await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 100 }, (_, i) => ({ type: "fast.x", payload: { i } })) });
       await waitFor(() => fast.received.length === 100, { timeoutMs: 5000, message: () => `fast got ${fast.received.length}` });
       assert.equal(slow.received.length, 3, "the slow destination never got more than its cap");

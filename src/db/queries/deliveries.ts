@@ -22,11 +22,21 @@ export interface DeliveryRow {
   d_rate_limited: boolean;
   d_delivery_schedule: unknown;
   quiet_hold: boolean;
+  /** Waiting and due, but the destination's live leases fill its cap (ramp included). */
+  at_cap: boolean;
+  /** Waiting in an ordered destination behind an earlier unfinished delivery. */
+  behind: boolean;
   now: Date;
 }
 
 const SELECT = `SELECT dl.*, d.paused_at AS d_paused_at, d.throttled_until AS d_throttled_until, d.rate_limited AS d_rate_limited,
-                       d.delivery_schedule AS d_delivery_schedule, now() AS now
+                       d.delivery_schedule AS d_delivery_schedule, now() AS now,
+                       (dl.status IN ('queued', 'retry_scheduled') AND
+                        (SELECT count(*) FROM deliveries x WHERE x.destination_id = dl.destination_id AND x.status = 'delivering')
+                          >= CASE WHEN d.ordered THEN 1 ELSE least(d.max_concurrency, coalesce(d.ramp_limit, d.max_concurrency)) END) AS at_cap,
+                       (d.ordered AND dl.status IN ('queued', 'retry_scheduled') AND EXISTS (
+                          SELECT 1 FROM deliveries x WHERE x.destination_id = dl.destination_id
+                             AND x.status IN ('queued', 'retry_scheduled', 'delivering') AND (x.occurred_at, x.id) < (dl.occurred_at, dl.id))) AS behind
                   FROM deliveries dl JOIN destinations d ON d.id = dl.destination_id`;
 
 export async function getDelivery(q: Queryable, tenantId: string, id: string): Promise<DeliveryRow | null> {
