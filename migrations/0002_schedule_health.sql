@@ -5,8 +5,6 @@
 ALTER TABLE deliveries ADD COLUMN quiet_hold boolean NOT NULL DEFAULT false;
 
 ALTER TABLE destinations
-  -- end of the quiet window the last claim found open with work held by it (metrics read it)
-  ADD COLUMN quiet_until               timestamptz,
   -- health: the outcomes of the last N health-counted attempts, '1' success / '0' failure, newest last
   ADD COLUMN health_window             text NOT NULL DEFAULT '',
   ADD COLUMN health_status             text NOT NULL DEFAULT 'healthy',

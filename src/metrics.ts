@@ -1,6 +1,7 @@
 import client from "prom-client";
 import type { Db } from "./db/db.js";
-import { inflightByDestination, heldByReason, destinationsByHealth } from "./db/queries/stats.js";
+import { inflightByDestination, heldByReason, destinationsByHealth, scheduledDestinations } from "./db/queries/stats.js";
+import { currentQuietWindow } from "./policy/quiet-hours.js";
 
 // Process-wide Prometheus metrics. One registry per process; /metrics serves it.
 
@@ -64,7 +65,9 @@ export function registerDatabaseGauges(db: Db): void {
     name: "sluice_destination_health", help: "Destinations by health status (sampled)", labelNames: ["status"] as const, registers: [registry],
   });
   const sample = async () => {
-    const [rows, holds, byHealth] = await Promise.all([inflightByDestination(db), heldByReason(db), destinationsByHealth(db)]);
+    const nowMs = Date.now();
+    const quietIds = (await scheduledDestinations(db)).filter((d) => currentQuietWindow(d.delivery_schedule, nowMs) !== null).map((d) => d.id);
+    const [rows, holds, byHealth] = await Promise.all([inflightByDestination(db), heldByReason(db, quietIds), destinationsByHealth(db)]);
     for (const status of HEALTH_STATUSES) health.set({ status }, byHealth.find((h) => h.status === status)?.n ?? 0);
     inflight.reset();
     for (const r of rows) inflight.set({ destination: r.destination_id }, r.n);

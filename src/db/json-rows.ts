@@ -15,3 +15,13 @@ export function jsonRows<T extends object>(rows: readonly T[], raw: readonly (ke
   }
   return `[${parts.join(",")}]`;
 }
+
+/**
+ * `json_to_recordset` as a FROM item that tells the planner how many rows it holds. Postgres
+ * guesses 100 rows for any set-returning function; against a table of a few thousand rows that
+ * guess makes a hash join over the whole table look cheaper than `count` lookups by key. A
+ * `LIMIT count` (the true count; a literal, never user input) corrects the estimate.
+ */
+export function recordset(param: string, columns: string, count: number): string {
+  return `(SELECT * FROM json_to_recordset(${param}::json) AS r(${columns}) LIMIT ${Math.max(1, Math.trunc(count))})`;
+}

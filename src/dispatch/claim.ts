@@ -78,7 +78,7 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
           ? d.now.getTime() + Math.max(d.probe_interval_seconds, d.timeout_seconds + opts.leaseMarginSeconds) * 1000
           : d.pause_cause === "transient" ? Math.max(d.next_probe_at?.getTime() ?? 0, d.now.getTime()) : null;
         const at = nextProbeMs === null ? null : new Date(nextProbeMs);
-        return { id: d.id, readyAt: at, bucketState: d.bucket_state, rateLimited: false, quietUntil: null, nextProbeAt: probed.has(d.id) ? at : null };
+        return { id: d.id, readyAt: at, bucketState: d.bucket_state, rateLimited: false, nextProbeAt: probed.has(d.id) ? at : null };
       }
       const n = granted.get(d.id) ?? 0;
       const b = buckets.get(d.id)!;
@@ -100,11 +100,9 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
       if (!hadGrant.has(d.id) && atCap && !d.paused_at && !(d.throttled_until && d.throttled_until > d.now)) result.slotDenied++;
       // Quiet hours hold what their types cover until the window ends; bypass types went above.
       const win = quiet.get(d.id);
-      let quietUntil: Date | null = null;
       if (win) {
         const heldHead = d.ordered ? d.head_quiet_hold === true && n === 0 : d.has_waiting === true;
         if (heldHead) {
-          quietUntil = new Date(win.endMs);
           nextWaitingMs = d.ordered ? Math.max(nextWaitingMs ?? nowMs, win.endMs) : Math.min(nextWaitingMs ?? win.endMs, win.endMs);
         }
       }
@@ -112,7 +110,7 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
       // Held by shaping: the buckets cut the grant and due work is (or may be) left behind.
       const rateLimited = tokenLimited.has(d.id) && !d.paused_at && nextWaitingMs !== null && nextWaitingMs <= nowMs;
       const at = nextReadyAt({ ...input, nextWaitingMs, nextLeaseExpiryMs, nextTokenMs });
-      return { id: d.id, readyAt: at === null ? null : new Date(at), bucketState: storeStates(b, spent) ?? d.bucket_state, rateLimited, quietUntil, nextProbeAt: null };
+      return { id: d.id, readyAt: at === null ? null : new Date(at), bucketState: storeStates(b, spent) ?? d.bucket_state, rateLimited, nextProbeAt: null };
     });
     await setReadyAt(q, updates);
     return result;

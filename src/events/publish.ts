@@ -2,8 +2,8 @@ import type { Queryable } from "../db/db.js";
 import { ValidationError, SluiceError, type FieldError } from "../errors.js";
 import { newId } from "../ids.js";
 import { matchesEventType, SYSTEM_TYPE_PREFIX } from "../policy/event-match.js";
-import { scheduleApplies } from "../policy/quiet-hours.js";
-import { routingTargets, insertEvents, insertDeliveries, type NewEvent, type NewDelivery } from "../db/queries/events.js";
+import { scheduleApplies, currentQuietWindow } from "../policy/quiet-hours.js";
+import { routingTargets, insertEvents, insertDeliveries, type NewEvent, type NewDelivery, type RoutingTarget } from "../db/queries/events.js";
 
 // Fan-out: an event becomes one delivery per matching destination, all in the caller's
 // transaction. Used by the API and by Sluice itself (destination.* events).
@@ -61,6 +61,17 @@ export async function publishEvents(q: Queryable, tenantId: string, inputs: Even
   if (problems.length) throw invalid(problems);
 
   const deliveries: NewDelivery[] = [];
+  // The open quiet window's end per destination, worked out once per call.
+  const nowMs = Date.now();
+  const quietEnds = new Map<string, number | null>();
+  const quietEnd = (t: RoutingTarget): number | null => {
+    let end = quietEnds.get(t.id);
+    if (end === undefined) {
+      end = t.delivery_schedule ? (currentQuietWindow(t.delivery_schedule, nowMs)?.endMs ?? null) : null;
+      quietEnds.set(t.id, end);
+    }
+    return end;
+  };
   const out: Published[] = [];
   for (const [i, e] of inputs.entries()) {
     const ev = events[i]!;
@@ -68,7 +79,12 @@ export async function publishEvents(q: Queryable, tenantId: string, inputs: Even
     const to = e.destination_ids ? e.destination_ids.map((id) => byId.get(id)!) : targets.filter((t) => matchesEventType(t.event_types, e.type));
     for (const t of to) {
       const quietHold = t.delivery_schedule !== null && scheduleApplies(t.delivery_schedule, e.type);
-      deliveries.push({ id: newId("dlv"), destinationId: t.id, eventId: ev.id, occurredAt: ev.occurredAt, deliverAt: ev.deliverAt, quietHold });
+      const delivery: NewDelivery = { id: newId("dlv"), destinationId: t.id, eventId: ev.id, occurredAt: ev.occurredAt, deliverAt: ev.deliverAt, quietHold };
+      if (quietHold) {
+        const end = quietEnd(t);
+        if (end !== null && end > (ev.deliverAt?.getTime() ?? nowMs)) delivery.wakeAt = new Date(end);
+      }
+      deliveries.push(delivery);
     }
     const ids = to;
     out.push({ id: ev.id, deliveries: ids.length });

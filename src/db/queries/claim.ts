@@ -1,5 +1,5 @@
 import type { Queryable } from "../db.js";
-import { jsonRows } from "../json-rows.js";
+import { jsonRows, recordset } from "../json-rows.js";
 import type { RateLimit, StoredBuckets } from "../../policy/token-bucket.js";
 import type { DeliverySchedule } from "../../policy/quiet-hours.js";
 
@@ -190,8 +190,6 @@ export interface AfterClaimUpdate {
   readyAt: Date | null;
   bucketState: StoredBuckets | null;
   rateLimited: boolean;
-  /** End of the open quiet window while it holds work, else null. */
-  quietUntil: Date | null;
   /** Set when this claim sent a probe: when the next one is due. Null keeps the column. */
   nextProbeAt: Date | null;
 }
@@ -201,9 +199,9 @@ export async function setReadyAt(q: Queryable, updates: AfterClaimUpdate[]): Pro
   if (updates.length === 0) return;
   await q.query(
     `UPDATE destinations d
-        SET ready_at = u."readyAt", bucket_state = u."bucketState", rate_limited = u."rateLimited", quiet_until = u."quietUntil",
+        SET ready_at = u."readyAt", bucket_state = u."bucketState", rate_limited = u."rateLimited",
             next_probe_at = coalesce(u."nextProbeAt", d.next_probe_at)
-       FROM json_to_recordset($1::json) AS u(id text, "readyAt" timestamptz, "bucketState" jsonb, "rateLimited" bool, "quietUntil" timestamptz, "nextProbeAt" timestamptz)
+       FROM ${recordset("$1", `id text, "readyAt" timestamptz, "bucketState" jsonb, "rateLimited" bool, "nextProbeAt" timestamptz`, updates.length)} AS u
       WHERE d.id = u.id`,
     [jsonRows(updates)],
   );

@@ -19,7 +19,6 @@ export interface DestinationRow extends DestinationConfig {
   consecutive_throttles: number;
   consecutive_failures: number;
   rate_limited: boolean;
-  quiet_until: Date | null;
   health_window: string;
   health_status: string;
   consecutive_auth_failures: number;

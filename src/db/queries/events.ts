@@ -1,5 +1,5 @@
 import type { Queryable } from "../db.js";
-import { jsonRows } from "../json-rows.js";
+import { jsonRows, recordset } from "../json-rows.js";
 import type { DeliverySchedule } from "../../policy/quiet-hours.js";
 
 // Durable ingest: events, their fan-out into deliveries, and waking the destinations — one
@@ -35,6 +35,12 @@ export interface NewDelivery {
   deliverAt: Date | null;
   /** The destination's quiet hours hold this delivery's event type. */
   quietHold: boolean;
+  /**
+   * When the destination should next look at this delivery, if later than it is due: the end of
+   * the quiet window holding it. A held delivery then does not wake its destination for a
+   * claim that could only put it back to sleep.
+   */
+  wakeAt?: Date;
 }
 
 export async function insertEvents(q: Queryable, tenantId: string, events: NewEvent[]): Promise<void> {
@@ -63,7 +69,7 @@ export async function insertDeliveries(q: Queryable, tenantId: string, ds: NewDe
   const earliest = new Map<string, Date | null>();
   for (const d of ds) {
     const prev = earliest.get(d.destinationId);
-    const at = d.deliverAt; // null = now
+    const at = d.wakeAt ?? d.deliverAt; // null = now
     if (prev === undefined) earliest.set(d.destinationId, at);
     else if (prev !== null && (at === null || at < prev)) earliest.set(d.destinationId, at);
   }
@@ -71,7 +77,7 @@ export async function insertDeliveries(q: Queryable, tenantId: string, ds: NewDe
   await q.query(
     `UPDATE destinations d
         SET ready_at = greatest(coalesce(u.at, now()), coalesce(d.throttled_until, now()))
-       FROM (SELECT * FROM json_to_recordset($1::json) AS u(id text, at timestamptz) ORDER BY id) u
+       FROM (SELECT * FROM ${recordset("$1", "id text, at timestamptz", ids.length)} AS x ORDER BY id) u
       WHERE d.id = u.id AND d.paused_at IS NULL AND d.deleted_at IS NULL
         AND (d.ready_at IS NULL OR d.ready_at > greatest(coalesce(u.at, now()), coalesce(d.throttled_until, now())))`,
     [jsonRows(ids.map((id) => ({ id, at: earliest.get(id) ?? null })))],

@@ -1,5 +1,5 @@
 import type { Queryable } from "../db.js";
-import { jsonRows } from "../json-rows.js";
+import { jsonRows, recordset } from "../json-rows.js";
 
 // Writing attempt results back, in batches. A result lands only if its lease is still the
 // delivery's lease (compare-and-set): a late answer from an expired lease never overwrites
@@ -71,8 +71,7 @@ export async function finishDeliveries(q: Queryable, updates: DeliveryUpdate[], 
   if (updates.length === 0) return new Set();
   const rows = await q.query<{ id: string }>(
     `WITH u AS (
-       SELECT * FROM json_to_recordset($1::json) AS u(
-         "destinationId" text, id text, "leaseToken" uuid, status text, "delaySeconds" float8, failed bool, error text, "statusCode" int)
+       SELECT * FROM ${recordset("$1", `"destinationId" text, id text, "leaseToken" uuid, status text, "delaySeconds" float8, failed bool, error text, "statusCode" int`, updates.length)} AS x
      ), upd AS (
        UPDATE deliveries d
           SET status = u.status,
@@ -151,10 +150,9 @@ export async function updateDestinationsAfterResults(q: Queryable, updates: Dest
                             WHEN u."pauseReason" IS NOT NULL THEN ${probeAt}
                             ELSE greatest(now(), coalesce(${until}, now())) END,
             updated_at = now()
-       FROM json_to_recordset($1::json) AS u(
-              id text, "consecutiveFailures" int, "consecutiveAuthFailures" int, "healthWindow" text, "healthStatus" text,
+       FROM ${recordset("$1", `id text, "consecutiveFailures" int, "consecutiveAuthFailures" int, "healthWindow" text, "healthStatus" text,
               "rampLimit" int, "consecutiveThrottles" int, "throttleSeconds" float8, "throttleReason" text, "pauseReason" text,
-              "pauseCause" text)
+              "pauseCause" text`, updates.length)} AS u
       WHERE d.id = u.id`,
     [jsonRows(updates)],
   );
