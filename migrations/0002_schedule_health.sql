@@ -36,3 +36,7 @@ CREATE TABLE alerts (
   email_error    text
 );
 CREATE INDEX alerts_pending_idx ON alerts (created_at) WHERE published_at IS NULL OR email_state = 'pending';
+
+-- Bumped with every change to the tenant's destinations, so publishers can keep the routing
+-- table in memory and re-read it only when it changed.
+ALTER TABLE tenants ADD COLUMN routing_version bigint NOT NULL DEFAULT 0;

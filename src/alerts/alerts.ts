@@ -3,7 +3,7 @@ import nodemailer, { type Transporter } from "nodemailer";
 import type { Db, Queryable } from "../db/db.js";
 import { jsonRows } from "../db/json-rows.js";
 import { newId } from "../ids.js";
-import { publishEvents } from "../events/publish.js";
+import { publishEvents, RoutingCache } from "../events/publish.js";
 import { metrics } from "../metrics.js";
 
 // Alerts on destination health transitions. Written as rows in the same transaction as the
@@ -75,6 +75,7 @@ export class AlertSender {
   private running: Promise<void> | null = null;
   private again = false;
   private readonly mailer: Transporter | null;
+  private readonly routing = new RoutingCache();
 
   constructor(private readonly db: Db, private readonly opts: AlertSenderOptions, private readonly log: Logger) {
     this.mailer = opts.smtpUrl ? nodemailer.createTransport(opts.smtpUrl) : null;
@@ -121,7 +122,7 @@ export class AlertSender {
           WHERE a.published_at IS NULL ORDER BY a.created_at LIMIT 100 FOR UPDATE SKIP LOCKED`,
       );
       for (const a of rows) {
-        const [ev] = await publishEvents(q, a.tenant_id, [{ type: a.type, payload: a.payload }], { maxPayloadBytes: this.opts.maxPayloadBytes, system: true });
+        const [ev] = await publishEvents(q, a.tenant_id, [{ type: a.type, payload: a.payload }], { maxPayloadBytes: this.opts.maxPayloadBytes, system: true, routing: this.routing });
         await q.query("UPDATE alerts SET published_at = now(), event_id = $2 WHERE id = $1", [a.id, ev!.id]);
       }
       return rows.length;

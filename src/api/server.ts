@@ -1,3 +1,4 @@
+import { RoutingCache } from "../events/publish.js";
 import Fastify, { type FastifyInstance, type FastifyRequest, type FastifyError, type FastifyBaseLogger } from "fastify";
 import swagger from "@fastify/swagger";
 import { Ajv } from "ajv";
@@ -19,6 +20,8 @@ export interface ApiContext {
   config: Readonly<Config>;
   log: Logger;
   version: string;
+  /** Set by buildApi when absent. */
+  routing?: RoutingCache;
 }
 
 declare module "fastify" {
@@ -40,6 +43,7 @@ function makeAjv(coerce: boolean): Ajv {
 }
 
 export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
+  ctx.routing ??= new RoutingCache();
   const app = Fastify({
     // Per-request logs stay off at info level; errors are logged by the error handler.
     loggerInstance: ctx.log.child({ component: "api" }, { level: ctx.log.level === "info" ? "warn" : ctx.log.level }) as unknown as FastifyBaseLogger,

@@ -3,7 +3,7 @@ import { ValidationError, SluiceError, type FieldError } from "../errors.js";
 import { newId } from "../ids.js";
 import { matchesEventType, SYSTEM_TYPE_PREFIX } from "../policy/event-match.js";
 import { scheduleApplies, currentQuietWindow } from "../policy/quiet-hours.js";
-import { routingTargets, insertEvents, insertDeliveries, type NewEvent, type NewDelivery, type RoutingTarget } from "../db/queries/events.js";
+import { routingTargets, routingVersion, insertEvents, insertDeliveries, type NewEvent, type NewDelivery, type RoutingTarget } from "../db/queries/events.js";
 
 // Fan-out: an event becomes one delivery per matching destination, all in the caller's
 // transaction. Used by the API and by Sluice itself (destination.* events).
@@ -21,7 +21,38 @@ export interface Published {
   deliveries: number;
 }
 
+/**
+ * The tenants' routing tables, kept in memory while unchanged: publishing then reads one
+ * version number instead of every destination of the tenant.
+ */
+export class RoutingCache {
+  private readonly tenants = new Map<string, { version: string; targets: RoutingTarget[]; byId: Map<string, RoutingTarget> }>();
+  constructor(private readonly maxTenants = 1000) {}
+
+  async get(q: Queryable, tenantId: string): Promise<{ targets: RoutingTarget[]; byId: Map<string, RoutingTarget> }> {
+    // The version is read first: a change that commits between the two reads is picked up by
+    // the next publish, which sees a newer version.
+    const version = await routingVersion(q, tenantId);
+    const hit = this.tenants.get(tenantId);
+    if (hit && version !== null && hit.version === version) {
+      this.tenants.delete(tenantId); // most recently used last
+      this.tenants.set(tenantId, hit);
+      return hit;
+    }
+    const targets = await routingTargets(q, tenantId);
+    const entry = { version: version ?? "", targets, byId: new Map(targets.map((t) => [t.id, t])) };
+    if (version !== null) {
+      this.tenants.delete(tenantId);
+      this.tenants.set(tenantId, entry);
+      if (this.tenants.size > this.maxTenants) this.tenants.delete(this.tenants.keys().next().value!);
+    }
+    return entry;
+  }
+}
+
 export interface PublishOptions {
+  /** Keep routing tables in memory between calls (else every call reads them). */
+  routing?: RoutingCache;
   maxPayloadBytes: number;
   /** Sluice's own destination.* events; tenants may not publish those types. */
   system?: boolean;
@@ -51,8 +82,9 @@ export async function publishEvents(q: Queryable, tenantId: string, inputs: Even
   }
   if (problems.length) throw invalid(problems);
 
-  const targets = await routingTargets(q, tenantId);
-  const byId = new Map(targets.map((t) => [t.id, t]));
+  const { targets, byId } = opts.routing
+    ? await opts.routing.get(q, tenantId)
+    : await routingTargets(q, tenantId).then((targets) => ({ targets, byId: new Map(targets.map((t) => [t.id, t])) }));
   for (const [i, e] of inputs.entries()) {
     for (const id of e.destination_ids ?? []) {
       if (!byId.has(id)) problems.push({ field: `${prefix(i)}destination_ids`, message: `'${id}' is not a destination of this tenant` });

@@ -212,6 +212,24 @@ for (const backend of BACKENDS) {
       assert.equal(unknown.body.error.details[0].field, "destination_ids");
     });
 
+    test("routing follows every change to the tenant's destinations at once (the in-memory routing table)", async () => {
+      const tag = `r${Date.now()}`;
+      const fanout = async () => {
+        const r = await s.api("POST", "/v1/events", { type: `${tag}.x`, payload: {} });
+        return new Set((await s.api("GET", `/v1/events/${r.body.id}`)).body.deliveries.map((d: { destination_id: string }) => d.destination_id));
+      };
+      const a = await newDestination({ event_types: [`${tag}.*`] });
+      assert.deepEqual(await fanout(), new Set([a.id]));
+      const b = await newDestination({ event_types: [`${tag}.x`] }); // created after the table was read
+      assert.deepEqual(await fanout(), new Set([a.id, b.id]));
+      await s.api("PATCH", `/v1/destinations/${a.id}`, { event_types: ["elsewhere.*"] });
+      assert.deepEqual(await fanout(), new Set([b.id]));
+      await s.api("DELETE", `/v1/destinations/${b.id}`);
+      assert.deepEqual(await fanout(), new Set());
+      const direct = await s.api("POST", "/v1/events", { type: "z.z", payload: {}, destination_ids: [b.id] });
+      assert.equal(direct.status, 422, "a deleted destination is no longer a target");
+    });
+
     test("events: bad input is refused whole (413 for a big payload, 422 otherwise)", async () => {
       const big = await s.api("POST", "/v1/events", { type: "a.b", payload: { blob: "x".repeat(3000) } });
       assert.equal(big.status, 413);

@@ -57,6 +57,7 @@ export function eventRoutes(ctx: ApiContext) {
     const result = await withRetry(ctx.db, async (q) => {
       const out = await publishEvents(q, req.tenant.id, inputs, {
         maxPayloadBytes: ctx.config.maxPayloadBytes,
+        routing: ctx.routing,
         fieldPrefix: batch ? (i) => `events[${i}].` : undefined,
       });
       if (idem) {

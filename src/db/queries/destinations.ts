@@ -1,6 +1,7 @@
 import type { Queryable } from "../db.js";
 import type { DestinationConfig } from "../../api/destination-config.js";
 import { scheduleApplies, type DeliverySchedule } from "../../policy/quiet-hours.js";
+import { bumpRoutingVersion } from "./events.js";
 
 export interface SecretEntry {
   secret: string;
@@ -59,6 +60,7 @@ export async function insertDestination(q: Queryable, id: string, tenantId: stri
     `INSERT INTO destinations (id, tenant_id, secrets, ${cols}) VALUES ($1, $2, $3, ${params}) RETURNING *, now() AS now`,
     [id, tenantId, JSON.stringify(secrets), ...configParams(c)],
   );
+  await bumpRoutingVersion(q, tenantId);
   return rows[0]!;
 }
 
@@ -107,12 +109,14 @@ export async function updateDestinationConfig(q: Queryable, id: string, c: Desti
       WHERE id = $1 RETURNING *, now() AS now`,
     [id, secrets === null ? null : JSON.stringify(secrets), ...configParams(c)],
   );
+  await bumpRoutingVersion(q, rows[0]!.tenant_id);
   return rows[0]!;
 }
 
 /** Soft-deletes; waiting deliveries are discarded (in-flight ones finish). */
 export async function deleteDestination(q: Queryable, id: string): Promise<void> {
-  await q.query("UPDATE destinations SET deleted_at = now(), ready_at = NULL, updated_at = now() WHERE id = $1", [id]);
+  const [d] = await q.query<{ tenant_id: string }>("UPDATE destinations SET deleted_at = now(), ready_at = NULL, updated_at = now() WHERE id = $1 RETURNING tenant_id", [id]);
+  if (d) await bumpRoutingVersion(q, d.tenant_id);
   await q.query(
     `UPDATE deliveries SET status = 'discarded', finished_at = now(), updated_at = now(), last_error = 'destination deleted'
       WHERE destination_id = $1 AND status IN ('queued', 'retry_scheduled')`,

@@ -19,6 +19,17 @@ export async function routingTargets(q: Queryable, tenantId: string): Promise<Ro
   );
 }
 
+/** Changes whenever the tenant's destinations change (see bumpRoutingVersion). */
+export async function routingVersion(q: Queryable, tenantId: string): Promise<string | null> {
+  const rows = await q.query<{ v: string }>("SELECT routing_version::text AS v FROM tenants WHERE id = $1", [tenantId]);
+  return rows[0]?.v ?? null;
+}
+
+/** In the transaction that creates, changes or deletes one of the tenant's destinations. */
+export async function bumpRoutingVersion(q: Queryable, tenantId: string): Promise<void> {
+  await q.query("UPDATE tenants SET routing_version = routing_version + 1 WHERE id = $1", [tenantId]);
+}
+
 export interface NewEvent {
   id: string;
   type: string;
