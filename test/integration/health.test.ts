@@ -202,7 +202,11 @@ describe("health alerts", () => {
       for (let i = 0; i < 3; i++) {
         const pub = await s.api("POST", "/v1/events", { type: "h6.x", payload: { i } });
         assert.equal(pub.body.deliveries, 1, JSON.stringify(pub.body));
-        await waitFor(() => failing.received.length >= i + 1);
+        await waitFor(() => failing.received.length >= i + 1).catch(async (err) => {
+          const dest = await s.running.db.query("SELECT ready_at, now() AS now, paused_at, health_window, consecutive_failures, throttled_until FROM destinations WHERE id = $1", [d.id]);
+          const dls = await s.running.db.query("SELECT status, attempts, failures, next_attempt_at, lease_expires_at, last_error FROM deliveries WHERE destination_id = $1", [d.id]);
+          throw new Error(`${(err as Error).message} at i=${i}, received ${failing.received.length}: ${JSON.stringify(dest)} ${JSON.stringify(dls)}`);
+        });
       }
       await waitFor(async () => (await s.api("GET", `/v1/destinations/${d.id}`)).body.status === "paused", { timeoutMs: 10_000 });
       await s.api("POST", `/v1/destinations/${d.id}/resume`, { replay: false });

@@ -59,12 +59,19 @@ export async function lockReadyDestinations(q: Queryable, limit: number, shard: 
         ORDER BY d.ready_at
         LIMIT $1
         FOR UPDATE SKIP LOCKED
+     ), expired AS (
+       -- Per locked destination, so the lease index is searched by (destination_id, expiry):
+       -- joined as a set, Postgres walked the whole index by expiry alone.
+       SELECT e.destination_id, e.id FROM locked CROSS JOIN LATERAL (
+         SELECT y.destination_id, y.id FROM deliveries y
+          WHERE y.destination_id = locked.id AND y.status = 'delivering' AND y.lease_expires_at <= now()
+       ) e
      ), reclaimed AS (
        UPDATE deliveries x
           SET status = 'queued', lease_token = NULL, lease_expires_at = NULL, updated_at = now(),
               last_error = 'lease expired: the worker stopped before recording a result'
-         FROM locked
-        WHERE x.destination_id = locked.id AND x.status = 'delivering' AND x.lease_expires_at <= now()
+         FROM expired
+        WHERE x.destination_id = expired.destination_id AND x.id = expired.id AND x.status = 'delivering'
      )
      SELECT id FROM locked ORDER BY ready_at`,
     params,

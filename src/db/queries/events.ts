@@ -85,12 +85,17 @@ export async function insertDeliveries(q: Queryable, tenantId: string, ds: NewDe
     else if (prev !== null && (at === null || at < prev)) earliest.set(d.destinationId, at);
   }
   const ids = [...earliest.keys()].sort();
+  // Every target row is updated (locked), even when its ready_at is already early enough: a
+  // claim holding the row may be about to write a ready_at computed without these uncommitted
+  // deliveries (NULL: "nothing waiting"). Skipping the row by a WHERE on ready_at read from our
+  // snapshot lost that wake-up and left deliveries waiting for the 30 s safety net. Updating
+  // waits for such a claim, then re-reads the row it committed.
+  const at = "greatest(coalesce(u.at, now()), coalesce(d.throttled_until, now()))";
   await q.query(
     `UPDATE destinations d
-        SET ready_at = greatest(coalesce(u.at, now()), coalesce(d.throttled_until, now()))
+        SET ready_at = CASE WHEN d.ready_at IS NULL OR d.ready_at > ${at} THEN ${at} ELSE d.ready_at END
        FROM (SELECT * FROM ${recordset("$1", "id text, at timestamptz", ids.length)} AS x ORDER BY id) u
-      WHERE d.id = u.id AND d.paused_at IS NULL AND d.deleted_at IS NULL
-        AND (d.ready_at IS NULL OR d.ready_at > greatest(coalesce(u.at, now()), coalesce(d.throttled_until, now())))`,
+      WHERE d.id = u.id AND d.paused_at IS NULL AND d.deleted_at IS NULL`,
     [jsonRows(ids.map((id) => ({ id, at: earliest.get(id) ?? null })))],
   );
 }
