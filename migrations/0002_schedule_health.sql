@@ -5,6 +5,9 @@
 ALTER TABLE deliveries ADD COLUMN quiet_hold boolean NOT NULL DEFAULT false;
 
 ALTER TABLE destinations
+  -- the last claim moved ready_at beyond the next second and will look once more in a second
+  -- (see src/dispatch/claim.ts: a publish committing during a claim is not lost)
+  ADD COLUMN idle_recheck              boolean NOT NULL DEFAULT false,
   -- health: the outcomes of the last N health-counted attempts, '1' success / '0' failure, newest last
   ADD COLUMN health_window             text NOT NULL DEFAULT '',
   ADD COLUMN health_status             text NOT NULL DEFAULT 'healthy',

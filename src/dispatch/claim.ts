@@ -78,7 +78,7 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
           ? d.now.getTime() + Math.max(d.probe_interval_seconds, d.timeout_seconds + opts.leaseMarginSeconds) * 1000
           : d.pause_cause === "transient" ? Math.max(d.next_probe_at?.getTime() ?? 0, d.now.getTime()) : null;
         const at = nextProbeMs === null ? null : new Date(nextProbeMs);
-        return { id: d.id, readyAt: at, bucketState: d.bucket_state, rateLimited: false, nextProbeAt: probed.has(d.id) ? at : null };
+        return { id: d.id, readyAt: at, bucketState: d.bucket_state, rateLimited: false, nextProbeAt: probed.has(d.id) ? at : null, idleRecheck: false };
       }
       const n = granted.get(d.id) ?? 0;
       const b = buckets.get(d.id)!;
@@ -109,13 +109,25 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
       const nextTokenMs = b.length ? nextTokenAtMs(b, spent, nowMs) : null;
       // Held by shaping: the buckets cut the grant and due work is (or may be) left behind.
       const rateLimited = tokenLimited.has(d.id) && !d.paused_at && nextWaitingMs !== null && nextWaitingMs <= nowMs;
-      const at = nextReadyAt({ ...input, nextWaitingMs, nextLeaseExpiryMs, nextTokenMs });
-      return { id: d.id, readyAt: at === null ? null : new Date(at), bucketState: storeStates(b, spent) ?? d.bucket_state, rateLimited, nextProbeAt: null };
+      let at = nextReadyAt({ ...input, nextWaitingMs, nextLeaseExpiryMs, nextTokenMs });
+      // A publish that commits while we hold this row added deliveries we cannot see, and it saw
+      // the row as ready already, so it left ready_at to us: pushing ready_at past the next
+      // second (or to "idle") could strand them. Look once more a second later instead; a
+      // re-check that finds nothing new settles.
+      let idleRecheck = false;
+      if ((at === null || at > nowMs + IDLE_RECHECK_MS) && !(d.idle_recheck && n === 0)) {
+        at = at === null ? nowMs + IDLE_RECHECK_MS : Math.min(at, nowMs + IDLE_RECHECK_MS);
+        idleRecheck = true;
+      }
+      return { id: d.id, readyAt: at === null ? null : new Date(at), bucketState: storeStates(b, spent) ?? d.bucket_state, rateLimited, nextProbeAt: null, idleRecheck };
     });
     await setReadyAt(q, updates);
     return result;
   });
 }
+
+/** How soon a claim that found its destination going quiet looks once more (see above). */
+export const IDLE_RECHECK_MS = 1000;
 
 function minOrNull(a: number | null, b: number | null): number | null {
   if (a === null) return b;

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Db } from "../db/db.js";
+import { wakeStranded } from "../db/queries/events.js";
 
 // Retention: finished deliveries, their attempts, events with nothing left to deliver, and old
 // idempotency keys are pruned; deliveries held too long for a paused destination are discarded in small batches, by one worker at a time (advisory lock).
@@ -66,8 +67,16 @@ export function startJanitor(db: Db, retentionHours: number, log: Logger, everyM
     if (!stopped) timer = setTimeout(tick, everyMs);
   };
   timer = setTimeout(tick, Math.min(everyMs, 30_000));
+  // A wake-up lost to a race the claim's idle re-check did not cover is found here.
+  const sweep = setInterval(() => {
+    void db.tx((q) => wakeStranded(q))
+      .then((n) => { if (n > 0) log.warn({ destinations: n }, "woke idle destinations that had due deliveries waiting"); })
+      .catch((err: unknown) => log.warn({ err }, "stranded-destination sweep failed; will try again"));
+  }, 15_000);
+  sweep.unref();
   return () => {
     stopped = true;
     clearTimeout(timer);
+    clearInterval(sweep);
   };
 }

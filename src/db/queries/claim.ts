@@ -27,6 +27,7 @@ export interface ClaimedDestination {
   next_probe_at: Date | null;
   probe_interval_seconds: number;
   tenant_id: string;
+  idle_recheck: boolean;
   now: Date;
   /** Live leases (expired ones were just returned to the queue). */
   inflight: number;
@@ -84,7 +85,7 @@ export async function lockReadyDestinations(q: Queryable, limit: number, shard: 
     `SELECT d.id, d.url, d.secrets, d.timeout_seconds, d.max_concurrency, d.ordered,
             d.retry_schedule_seconds, d.throttle_schedule_seconds, d.throttled_until, d.paused_at,
             d.rate_limit, d.bucket_state, d.delivery_schedule, d.ramp_limit, d.pause_cause, d.next_probe_at,
-            d.probe_interval_seconds, d.tenant_id, clock_timestamp() AS now, g.pos,
+            d.probe_interval_seconds, d.tenant_id, d.idle_recheck, clock_timestamp() AS now, g.pos,
             (SELECT count(*)::int FROM deliveries x
               WHERE x.destination_id = d.id AND x.status = 'delivering') AS inflight,
             (SELECT min(x.lease_expires_at) FROM deliveries x
@@ -199,6 +200,7 @@ export interface AfterClaimUpdate {
   rateLimited: boolean;
   /** Set when this claim sent a probe: when the next one is due. Null keeps the column. */
   nextProbeAt: Date | null;
+  idleRecheck: boolean;
 }
 
 /** Writes each destination's new ready_at (null: idle until new work arrives) and token buckets. */
@@ -206,9 +208,9 @@ export async function setReadyAt(q: Queryable, updates: AfterClaimUpdate[]): Pro
   if (updates.length === 0) return;
   await q.query(
     `UPDATE destinations d
-        SET ready_at = u."readyAt", bucket_state = u."bucketState", rate_limited = u."rateLimited",
+        SET ready_at = u."readyAt", bucket_state = u."bucketState", rate_limited = u."rateLimited", idle_recheck = u."idleRecheck",
             next_probe_at = coalesce(u."nextProbeAt", d.next_probe_at)
-       FROM ${recordset("$1", `id text, "readyAt" timestamptz, "bucketState" jsonb, "rateLimited" bool, "nextProbeAt" timestamptz`, updates.length)} AS u
+       FROM ${recordset("$1", `id text, "readyAt" timestamptz, "bucketState" jsonb, "rateLimited" bool, "nextProbeAt" timestamptz, "idleRecheck" bool`, updates.length)} AS u
       WHERE d.id = u.id`,
     [jsonRows(updates)],
   );

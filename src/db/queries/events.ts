@@ -85,17 +85,12 @@ export async function insertDeliveries(q: Queryable, tenantId: string, ds: NewDe
     else if (prev !== null && (at === null || at < prev)) earliest.set(d.destinationId, at);
   }
   const ids = [...earliest.keys()].sort();
-  // Every target row is updated (locked), even when its ready_at is already early enough: a
-  // claim holding the row may be about to write a ready_at computed without these uncommitted
-  // deliveries (NULL: "nothing waiting"). Skipping the row by a WHERE on ready_at read from our
-  // snapshot lost that wake-up and left deliveries waiting for the 30 s safety net. Updating
-  // waits for such a claim, then re-reads the row it committed.
-  const at = "greatest(coalesce(u.at, now()), coalesce(d.throttled_until, now()))";
   await q.query(
     `UPDATE destinations d
-        SET ready_at = CASE WHEN d.ready_at IS NULL OR d.ready_at > ${at} THEN ${at} ELSE d.ready_at END
+        SET ready_at = greatest(coalesce(u.at, now()), coalesce(d.throttled_until, now()))
        FROM (SELECT * FROM ${recordset("$1", "id text, at timestamptz", ids.length)} AS x ORDER BY id) u
-      WHERE d.id = u.id AND d.paused_at IS NULL AND d.deleted_at IS NULL`,
+      WHERE d.id = u.id AND d.paused_at IS NULL AND d.deleted_at IS NULL
+        AND (d.ready_at IS NULL OR d.ready_at > greatest(coalesce(u.at, now()), coalesce(d.throttled_until, now())))`,
     [jsonRows(ids.map((id) => ({ id, at: earliest.get(id) ?? null })))],
   );
 }
@@ -143,4 +138,21 @@ export interface EventRow {
 
 export async function getEvent(q: Queryable, tenantId: string, id: string): Promise<EventRow | null> {
   return (await q.query<EventRow>("SELECT * FROM events WHERE id = $1 AND tenant_id = $2", [id, tenantId]))[0] ?? null;
+}
+
+/**
+ * Safety net for a lost wake-up: idle destinations (ready_at NULL, not paused) that have due
+ * deliveries waiting are made ready. One index probe per idle destination; the janitor runs it
+ * every 15 s. (The claim's idle re-check closes the common race; this covers the rest, e.g. a
+ * publish transaction that stayed open longer than the re-check delay.)
+ */
+export async function wakeStranded(q: Queryable): Promise<number> {
+  const rows = await q.query<{ id: string }>(
+    `UPDATE destinations d SET ready_at = now()
+      WHERE d.ready_at IS NULL AND d.paused_at IS NULL AND d.deleted_at IS NULL
+        AND EXISTS (SELECT 1 FROM deliveries x
+                     WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled') AND x.next_attempt_at <= now())
+     RETURNING d.id`,
+  );
+  return rows.length;
 }
