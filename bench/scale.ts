@@ -442,7 +442,7 @@ async function explainClaim(db: pg.Client, o: {
       }
       const lease = dests.length ? await leaseDeliveries(q, grants) : { leased: [] };
       if (dests.length) {
-        await setReadyAt(q, dests.map((d) => ({ id: d.id, readyAt: d.now, bucketState: d.bucket_state, rateLimited: false, quietUntil: null, nextProbeAt: null }) as unknown as UpdateArg));
+        await setReadyAt(q, dests.map((d) => ({ id: d.id, readyAt: d.now, bucketState: d.bucket_state, rateLimited: false, nextProbeAt: null, idleRecheck: false }) as UpdateArg));
       }
       locked = dests.length;
       leased = lease.leased.length;
