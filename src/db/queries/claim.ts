@@ -61,12 +61,11 @@ export async function lockReadyDestinations(q: Queryable, limit: number, shard: 
         LIMIT $1
         FOR UPDATE SKIP LOCKED
      ), expired AS (
-       -- Per locked destination, so the lease index is searched by (destination_id, expiry):
-       -- joined as a set, Postgres walked the whole index by expiry alone.
-       SELECT e.destination_id, e.id FROM locked CROSS JOIN LATERAL (
-         SELECT y.destination_id, y.id FROM deliveries y
-          WHERE y.destination_id = locked.id AND y.status = 'delivering' AND y.lease_expires_at <= now()
-       ) e
+       -- By (destination_id = ANY(array), expiry), so the lease index is searched per locked
+       -- destination: as a join (even a LATERAL one, which the planner flattens) Postgres
+       -- walked the whole index by expiry alone (2.3 ms of this statement at 100k destinations).
+       SELECT y.destination_id, y.id FROM deliveries y
+        WHERE y.destination_id = ANY(ARRAY(SELECT id FROM locked)) AND y.status = 'delivering' AND y.lease_expires_at <= now()
      ), reclaimed AS (
        UPDATE deliveries x
           SET status = 'queued', lease_token = NULL, lease_expires_at = NULL, updated_at = now(),
