@@ -60,18 +60,14 @@ export async function lockReadyDestinations(q: Queryable, limit: number, shard: 
         ORDER BY d.ready_at
         LIMIT $1
         FOR UPDATE SKIP LOCKED
-     ), expired AS (
-       -- By (destination_id = ANY(array), expiry), so the lease index is searched per locked
-       -- destination: as a join (even a LATERAL one, which the planner flattens) Postgres
-       -- walked the whole index by expiry alone (2.3 ms of this statement at 100k destinations).
-       SELECT y.destination_id, y.id FROM deliveries y
-        WHERE y.destination_id = ANY(ARRAY(SELECT id FROM locked)) AND y.status = 'delivering' AND y.lease_expires_at <= now()
      ), reclaimed AS (
+       -- No join: by (destination_id = ANY(array), expiry) the lease index is searched per locked
+       -- destination. Joined to "locked" (even LATERAL, which the planner flattens), Postgres
+       -- walked the whole lease index by expiry (2.3 ms of this statement at 100k destinations).
        UPDATE deliveries x
           SET status = 'queued', lease_token = NULL, lease_expires_at = NULL, updated_at = now(),
               last_error = 'lease expired: the worker stopped before recording a result'
-         FROM expired
-        WHERE x.destination_id = expired.destination_id AND x.id = expired.id AND x.status = 'delivering'
+        WHERE x.destination_id = ANY(ARRAY(SELECT id FROM locked)) AND x.status = 'delivering' AND x.lease_expires_at <= now()
      )
      SELECT id FROM locked ORDER BY ready_at`,
     params,
