@@ -33,6 +33,25 @@ export interface AlertPayload {
   [extra: string]: unknown;
 }
 
+/** One alert about destination `d` (its tenant, id, name and URL), with the reason and health. */
+export function alertInput(
+  d: { id: string; tenant_id: string; name: string; url: string },
+  type: AlertType,
+  reason: string,
+  health: AlertPayload["health"],
+  extra: Record<string, unknown> = {},
+): AlertInput {
+  return {
+    tenantId: d.tenant_id,
+    destinationId: d.id,
+    type,
+    payload: {
+      destination_id: d.id, destination_name: d.name, url: d.url, transition: type.slice("destination.".length),
+      reason, health, at: new Date().toISOString(), ...extra,
+    },
+  };
+}
+
 /** Records alerts in the caller's transaction. */
 export async function recordAlerts(q: Queryable, alerts: AlertInput[]): Promise<void> {
   if (alerts.length === 0) return;

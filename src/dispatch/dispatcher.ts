@@ -7,7 +7,7 @@ import {
   lockDestinationsForResults, finishDeliveries, updateDestinationsAfterResults, releaseLeases, applyProbe,
   type LockedDestinationState, type DestinationUpdate,
 } from "../db/queries/results.js";
-import { recordAlerts, type AlertInput } from "../alerts/alerts.js";
+import { alertInput, recordAlerts, type AlertInput } from "../alerts/alerts.js";
 import { classify } from "../policy/outcome.js";
 import { healthClass, DEFAULT_HEALTH_CONFIG, type HealthConfig } from "../policy/health.js";
 import { newId } from "../ids.js";
@@ -220,7 +220,7 @@ export class Dispatcher {
           errorMessage: result.errorMessage, responseBody: result.responseBody === "" ? null : result.responseBody,
         });
         if (a.resumed && a.destination) {
-          await recordAlerts(q, [alertFor(a.destination, "destination.resumed", `a probe succeeded (${describeProbe(result.statusCode)}); delivery resumes, starting at concurrency 1`, { status: "healthy", score: 100, consecutive_failures: 0 })]);
+          await recordAlerts(q, [alertInput(a.destination, "destination.resumed", `a probe succeeded (${describeProbe(result.statusCode)}); delivery resumes, starting at concurrency 1`, { status: "healthy", score: 100, consecutive_failures: 0 })]);
         }
         return a;
       });
@@ -311,25 +311,14 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-function alertFor(d: LockedDestinationState, type: AlertInput["type"], reason: string, health: { status: string; score: number; consecutive_failures: number }, extra: Record<string, unknown> = {}): AlertInput {
-  return {
-    tenantId: d.tenant_id,
-    destinationId: d.id,
-    type,
-    payload: {
-      destination_id: d.id, destination_name: d.name, url: d.url, transition: type.slice("destination.".length),
-      reason, health, at: new Date().toISOString(), ...extra,
-    },
-  };
-}
 
 function transitionAlert(d: LockedDestinationState, u: DestinationUpdate): AlertInput {
   const health = { status: u.healthStatus, score: u.score, consecutive_failures: u.consecutiveFailures };
   const window = { recent_attempts: u.healthWindow.length, recent_failures: [...u.healthWindow].filter((c) => c === "0").length };
   if (u.transition === "paused") {
-    return alertFor(d, "destination.paused", u.pauseReason ?? "auto", health, { ...window, probed: u.pauseCause === "transient" });
+    return alertInput(d, "destination.paused", u.pauseReason ?? "auto", health, { ...window, probed: u.pauseCause === "transient" });
   }
-  return alertFor(d, "destination.degraded", `health fell to ${u.healthStatus} (score ${u.score}: ${window.recent_failures} of the last ${window.recent_attempts} attempts failed)`, health, window);
+  return alertInput(d, "destination.degraded", `health fell to ${u.healthStatus} (score ${u.score}: ${window.recent_failures} of the last ${window.recent_attempts} attempts failed)`, health, window);
 }
 
 function describeProbe(statusCode: number | null): string {

@@ -2,7 +2,7 @@ import type { FastifyInstance } from "fastify";
 import type { Static } from "@sinclair/typebox";
 import type { ApiContext } from "../server.js";
 import { destinationTimeline } from "../../db/queries/deliveries.js";
-import { recordAlerts, type AlertInput } from "../../alerts/alerts.js";
+import { alertInput, recordAlerts, type AlertInput } from "../../alerts/alerts.js";
 import { metrics } from "../../metrics.js";
 import { NotFoundError, ValidationError } from "../../errors.js";
 import { newId } from "../../ids.js";
@@ -175,13 +175,5 @@ export function badCursor(): ValidationError {
 }
 
 function manualAlert(d: DestinationRow, type: AlertInput["type"], reason: string, view: { health: AlertInput["payload"]["health"]; queued_events: number }, extra: Record<string, unknown> = {}): AlertInput {
-  return {
-    tenantId: d.tenant_id,
-    destinationId: d.id,
-    type,
-    payload: {
-      destination_id: d.id, destination_name: d.name, url: d.url, transition: type.slice("destination.".length),
-      reason, health: view.health, queued_events: view.queued_events, at: new Date().toISOString(), ...extra,
-    },
-  };
+  return alertInput(d, type, reason, view.health, { queued_events: view.queued_events, ...extra });
 }
