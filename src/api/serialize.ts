@@ -3,7 +3,7 @@ import type { DeliveryRow, AttemptRowOut } from "../db/queries/deliveries.js";
 import type { EventRow } from "../db/queries/events.js";
 import type { TenantRow } from "../db/queries/tenants.js";
 import { currentQuietWindow, nextQuietStartMs, type DeliverySchedule } from "../policy/quiet-hours.js";
-import { scoreOf, type HealthStatus } from "../policy/health.js";
+import { healthView, type HealthStatus } from "../policy/health.js";
 
 // Rows → API objects. Live state that is not stored per delivery (held because the destination
 // is paused or throttled) is derived here, at read time: holding a destination writes nothing
@@ -30,10 +30,11 @@ function quietWindowOf(row: Pick<DestinationRow, "delivery_schedule" | "now">) {
   return row.delivery_schedule ? currentQuietWindow(row.delivery_schedule as DeliverySchedule, row.now.getTime()) : null;
 }
 
-// The status is the one the workers stored (they apply SLUICE_HEALTH_* settings); the score is
-// read off the stored window.
 function healthOf(row: DestinationRow) {
-  return { status: row.health_status as HealthStatus, score: scoreOf(row.health_window), consecutive_failures: row.consecutive_failures };
+  return healthView({
+    window: row.health_window, consecutiveFailures: row.consecutive_failures,
+    consecutiveAuthFailures: row.consecutive_auth_failures, status: row.health_status as HealthStatus,
+  });
 }
 
 export function destinationView(row: DestinationRow, counts: DestinationCounts | undefined, opts: { withSecret?: boolean } = {}) {

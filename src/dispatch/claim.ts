@@ -96,8 +96,8 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
         // spent), so we did not look: assume due work, and let the policy pick the time.
         nextWaitingMs = nowMs;
       }
-      const atCap = d.inflight >= (d.ordered ? 1 : d.max_concurrency);
-      if (!hadGrant.has(d.id) && atCap && !d.paused_at && !(d.throttled_until && d.throttled_until > d.now)) result.slotDenied++;
+      // At its cap (ramp included) with nothing granted; a throttled destination has no slots either, but is not "denied".
+      if (!hadGrant.has(d.id) && slotsFree(gateInput(d, d.inflight)) === 0 && !(d.throttled_until && d.throttled_until > d.now)) result.slotDenied++;
       // Quiet hours hold what their types cover until the window ends; bypass types went above.
       const win = quiet.get(d.id);
       if (win) {
@@ -108,7 +108,7 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
       }
       const nextTokenMs = b.length ? nextTokenAtMs(b, spent, nowMs) : null;
       // Held by shaping: the buckets cut the grant and due work is (or may be) left behind.
-      const rateLimited = tokenLimited.has(d.id) && !d.paused_at && nextWaitingMs !== null && nextWaitingMs <= nowMs;
+      const rateLimited = tokenLimited.has(d.id) && nextWaitingMs !== null && nextWaitingMs <= nowMs;
       let at = nextReadyAt({ ...input, nextWaitingMs, nextLeaseExpiryMs, nextTokenMs });
       // A publish that commits while we hold this row added deliveries we cannot see, and it saw
       // the row as ready already, so it left ready_at to us: pushing ready_at past the next

@@ -118,8 +118,7 @@ export async function publishEvents(q: Queryable, tenantId: string, inputs: Even
       }
       deliveries.push(delivery);
     }
-    const ids = to;
-    out.push({ id: ev.id, deliveries: ids.length });
+    out.push({ id: ev.id, deliveries: to.length });
   }
   await insertEvents(q, tenantId, events);
   await insertDeliveries(q, tenantId, deliveries);

@@ -185,13 +185,15 @@ export function healthTransition(prev: HealthStatus, next: HealthStatus, pausedN
   return null;
 }
 
-/** The `health` field of a destination in the API. */
-export function healthView(state: HealthState, cfg: HealthConfig = DEFAULT_HEALTH_CONFIG): {
+/**
+ * The `health` field of a destination in the API: the status the last batch stored (worked out
+ * with the workers' settings), and the score of the window — as stored, or trimmed to `cfg`'s size.
+ */
+export function healthView(state: HealthState, cfg?: HealthConfig): {
   status: HealthStatus; score: number; consecutive_failures: number;
 } {
-  const window = trim(state.window, cfg.windowSize);
-  const score = scoreOf(window);
-  return { status: statusOf(score, window.length, cfg), score, consecutive_failures: state.consecutiveFailures };
+  const window = cfg ? trim(state.window, cfg.windowSize) : state.window;
+  return { status: state.status, score: scoreOf(window), consecutive_failures: state.consecutiveFailures };
 }
 
 /**

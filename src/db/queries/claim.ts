@@ -81,10 +81,7 @@ export async function lockReadyDestinations(q: Queryable, limit: number, shard: 
             d.retry_schedule_seconds, d.throttle_schedule_seconds, d.throttled_until, d.paused_at,
             d.rate_limit, d.bucket_state, d.delivery_schedule, d.ramp_limit, d.pause_cause, d.next_probe_at,
             d.probe_interval_seconds, d.tenant_id, d.idle_recheck, clock_timestamp() AS now, g.pos,
-            (SELECT count(*)::int FROM deliveries x
-              WHERE x.destination_id = d.id AND x.status = 'delivering') AS inflight,
-            (SELECT min(x.lease_expires_at) FROM deliveries x
-              WHERE x.destination_id = d.id AND x.status = 'delivering') AS next_lease_expiry,
+            l.inflight, l.next_lease_expiry,
             CASE WHEN d.ordered THEN
               (SELECT x.next_attempt_at FROM deliveries x
                 WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled')
@@ -102,6 +99,11 @@ export async function lockReadyDestinations(q: Queryable, limit: number, shard: 
                 ORDER BY x.occurred_at, x.id LIMIT 1)
             END AS head_quiet_hold
        FROM unnest($1::text[]) WITH ORDINALITY AS g(id, pos) JOIN destinations d ON d.id = g.id
+       -- Live leases: their count and the earliest expiry, in one pass over the lease index.
+       CROSS JOIN LATERAL (
+         SELECT count(*)::int AS inflight, min(x.lease_expires_at) AS next_lease_expiry
+           FROM deliveries x WHERE x.destination_id = d.id AND x.status = 'delivering'
+       ) l
       ORDER BY g.pos`,
     [locked.map((l) => l.id)],
   );
