@@ -17,15 +17,10 @@ import { DateTime } from "luxon";
 import { CpuSampler, machineBusyPct, sleep } from "./procs.js";
 import type { CountReport } from "./count-receiver.js";
 import { CountReceiver, SluiceCluster, fmt, rates, table, waitQuiet, type ApiResponse } from "./sluice-cluster.js";
+export { intFlag } from "./sluice-cluster.js";
 
 export const BATCH = 1000;
 
-export function intFlag(v: string | undefined, def: number, name: string, min = 1): number {
-  if (v === undefined) return def;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} takes a whole number ≥ ${min}, not '${v}'`);
-  return n;
-}
 
 /**
  * --order: the runs, in order; the comparison uses the LAST run of each label and every run is

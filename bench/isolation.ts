@@ -18,7 +18,7 @@ import { CpuSampler, machineBusyPct, sleep } from "./procs.js";
 import { sourceState } from "./diagnostics.js";
 import { writeJson } from "./report.js";
 import type { CountReport } from "./count-receiver.js";
-import { CountReceiver, REPO, SluiceCluster, fmt, rates, registerPostgres, runBench, table, waitQuiet } from "./sluice-cluster.js";
+import { CountReceiver, REPO, SluiceCluster, fmt, rates, registerPostgres, runBench, intFlag, table, waitQuiet } from "./sluice-cluster.js";
 
 const HELP = `npm run bench:isolation -- [options]
 
@@ -89,12 +89,6 @@ function diffStats(a: Stats, b: Stats): RunOutcome["dbWork"] {
     .filter((x) => x.rows > 0 || x.scans > 0).sort((x, y) => y.rows - x.rows);
 }
 
-function intFlag(v: string | undefined, def: number, name: string, min = 1): number {
-  if (v === undefined) return def;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} takes a whole number ≥ ${min}, not '${v}'`);
-  return n;
-}
 
 async function main(): Promise<void> {
   const { values } = parseArgs({

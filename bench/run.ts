@@ -6,11 +6,12 @@ import { cpus, tmpdir, totalmem, hostname, release } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { cleanup, intFlag, registerPostgres, runBench } from "./sluice-cluster.js";
 import { measure } from "./harness.js";
 import { setupSluice, sluiceLogFile } from "./sluice-run.js";
 import { setupGraphile } from "./baseline-graphile.js";
 import { startPostgres, postmasterPid, recreateDatabase, dropDatabase, serverSettings, adminQuery, type PgServer, type ServerSettings } from "./pg.js";
-import { killAllChildrenNow, machineBusyPct, stopAllChildren } from "./procs.js";
+import { machineBusyPct } from "./procs.js";
 import { sourceState } from "./diagnostics.js";
 import { comparisonTable, describeRun, writeJson, type RunResult, type Scenario } from "./report.js";
 
@@ -43,22 +44,14 @@ const HELP = `npm run bench -- [options]
 const REPO = resolve(fileURLToPath(new URL("..", import.meta.url)));
 const RESULTS = join(REPO, "bench", "results");
 
-function intFlag(v: string | undefined, def: number, name: string): number {
-  if (v === undefined) return def;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} takes a whole number ≥ 1, not '${v}'`);
-  return n;
-}
 
+// The server of this run; registered with sluice-cluster's cleanup, which stops it (and every
+// child) on any exit.
 let pgServer: PgServer | null = null;
 
-async function cleanup(): Promise<void> {
-  await stopAllChildren(3000);
-  if (pgServer) {
-    const s = pgServer;
-    pgServer = null;
-    await s.stop().catch((err: unknown) => process.stderr.write(`stopping postgres failed: ${String(err)}\n`));
-  }
+async function stopServer(): Promise<void> {
+  await cleanup();
+  pgServer = null;
 }
 
 async function main(): Promise<void> {
@@ -121,6 +114,7 @@ async function main(): Promise<void> {
   const serverScenarios = scenarios.filter((s) => s !== "embedded") as Scenario[];
   if (serverScenarios.length > 0) {
     pgServer = await startPostgres({ fsync });
+    registerPostgres(pgServer);
     pgInfo = await serverSettings(pgServer.url);
     out(`Postgres ${pgInfo.version} (throwaway, started by ${pgServer.source}): fsync=${pgInfo.fsync}, synchronous_commit=${pgInfo.synchronous_commit}, ` +
       `full_page_writes=${pgInfo.full_page_writes}, wal_sync_method=${pgInfo.wal_sync_method}, shared_buffers=${pgInfo.shared_buffers}, max_connections=${pgInfo.max_connections}` +
@@ -164,10 +158,10 @@ async function main(): Promise<void> {
     }));
     await dropDatabase(server.url, gwDb);
   }
-  if (pgServer && !scenarios.includes("embedded")) await cleanup();
+  if (pgServer && !scenarios.includes("embedded")) await stopServer();
 
   if (scenarios.includes("embedded") && !skipSluice) {
-    if (pgServer) await cleanup(); // nothing else on the machine during the embedded run
+    if (pgServer) await stopServer(); // nothing else on the machine during the embedded run
     const dataDir = mkdtempSync(join(tmpdir(), "sluice-bench-pglite-"));
     try {
       record(await measure({
@@ -203,32 +197,4 @@ async function main(): Promise<void> {
   out(`results: ${file} (logs of every process: ${logDir})`);
 }
 
-let exiting = false;
-for (const sig of ["SIGINT", "SIGTERM"] as const) {
-  process.on(sig, () => {
-    if (exiting) return;
-    exiting = true;
-    process.stderr.write(`\n${sig}: stopping every child process and Postgres…\n`);
-    const hard = setTimeout(() => process.exit(130), 20_000);
-    void cleanup().finally(() => {
-      clearTimeout(hard);
-      process.exit(130);
-    });
-  });
-}
-process.on("exit", () => {
-  killAllChildrenNow();
-  if (pgServer) {
-    // Synchronous last resort: an immediate shutdown of the postmaster.
-    const pid = postmasterPid(pgServer.dataDir);
-    if (pid !== null) try { process.kill(pid, "SIGQUIT"); } catch { /* gone */ }
-  }
-});
-
-main()
-  .then(cleanup)
-  .catch(async (err: unknown) => {
-    process.stderr.write(`bench failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
-    await cleanup();
-    process.exitCode = 1;
-  });
+runBench(main);

@@ -22,7 +22,7 @@ import { adminQuery, dropDatabase, postmasterPid, recreateDatabase, serverSettin
 import { CpuSampler, machineBusyPct, sleep } from "./procs.js";
 import { sourceState } from "./diagnostics.js";
 import { writeJson } from "./report.js";
-import { CountReceiver, REPO, SluiceCluster, fmt, rates, registerPostgres, runBench, table, waitQuiet } from "./sluice-cluster.js";
+import { CountReceiver, REPO, SluiceCluster, fmt, rates, registerPostgres, runBench, intFlag, table, waitQuiet } from "./sluice-cluster.js";
 
 const HELP = `npm run bench:scale -- [options]
 
@@ -85,12 +85,6 @@ interface ScaleOutcome {
   endState: Record<string, number>;
 }
 
-function intFlag(v: string | undefined, def: number, name: string, min = 1): number {
-  if (v === undefined) return def;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} takes a whole number ≥ ${min}, not '${v}'`);
-  return n;
-}
 
 async function main(): Promise<void> {
   const { values } = parseArgs({

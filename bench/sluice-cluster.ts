@@ -30,6 +30,14 @@ export async function cleanup(): Promise<void> {
   }
 }
 
+/** A `--name N` flag: a whole number ≥ `min`, or `def` when absent. */
+export function intFlag(v: string | undefined, def: number, name: string, min = 1): number {
+  if (v === undefined) return def;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} takes a whole number ≥ ${min}, not '${v}'`);
+  return n;
+}
+
 /** Runs `main`, then stops everything — also after an error, SIGINT or SIGTERM. */
 export function runBench(main: () => Promise<void>): void {
   let exiting = false;
