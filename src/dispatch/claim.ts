@@ -113,7 +113,8 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
       // A publish that commits while we hold this row added deliveries we cannot see, and it saw
       // the row as ready already, so it left ready_at to us: pushing ready_at past the next
       // second (or to "idle") could strand them. Look once more a second later instead; a
-      // re-check that finds nothing new settles.
+      // re-check that finds nothing new settles. Only the re-check itself may settle: a
+      // write-back or publish that makes the row ready clears the flag.
       let idleRecheck = false;
       if ((at === null || at > nowMs + IDLE_RECHECK_MS) && !(d.idle_recheck && n === 0)) {
         at = at === null ? nowMs + IDLE_RECHECK_MS : Math.min(at, nowMs + IDLE_RECHECK_MS);

@@ -87,7 +87,7 @@ export async function insertDeliveries(q: Queryable, tenantId: string, ds: NewDe
   const ids = [...earliest.keys()].sort();
   await q.query(
     `UPDATE destinations d
-        SET ready_at = greatest(coalesce(u.at, now()), coalesce(d.throttled_until, now()))
+        SET ready_at = greatest(coalesce(u.at, now()), coalesce(d.throttled_until, now())), idle_recheck = false
        FROM (SELECT * FROM ${recordset("$1", "id text, at timestamptz", ids.length)} AS x ORDER BY id) u
       WHERE d.id = u.id AND d.paused_at IS NULL AND d.deleted_at IS NULL
         AND (d.ready_at IS NULL OR d.ready_at > greatest(coalesce(u.at, now()), coalesce(d.throttled_until, now())))`,

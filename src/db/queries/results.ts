@@ -145,6 +145,8 @@ export async function updateDestinationsAfterResults(q: Queryable, updates: Dest
             pause_reason = coalesce(u."pauseReason", d.pause_reason),
             pause_cause = coalesce(u."pauseCause", d.pause_cause),
             next_probe_at = CASE WHEN u."pauseReason" IS NULL THEN d.next_probe_at ELSE ${probeAt} END,
+            -- ready now: whatever the last claim planned, the next one is not a re-check
+            idle_recheck = false,
             ready_at = CASE WHEN d.deleted_at IS NOT NULL THEN NULL
                             WHEN d.paused_at IS NOT NULL THEN d.ready_at
                             WHEN u."pauseReason" IS NOT NULL THEN ${probeAt}
