@@ -1,3 +1,4 @@
+import { IDLE_RECHECK_MS } from "../../src/dispatch/claim.js";
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { BACKENDS, useSluiceAndReceiver } from "../helpers/sluice.js";
@@ -20,7 +21,8 @@ for (const backend of BACKENDS) {
       const d = (await s.api("POST", "/v1/destinations", { url: `${rx.url}/idle`, event_types: ["idle.*"] })).body;
       await s.api("POST", "/v1/events", { type: "idle.a", payload: {} });
       await waitFor(() => rx.received.some((r) => r.path === "/idle"));
-      await new Promise((r) => setTimeout(r, 300)); // let the last result and re-claim settle
+      // Let the last result, its re-claim and the one idle re-check (IDLE_RECHECK_MS later) settle.
+      await new Promise((r) => setTimeout(r, IDLE_RECHECK_MS + 500));
       const before = await claimCount();
       await new Promise((r) => setTimeout(r, 1500));
       const idleClaims = (await claimCount()) - before;
