@@ -49,3 +49,21 @@ export class ConfigError extends SluiceError {
     this.name = "ConfigError";
   }
 }
+
+/**
+ * 503: the store (Postgres) cannot be reached right now. Nothing about the request is wrong; the
+ * caller retries after `retryAfterSeconds`. Sluice reconnects by itself.
+ */
+export class StoreUnavailableError extends SluiceError {
+  readonly retryAfterSeconds: number;
+
+  constructor(where: string, opts: { cause?: unknown; duringCommit?: boolean; retryAfterSeconds?: number } = {}) {
+    const what = opts.duringCommit
+      ? `The connection to Sluice's store (${where}) dropped while the change was being committed, so it may or may not have taken effect. ` +
+        "Retry after a few seconds; send an Idempotency-Key with events so a repeat is answered with the first result instead of publishing twice."
+      : `Sluice cannot reach its store (${where}) right now, so nothing was read or written. Retry after a few seconds: Sluice reconnects by itself.`;
+    super("SLUICE_STORE_UNAVAILABLE", what, { statusCode: 503, cause: opts.cause });
+    this.name = "StoreUnavailableError";
+    this.retryAfterSeconds = opts.retryAfterSeconds ?? 2;
+  }
+}

@@ -6,7 +6,7 @@ import addFormats from "ajv-formats";
 import type { Logger } from "pino";
 import type { Db } from "../db/db.js";
 import type { Config } from "../config.js";
-import { SluiceError, ValidationError, type FieldError } from "../errors.js";
+import { SluiceError, StoreUnavailableError, ValidationError, type FieldError } from "../errors.js";
 import { registry } from "../metrics.js";
 import { tenantByKey, type TenantRow } from "../db/queries/tenants.js";
 import { tenantRoutes } from "./routes/tenants.js";
@@ -67,7 +67,9 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
 
   app.setErrorHandler((err: FastifyError, _req, reply) => {
     const { status, body } = toErrorBody(err);
-    if (status >= 500) ctx.log.error({ err }, "request failed");
+    // The store's outage is logged once by whoever watches the store, not once per request.
+    if (err instanceof StoreUnavailableError) void reply.header("retry-after", String(err.retryAfterSeconds));
+    else if (status >= 500) ctx.log.error({ err }, "request failed");
     void reply.status(status).send(body);
   });
   app.setNotFoundHandler((req, reply) => {
@@ -99,7 +101,17 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     req.tenant = tenant;
   });
 
-  app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
+  // Ready = the API serves, migrations ran (before listen) and the store answers now.
+  app.get("/healthz", { schema: { hide: true } }, async (_req, reply) => {
+    try {
+      await ctx.db.query("SELECT 1");
+      return { status: "ok" };
+    } catch (err) {
+      const { status, body } = toErrorBody(err as Error);
+      if (err instanceof StoreUnavailableError) void reply.header("retry-after", String(err.retryAfterSeconds));
+      return reply.status(status).send({ status: "unavailable", ...body });
+    }
+  });
   if (ctx.config.metricsPort === undefined) {
     app.get("/metrics", { schema: { hide: true } }, async (_req, reply) => {
       void reply.header("content-type", registry.contentType);

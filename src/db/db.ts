@@ -2,6 +2,7 @@ import { EventEmitter } from "node:events";
 import { mkdirSync } from "node:fs";
 import pg from "pg";
 import { PGlite } from "@electric-sql/pglite";
+import { StoreUnavailableError } from "../errors.js";
 
 // One small interface over both stores. Everything above it writes one SQL dialect; the two
 // implementations differ only in how they connect, run transactions and pass notifications.
@@ -15,6 +16,12 @@ export interface Queryable {
 
 export interface Db extends Queryable {
   readonly kind: "embedded" | "server";
+  /** Where the store is, for messages: "Postgres at host:5432" or "embedded Postgres in ./.sluice". */
+  readonly where: string;
+  /** False from a failure to reach the store until the next statement that succeeds. */
+  readonly available: boolean;
+  /** Called with the new value each time `available` changes; the returned function unsubscribes. */
+  onAvailability(cb: (available: boolean, err?: StoreUnavailableError) => void): () => void;
   /** Runs `fn` in one transaction; commits when it resolves, rolls back when it throws. */
   tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T>;
   /** Signals listeners in every process sharing this store (call after commit). */
@@ -31,52 +38,156 @@ export function isRetryableDbError(err: unknown): boolean {
   return typeof err === "object" && err !== null && RETRYABLE.has((err as { code?: string }).code ?? "");
 }
 
+// "The store cannot be reached now", as opposed to "this statement is wrong": network failures,
+// the server shutting down or starting up (57P0x), connection exceptions (class 08), too many
+// connections (53300), and node-postgres's own messages for a connection that died or never came.
+const UNAVAILABLE_NET_CODES = new Set([
+  "ECONNREFUSED", "ECONNRESET", "ECONNABORTED", "ETIMEDOUT", "EPIPE", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN",
+]);
+const UNAVAILABLE_SQLSTATE = /^(08...|57P0[123]|53300)$/;
+const UNAVAILABLE_MESSAGE = /Connection terminated|timeout exceeded when trying to connect|is not queryable|Connection ended unexpectedly|connection timeout/i;
+
+/** True when `err` means the store is unreachable (a retry later may succeed), not that the statement is wrong. */
+export function isStoreUnavailable(err: unknown): boolean {
+  if (err instanceof StoreUnavailableError) return true;
+  if (typeof err !== "object" || err === null) return false;
+  const { code, message, errors } = err as { code?: unknown; message?: unknown; errors?: unknown };
+  if (typeof code === "string" && (UNAVAILABLE_NET_CODES.has(code) || UNAVAILABLE_SQLSTATE.test(code))) return true;
+  if (typeof message === "string" && UNAVAILABLE_MESSAGE.test(message)) return true;
+  // A connect to a name with several addresses fails with an AggregateError of each attempt.
+  return Array.isArray(errors) && errors.length > 0 && errors.every(isStoreUnavailable);
+}
+
+/** "Postgres at host:port/db" — never the user or password. */
+export function describeServer(url: string): string {
+  try {
+    const u = new URL(url);
+    return `Postgres at ${u.hostname}:${u.port || "5432"}${u.pathname.length > 1 ? u.pathname : ""}`;
+  } catch {
+    return "the Postgres server named by DATABASE_URL";
+  }
+}
+
+/** Tracks whether the store answers, and tells subscribers when that changes. */
+class Availability {
+  available = true;
+  private readonly subscribers = new Set<(available: boolean, err?: StoreUnavailableError) => void>();
+
+  subscribe(cb: (available: boolean, err?: StoreUnavailableError) => void): () => void {
+    this.subscribers.add(cb);
+    return () => this.subscribers.delete(cb);
+  }
+
+  up(): void {
+    if (this.available) return;
+    this.available = true;
+    for (const cb of this.subscribers) cb(true);
+  }
+
+  down(err: StoreUnavailableError): void {
+    if (!this.available) return;
+    this.available = false;
+    for (const cb of this.subscribers) cb(false, err);
+  }
+}
+
 // Postgres int8 and numeric arrive as strings from node-postgres; Sluice casts counts to int in
 // SQL instead, so both drivers return the same JS types.
 
 class ServerDb implements Db {
   readonly kind = "server" as const;
+  readonly where: string;
   private listener: pg.Client | null = null;
   private readonly emitter = new EventEmitter();
   private readonly listening = new Set<string>();
+  private readonly availability = new Availability();
   private closed = false;
 
   constructor(private readonly pool: pg.Pool, private readonly url: string) {
     this.emitter.setMaxListeners(0);
+    this.where = describeServer(url);
+    // An idle client whose connection dies: the pool drops it; the next checkout makes a new one.
+    pool.on("error", (err) => this.failed(err));
   }
 
-  async query<R>(sql: string, params: unknown[] = []): Promise<R[]> {
-    const res = await this.pool.query(sql, params as unknown[]);
-    return res.rows as R[];
+  get available(): boolean {
+    return this.availability.available;
+  }
+
+  onAvailability(cb: (available: boolean, err?: StoreUnavailableError) => void): () => void {
+    return this.availability.subscribe(cb);
+  }
+
+  /** Turns a failure to reach the store into StoreUnavailableError (and notes the outage); other errors pass. */
+  private failed(err: unknown, duringCommit = false): unknown {
+    if (!isStoreUnavailable(err)) return err;
+    const e = err instanceof StoreUnavailableError ? err : new StoreUnavailableError(this.where, { cause: err, duringCommit });
+    this.availability.down(e);
+    return e;
+  }
+
+  private async guard<T>(run: () => Promise<T>): Promise<T> {
+    try {
+      const out = await run();
+      this.availability.up();
+      return out;
+    } catch (err) {
+      throw this.failed(err);
+    }
+  }
+
+  query<R>(sql: string, params: unknown[] = []): Promise<R[]> {
+    return this.guard(async () => (await this.pool.query(sql, params)).rows as R[]);
   }
 
   async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw this.failed(err);
+    }
+    // The pool stops listening for a client's errors while it is checked out: without a listener
+    // of our own, a connection dying between two statements is an unhandled 'error' event.
+    let broken: Error | null = null;
+    const onError = (err: Error) => {
+      broken = err;
+    };
+    client.on("error", onError);
+    let committing = false;
     try {
       await client.query("BEGIN");
       const q: Queryable = {
-        query: async <R>(sql: string, params: unknown[] = []) => (await client.query(sql, params as unknown[])).rows as R[],
+        query: async <R>(sql: string, params: unknown[] = []) => (await client.query(sql, params)).rows as R[],
         exec: async (sql: string) => {
           await client.query(sql);
         },
       };
       const out = await fn(q);
+      committing = true;
       await client.query("COMMIT");
+      this.availability.up();
       return out;
     } catch (err) {
-      await client.query("ROLLBACK").catch(() => undefined);
-      throw err;
+      if (!broken && !isStoreUnavailable(err)) await client.query("ROLLBACK").catch(() => undefined);
+      throw this.failed(err, committing);
     } finally {
-      client.release();
+      client.removeListener("error", onError);
+      // A client whose connection broke is destroyed, not returned to the pool.
+      client.release(broken ?? undefined);
     }
   }
 
-  async exec(sql: string): Promise<void> {
-    await this.pool.query(sql);
+  exec(sql: string): Promise<void> {
+    return this.guard(async () => {
+      await this.pool.query(sql);
+    });
   }
 
-  async notify(channel: string, payload = ""): Promise<void> {
-    await this.pool.query("SELECT pg_notify($1, $2)", [channel, payload]);
+  notify(channel: string, payload = ""): Promise<void> {
+    return this.guard(async () => {
+      await this.pool.query("SELECT pg_notify($1, $2)", [channel, payload]);
+    });
   }
 
   async listen(channel: string, cb: (payload: string) => void): Promise<() => Promise<void>> {
@@ -93,26 +204,38 @@ class ServerDb implements Db {
 
   /**
    * LISTEN is per session, and pooled clients come and go, so notifications get a connection of
-   * their own. When it drops, it is re-made with back-off; until then the dispatcher's capped
-   * idle sleep keeps work moving, only later.
+   * their own. When it drops it is re-made every LISTEN_RETRY_MAX_MS at most, and once it is
+   * back every subscriber is woken: notifications sent while it was away are lost, so they look.
    */
   private async connectListener(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url });
+    const client = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true });
     client.on("notification", (n) => this.emitter.emit(n.channel, n.payload ?? ""));
-    const lost = () => {
+    const lost = (err?: unknown) => {
       if (this.listener !== client || this.closed) return;
       this.listener = null;
+      if (err !== undefined) this.failed(err);
       const retry = (delayMs: number) =>
         setTimeout(() => {
           if (this.closed || this.listener) return;
-          this.connectListener().catch(() => retry(Math.min(delayMs * 2, 30_000)));
+          this.connectListener().then(
+            () => {
+              this.availability.up();
+              for (const ch of this.listening) this.emitter.emit(ch, "");
+            },
+            () => retry(Math.min(delayMs * 2, LISTEN_RETRY_MAX_MS)),
+          );
         }, delayMs).unref();
-      retry(500);
+      retry(100);
     };
     client.on("error", lost);
-    client.on("end", lost);
-    await client.connect();
-    for (const ch of this.listening) await client.query(`LISTEN "${ch.replace(/"/g, "")}"`);
+    client.on("end", () => lost(new Error("Connection terminated unexpectedly")));
+    try {
+      await client.connect();
+      for (const ch of this.listening) await client.query(`LISTEN "${ch.replace(/"/g, "")}"`);
+    } catch (err) {
+      await client.end().catch(() => undefined);
+      throw this.failed(err);
+    }
     this.listener = client;
   }
 
@@ -123,13 +246,24 @@ class ServerDb implements Db {
   }
 }
 
+/** A connection attempt that takes longer than this fails (and the store counts as unreachable). */
+const CONNECT_TIMEOUT_MS = 5_000;
+/** Longest wait between attempts to re-make the LISTEN connection: delivery resumes within about this of the store's return. */
+const LISTEN_RETRY_MAX_MS = 1_000;
+
 class EmbeddedDb implements Db {
   readonly kind = "embedded" as const;
+  // In-process: it cannot become unreachable.
+  readonly available = true;
   // PGlite is one in-process session, so notifications are an in-process signal.
   private readonly emitter = new EventEmitter();
 
-  constructor(private readonly pglite: PGlite) {
+  constructor(private readonly pglite: PGlite, readonly where: string) {
     this.emitter.setMaxListeners(0);
+  }
+
+  onAvailability(): () => void {
+    return () => undefined;
   }
 
   async query<R>(sql: string, params: unknown[] = []): Promise<R[]> {
@@ -179,15 +313,20 @@ export interface OpenOptions {
 
 export async function openDb(opts: OpenOptions): Promise<Db> {
   if (opts.databaseUrl) {
-    const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: opts.poolSize ?? 10 });
-    pool.on("error", () => undefined); // an idle client's error must not crash the process
-    await pool.query("SELECT 1"); // fail fast with a clear connection error
-    return new ServerDb(pool, opts.databaseUrl);
+    const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: opts.poolSize ?? 10, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true });
+    const db = new ServerDb(pool, opts.databaseUrl);
+    try {
+      await db.query("SELECT 1"); // fail fast with a clear connection error
+    } catch (err) {
+      await pool.end().catch(() => undefined);
+      throw err;
+    }
+    return db;
   }
   const dir = opts.dataDir ?? "./.sluice";
   if (!dir.startsWith("memory://")) mkdirSync(dir, { recursive: true });
   const pglite = await PGlite.create(dir.startsWith("memory://") ? undefined : dir);
-  return new EmbeddedDb(pglite);
+  return new EmbeddedDb(pglite, dir.startsWith("memory://") ? "embedded Postgres in memory" : `embedded Postgres in ${dir}`);
 }
 
 /** Runs `fn` in a transaction, retrying on serialization failures and deadlocks. */
