@@ -1,6 +1,7 @@
 import { classify, type Outcome } from "../policy/outcome.js";
 import { retryDelaySeconds } from "../policy/retry-schedule.js";
-import { throttleHoldSeconds } from "../policy/throttle.js";
+import { retryAfterWaitSeconds } from "../policy/retry-after.js";
+import { throttleHoldSeconds, throttleReason } from "../policy/throttle.js";
 import { applyOutcomes, healthClass, DEFAULT_HEALTH_CONFIG, type HealthConfig, type HealthStatus } from "../policy/health.js";
 import type { DeliveryUpdate, AttemptRow, DestinationUpdate, LockedDestinationState } from "../db/queries/results.js";
 import type { SendResult } from "../delivery/sender.js";
@@ -49,7 +50,8 @@ export function decideDelivery(f: FinishedSend, nowMs: number, random: () => num
       if (delay === null) {
         delivery = { ...base, status: "dead", delaySeconds: null, failed: true, error: describe(f.result, outcome) };
       } else {
-        const wait = outcome.retryAfterSeconds !== null ? outcome.retryAfterSeconds : delay;
+        // A 503's Retry-After of "now" still waits the floor: no tight loop against a struggling endpoint.
+        const wait = outcome.retryAfterSeconds !== null ? retryAfterWaitSeconds(outcome.retryAfterSeconds) : delay;
         delivery = { ...base, status: "retry_scheduled", delaySeconds: wait, failed: true, error: describe(f.result, outcome) };
       }
       break;
@@ -72,7 +74,10 @@ export function decideDelivery(f: FinishedSend, nowMs: number, random: () => num
 }
 
 function describe(r: SendResult, o: Outcome): string {
-  if (r.statusCode !== null) return `HTTP ${r.statusCode}${o.retryAfterSeconds !== null ? ` (Retry-After ${o.retryAfterSeconds} s)` : ""}`;
+  if (r.statusCode !== null) {
+    const ra = o.retryAfterSeconds;
+    return `HTTP ${r.statusCode}${ra === null ? "" : ra === 0 ? ` (Retry-After: now; waiting ${retryAfterWaitSeconds(0)} s)` : ` (Retry-After ${ra} s)`}`;
+  }
   return `${o.errorClass ?? "error"}: ${r.errorMessage ?? "no answer"}`;
 }
 
@@ -80,6 +85,8 @@ function describe(r: SendResult, o: Outcome): string {
  * Folds a destination's outcomes (in completion order) into its new counters, throttle hold,
  * health and pause decision. 429s from requests that started before the current hold began
  * belong to the same episode and do not escalate the schedule again; they never touch health.
+ * A 429 whose Retry-After says "now" (0 or a date not in the future) holds only the floor and
+ * does not count toward the escalation either: the receiver named the time, we did not guess it.
  */
 export function decideDestination(
   state: LockedDestinationState,
@@ -94,7 +101,7 @@ export function decideDestination(
   );
   let throttles = state.consecutive_throttles;
   let throttleSeconds: number | null = null;
-  let throttleReason: string | null = null;
+  let reason: string | null = null;
   let holdStartMs = state.throttled_until ? -Infinity : null; // a hold exists: its start is unknown but past
   const nowMs = state.now.getTime();
   for (const { outcome, startedAt, throttleSchedule } of outcomes) {
@@ -106,19 +113,29 @@ export function decideDestination(
         const sameEpisode =
           (state.throttled_until !== null && state.throttled_until.getTime() > startedAt.getTime()) ||
           (holdStartMs !== null && holdStartMs > startedAt.getTime());
-        if (!sameEpisode) throttles++;
+        const retryNow = outcome.retryAfterSeconds === 0;
+        if (!sameEpisode && !retryNow) throttles++;
         const hold = throttleHoldSeconds(throttleSchedule, Math.max(throttles, 1), outcome.retryAfterSeconds);
+        // The reason names the hold that wins (the longest), the latest on a tie.
+        if (throttleSeconds === null || hold >= throttleSeconds) {
+          reason = throttleReason({
+            holdSeconds: hold, consecutive: Math.max(throttles, 1), retryAfterSeconds: outcome.retryAfterSeconds,
+            retryAfterHeader: outcome.retryAfterHeader ?? null,
+          });
+        }
         throttleSeconds = Math.max(throttleSeconds ?? 0, hold);
-        throttleReason = outcome.retryAfterSeconds !== null
-          ? `429 Too Many Requests with Retry-After: ${outcome.retryAfterSeconds} s`
-          : `429 Too Many Requests (${ordinal(throttles)} in a row, no Retry-After): holding ${hold} s`;
-        holdStartMs = nowMs;
+        // Only a counted 429 opens an episode: a "retry now" must not hide the next real one.
+        if (!retryNow) holdStartMs = nowMs;
         break;
       }
       default:
         break;
     }
   }
+  // The write keeps a hold already in force that ends later than the new one (it never shortens a
+  // hold); the reason then stays that hold's too, not e.g. "holding 1 s" beside a 300 s hold.
+  const kept = throttleSeconds !== null && state.throttled_until !== null && state.throttled_until.getTime() > nowMs + throttleSeconds * 1000;
+  const throttleReasonOut = kept ? null : reason;
   // A probe's ramp: each success lets one more request run at once, up to the configured cap.
   let rampLimit = state.ramp_limit;
   if (rampLimit !== null) {
@@ -133,7 +150,7 @@ export function decideDestination(
     healthStatus: health.state.status,
     consecutiveThrottles: throttles,
     throttleSeconds,
-    throttleReason,
+    throttleReason: throttleReasonOut,
     pauseReason: health.pause?.reason ?? null,
     pauseCause: health.pause?.cause ?? null,
     pauseCode: health.pause?.code ?? null,
@@ -141,10 +158,4 @@ export function decideDestination(
     score: health.score,
     rampLimit,
   };
-}
-
-function ordinal(n: number): string {
-  const s = ["th", "st", "nd", "rd"];
-  const v = n % 100;
-  return n + (s[(v - 20) % 10] ?? s[v] ?? s[0]!);
 }

@@ -10,8 +10,10 @@ export interface Outcome {
   kind: "success" | "throttled" | "gone" | "failure";
   statusCode: number | null;
   errorClass: ErrorClass | null;
-  /** From Retry-After (429 and 503 only), in seconds from now. */
+  /** From Retry-After (429 and 503 only), in seconds from now; 0 = "retry now" (0 or a date not in the future). */
   retryAfterSeconds: number | null;
+  /** The Retry-After header as received (trimmed) when retryAfterSeconds came from it, for reasons that quote it. */
+  retryAfterHeader?: string | null;
 }
 
 export interface RawResult {
@@ -20,22 +22,26 @@ export interface RawResult {
   retryAfter: string | null;
 }
 
+/** `nowMs` is the clock an HTTP-date Retry-After is read against. */
 export function classify(result: RawResult, nowMs: number): Outcome {
   const status = result.statusCode;
+  const none = { retryAfterSeconds: null, retryAfterHeader: null };
   if (status === null) {
-    return { kind: "failure", statusCode: null, errorClass: result.errorClass ?? "connection", retryAfterSeconds: null };
+    return { kind: "failure", statusCode: null, errorClass: result.errorClass ?? "connection", ...none };
   }
-  if (status >= 200 && status < 300) return { kind: "success", statusCode: status, errorClass: null, retryAfterSeconds: null };
-  if (status === 429) {
-    return { kind: "throttled", statusCode: status, errorClass: "http_429", retryAfterSeconds: parseRetryAfter(result.retryAfter, nowMs) };
-  }
-  if (status === 410) return { kind: "gone", statusCode: status, errorClass: "http_410", retryAfterSeconds: null };
+  if (status >= 200 && status < 300) return { kind: "success", statusCode: status, errorClass: null, ...none };
+  if (status === 429) return { kind: "throttled", statusCode: status, errorClass: "http_429", ...retryAfter(result.retryAfter, nowMs) };
+  if (status === 410) return { kind: "gone", statusCode: status, errorClass: "http_410", ...none };
   if (status >= 500) {
     // A 503's Retry-After moves that one delivery's next attempt; it never throttles the destination.
-    const retryAfterSeconds = status === 503 ? parseRetryAfter(result.retryAfter, nowMs) : null;
-    return { kind: "failure", statusCode: status, errorClass: "http_5xx", retryAfterSeconds };
+    return { kind: "failure", statusCode: status, errorClass: "http_5xx", ...(status === 503 ? retryAfter(result.retryAfter, nowMs) : none) };
   }
-  if (status >= 400) return { kind: "failure", statusCode: status, errorClass: "http_4xx", retryAfterSeconds: null };
-  if (status >= 300) return { kind: "failure", statusCode: status, errorClass: "http_3xx", retryAfterSeconds: null };
-  return { kind: "failure", statusCode: status, errorClass: "invalid_response", retryAfterSeconds: null };
+  if (status >= 400) return { kind: "failure", statusCode: status, errorClass: "http_4xx", ...none };
+  if (status >= 300) return { kind: "failure", statusCode: status, errorClass: "http_3xx", ...none };
+  return { kind: "failure", statusCode: status, errorClass: "invalid_response", ...none };
+}
+
+function retryAfter(header: string | null, nowMs: number): { retryAfterSeconds: number | null; retryAfterHeader: string | null } {
+  const seconds = parseRetryAfter(header, nowMs);
+  return { retryAfterSeconds: seconds, retryAfterHeader: seconds === null ? null : (header ?? "").trim() };
 }

@@ -32,6 +32,11 @@ describe("decideDelivery", () => {
     assert.equal(d.delivery.status, "retry_scheduled");
     assert.equal(d.delivery.delaySeconds, 42);
   });
+  test("a 503's Retry-After of 0 still waits the floor, not the schedule and not zero", () => {
+    const d = decideDelivery(send(res(503, { retryAfter: "0" })), NOW, () => 0.5);
+    assert.equal(d.delivery.delaySeconds, 1);
+    assert.match(d.delivery.error!, /Retry-After: now/);
+  });
   test("429 spends no retry and is not a failure", () => {
     const d = decideDelivery(send(res(429, { retryAfter: "5" }), 2), NOW);
     assert.equal(d.delivery.status, "queued");
@@ -75,6 +80,25 @@ describe("decideDestination", () => {
     const u = decideDestination(state(), [o("throttled", 7)]);
     assert.equal(u.throttleSeconds, 7);
     assert.match(u.throttleReason!, /Retry-After: 7/);
+  });
+  test("Retry-After: 0 (or a past date) holds about a second and never escalates", () => {
+    const fresh = decideDestination(state(), [o("throttled", 0)]);
+    assert.deepEqual([fresh.throttleSeconds, fresh.consecutiveThrottles], [1, 0]);
+    assert.match(fresh.throttleReason!, /retry now/);
+    // Again and again: still the floor, and a later 429 without the header starts at step one.
+    let s = state();
+    for (let i = 0; i < 5; i++) {
+      const u = decideDestination(s, [o("throttled", 0)]);
+      assert.equal(u.throttleSeconds, 1);
+      s = state({ consecutive_throttles: u.consecutiveThrottles });
+    }
+    assert.equal(decideDestination(s, [o("throttled")]).throttleSeconds, 60);
+  });
+  test("a retry-now 429 neither shortens a longer hold nor takes over its reason", () => {
+    const u = decideDestination(state({ consecutive_throttles: 2, throttled_until: new Date(NOW + 200_000) }), [o("throttled", 0)]);
+    assert.equal(u.throttleSeconds, 1); // the write keeps the later hold (GREATEST)
+    assert.equal(u.throttleReason, null);
+    assert.equal(u.consecutiveThrottles, 2);
   });
   test("success resets both counters; failures count up; 410 pauses", () => {
     assert.deepEqual(

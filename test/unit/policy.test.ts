@@ -2,9 +2,9 @@ import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { retryDelaySeconds, DEFAULT_RETRY_SCHEDULE_SECONDS, RETRY_JITTER } from "../../src/policy/retry-schedule.js";
-import { parseRetryAfter } from "../../src/policy/retry-after.js";
+import { parseRetryAfter, retryAfterWaitSeconds, RETRY_NOW_FLOOR_SECONDS } from "../../src/policy/retry-after.js";
 import { matchesEventType } from "../../src/policy/event-match.js";
-import { throttleHoldSeconds, DEFAULT_THROTTLE_SCHEDULE_SECONDS } from "../../src/policy/throttle.js";
+import { throttleHoldSeconds, throttleReason, DEFAULT_THROTTLE_SCHEDULE_SECONDS } from "../../src/policy/throttle.js";
 import { classify } from "../../src/policy/outcome.js";
 import { slotsFree, nextReadyAt } from "../../src/policy/gates.js";
 
@@ -45,10 +45,19 @@ describe("Retry-After", () => {
     assert.equal(parseRetryAfter("Sun, 01 Mar 2026 12:00:30 GMT", now), 30);
     assert.equal(parseRetryAfter(new Date(now + 1500).toUTCString(), now), 1); // toUTCString drops ms
   });
-  test("a past date, garbage or absence gives null (the schedule applies)", () => {
-    for (const v of [null, undefined, "", "soon", "-5", "1.5", "Sun, 01 Mar 2026 11:00:00 GMT", "99999999999999999999"]) {
+  test("garbage or absence gives null (the schedule applies)", () => {
+    for (const v of [null, undefined, "", "soon", "-5", "1.5", "99999999999999999999"]) {
       assert.equal(parseRetryAfter(v, now), null, String(v));
     }
+  });
+  test("a date not in the future means now (0), never null", () => {
+    assert.equal(parseRetryAfter("Sun, 01 Mar 2026 11:00:00 GMT", now), 0);
+    assert.equal(parseRetryAfter(new Date(now).toUTCString(), now), 0);
+    fc.assert(fc.property(fc.integer({ min: 0, max: 10 * 365 * 86400 }), (ago) => parseRetryAfter(new Date(now - ago * 1000).toUTCString(), now) === 0));
+  });
+  test("the wait is never below the floor, and exactly the header above it", () => {
+    assert.equal(retryAfterWaitSeconds(0), RETRY_NOW_FLOOR_SECONDS);
+    fc.assert(fc.property(fc.integer({ min: 0, max: 10_000_000 }), (n) => retryAfterWaitSeconds(n) === Math.max(n, RETRY_NOW_FLOOR_SECONDS)));
   });
   test("any non-negative integer round-trips", () => {
     fc.assert(fc.property(fc.integer({ min: 0, max: 10_000_000 }), (n) => parseRetryAfter(String(n), now) === n));
@@ -81,6 +90,20 @@ describe("throttle hold", () => {
     const expected = [60, 300, 900, 3600, 21600, 21600, 21600];
     expected.forEach((s, i) => assert.equal(throttleHoldSeconds(DEFAULT_THROTTLE_SCHEDULE_SECONDS, i + 1, null), s));
   });
+  test("Retry-After: 0 holds the floor whatever the count, never the schedule", () => {
+    fc.assert(fc.property(fc.integer({ min: 1, max: 50 }), (n) => throttleHoldSeconds(DEFAULT_THROTTLE_SCHEDULE_SECONDS, n, 0) === RETRY_NOW_FLOOR_SECONDS));
+  });
+  test("the reason says what came: a 0, a past date, a delay or nothing", () => {
+    assert.match(throttleReason({ holdSeconds: 1, consecutive: 1, retryAfterSeconds: 0, retryAfterHeader: "0" }), /Retry-After: 0 \(retry now\): holding 1 s/);
+    assert.match(
+      throttleReason({ holdSeconds: 1, consecutive: 1, retryAfterSeconds: 0, retryAfterHeader: "Sun, 01 Mar 2026 11:00:00 GMT" }),
+      /date Sun, 01 Mar 2026 11:00:00 GMT, which is not in the future \(retry now\): holding 1 s/,
+    );
+    assert.match(throttleReason({ holdSeconds: 7, consecutive: 1, retryAfterSeconds: 7, retryAfterHeader: "7" }), /Retry-After: 7 s$/);
+    assert.match(throttleReason({ holdSeconds: 300, consecutive: 2, retryAfterSeconds: null }), /2nd in a row, no Retry-After\): holding 300 s/);
+    const long = "Sun, 01 Mar 2026 11:00:00 GMT".padEnd(200, "x");
+    assert.ok(throttleReason({ holdSeconds: 1, consecutive: 1, retryAfterSeconds: 0, retryAfterHeader: long }).length < 200);
+  });
 });
 
 describe("outcome classification", () => {
@@ -89,11 +112,12 @@ describe("outcome classification", () => {
   test("2xx success, 429 throttled, 410 gone", () => {
     assert.equal(r(200).kind, "success");
     assert.equal(r(204).kind, "success");
-    assert.deepEqual(r(429, "5"), { kind: "throttled", statusCode: 429, errorClass: "http_429", retryAfterSeconds: 5 });
+    assert.deepEqual(r(429, "5"), { kind: "throttled", statusCode: 429, errorClass: "http_429", retryAfterSeconds: 5, retryAfterHeader: "5" });
+    assert.equal(r(429, "Sun, 01 Mar 2026 11:00:00 GMT").retryAfterSeconds, 0);
     assert.equal(r(410).kind, "gone");
   });
   test("503 is a failure, its Retry-After kept for that delivery only; other 5xx ignore it", () => {
-    assert.deepEqual(r(503, "9"), { kind: "failure", statusCode: 503, errorClass: "http_5xx", retryAfterSeconds: 9 });
+    assert.deepEqual(r(503, "9"), { kind: "failure", statusCode: 503, errorClass: "http_5xx", retryAfterSeconds: 9, retryAfterHeader: "9" });
     assert.equal(r(500, "9").retryAfterSeconds, null);
   });
   test("3xx, 4xx and transport errors are failures with a class", () => {
