@@ -5,6 +5,11 @@ export interface ThrowawayPostgres {
   dataDir: string;
   version: string;
   stop(): Promise<void>;
+  /** Stops the server as `pg_ctl stop -m immediate` does; the data stays for restart(). */
+  crash(): Promise<void>;
+  /** Starts the server again on the same port and data; resolves once it accepts connections. */
+  restart(): Promise<void>;
 }
-export function startThrowawayPostgres(opts?: { fsync?: boolean; log?: (line: string) => void }): Promise<ThrowawayPostgres>;
+/** fsync: durable against a machine crash (slow). crashSafe: acknowledged commits survive crash() (synchronous_commit on). */
+export function startThrowawayPostgres(opts?: { fsync?: boolean; crashSafe?: boolean; log?: (line: string) => void }): Promise<ThrowawayPostgres>;
 export function waitForChild(child: import("node:child_process").ChildProcess, errorPrefix: string, errorCode: number): Promise<number>;

@@ -110,7 +110,7 @@ export async function waitForChild(child, errorPrefix, errorCode) {
   });
 }
 
-export async function startThrowawayPostgres({ fsync = false, log = console.error } = {}) {
+export async function startThrowawayPostgres({ fsync = false, crashSafe = false, log = console.error } = {}) {
   const binDir = findPostgresBinDir();
   if (binDir === undefined) {
     throw new Error(
@@ -151,26 +151,42 @@ export async function startThrowawayPostgres({ fsync = false, log = console.erro
   }
 
   // Another process can grab the port between freePort() and postgres binding it; retry then.
+  let current;
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
     try {
-      return await launch({ binDir, isRoot, baseDir, dataDir, port, fsync, log, cleanupDir });
+      current = await launch({ binDir, isRoot, baseDir, dataDir, port, fsync, crashSafe, log, cleanupDir });
+      break;
     } catch (err) {
       if (attempt < 3 && err instanceof PortInUseError) continue;
       cleanupDir();
       throw err;
     }
   }
+  const { url, port, version } = current;
+  return {
+    url, port, dataDir, version,
+    stop: () => current.stop(),
+    /** Stops the server the way `pg_ctl stop -m immediate` does (SIGQUIT: no checkpoint, clients cut off); the data stays. */
+    crash: () => current.crash(),
+    /** Starts the server again on the same port and data (crash recovery runs first); resolves once it accepts connections. */
+    async restart() {
+      current = await launch({ binDir, isRoot, baseDir, dataDir, port, fsync, crashSafe, log, cleanupDir });
+    },
+  };
 }
 
 class PortInUseError extends Error {}
 
-async function launch({ binDir, isRoot, baseDir, dataDir, port, fsync, log, cleanupDir }) {
+async function launch({ binDir, isRoot, baseDir, dataDir, port, fsync, crashSafe, log, cleanupDir }) {
   const settings = [
     "listen_addresses=127.0.0.1",
     "max_connections=300",
     "shared_buffers=256MB",
-    ...(fsync ? [] : ["fsync=off", "synchronous_commit=off", "full_page_writes=off"]),
+    // Without fsync the data survives a crash of the server process (the kernel holds it), not of
+    // the machine. synchronous_commit=off would also lose commits acknowledged in the last ~200 ms
+    // before a server crash: crashSafe keeps it on, for tests that crash the server.
+    ...(fsync ? [] : ["fsync=off", "full_page_writes=off", ...(crashSafe ? [] : ["synchronous_commit=off"])]),
   ];
   const [file, args] = asServerUser(isRoot, path.join(binDir, "postgres"), [
     "-D", dataDir, "-p", String(port), "-k", baseDir,
@@ -272,7 +288,19 @@ async function launch({ binDir, isRoot, baseDir, dataDir, port, fsync, log, clea
     cleanupDir();
   }
 
-  return { url, port, dataDir, version, stop };
+  async function crash() {
+    if (stopped || exitInfo !== undefined) return;
+    tryKill(postmasterPid ?? child.pid, "SIGQUIT");
+    const timedOut = await Promise.race([exited.then(() => false), sleep(STOP_TIMEOUT_MS).then(() => true)]);
+    if (timedOut) {
+      tryKill(postmasterPid, "SIGKILL");
+      tryKill(child.pid, "SIGKILL");
+      await Promise.race([exited, sleep(2000)]);
+    }
+    live.delete(server);
+  }
+
+  return { url, port, dataDir, version, stop, crash };
 }
 
 async function runAsScript(argv) {

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { Db } from "../db/db.js";
-import { withRetry } from "../db/db.js";
+import { withRetry, isStoreUnavailable } from "../db/db.js";
 import { nextReadyDelayMs } from "../db/queries/claim.js";
 import type { ClaimedDestination, LeasedDelivery } from "../db/queries/claim.js";
 import {
@@ -17,6 +17,11 @@ import { claim } from "./claim.js";
 import { decideDelivery, decideDestination, type FinishedSend } from "./decide.js";
 
 export const WORK_CHANNEL = "sluice_work";
+
+/** Longest back-off between claims that failed (e.g. while the store is away). */
+const CLAIM_RETRY_MAX_MS = 1_000;
+/** Pause before writing results again after a failed write. */
+const RESULT_RETRY_MS = 250;
 
 export interface DispatcherOptions {
   workerConcurrency: number;
@@ -60,6 +65,7 @@ export class Dispatcher {
   /** Counts wake-ups, so one that lands while a loop is busy (not asleep) is not lost. */
   private wakeSeq = 0;
   private unlisten: (() => Promise<void>) | null = null;
+  private offAvailability: (() => void) | null = null;
 
   constructor(
     private readonly db: Db,
@@ -71,6 +77,10 @@ export class Dispatcher {
   async start(): Promise<void> {
     this.running = true;
     this.unlisten = await this.db.listen(WORK_CHANNEL, () => this.wake());
+    // The store is back: claims and write-backs waiting out their back-off look at once.
+    this.offAvailability = this.db.onAvailability((up) => {
+      if (up) this.wake();
+    });
     const loops = Math.max(1, this.opts.claimLoops ?? 1);
     this.loopDone = Promise.all(Array.from({ length: loops }, () => this.loop())).then(() => undefined);
   }
@@ -81,13 +91,26 @@ export class Dispatcher {
     this.wake();
     await this.loopDone;
     if (this.unlisten) await this.unlisten();
+    this.offAvailability?.();
     const deadline = Date.now() + graceMs;
     while ((this.sending.size > 0 || this.probing.size > 0) && Date.now() < deadline) await sleep(20);
-    await this.flush();
+    // Results wait for the store at most until the deadline (plus a moment to write once).
+    await this.flush(Math.max(deadline, Date.now() + 2000));
+    if (this.pending.length > 0) {
+      // The store stayed away: these leases expire by themselves and the deliveries are sent again
+      // (the duplicates invariant 6 allows for a worker that stops between sending and recording).
+      this.log.warn({ results: this.pending.length, store: this.db.where }, "stopping with results the store could not take; their deliveries will be sent again when their leases expire");
+      for (const f of this.pending) this.sending.delete(f.deliveryId);
+      this.pending = [];
+    }
     if (this.sending.size > 0) {
       const leases = [...this.sending.values()].map((s) => ({ destinationId: s.destinationId, id: s.deliveryId, leaseToken: s.leaseToken }));
-      const released = await withRetry(this.db, (q) => releaseLeases(q, leases));
-      this.log.info({ released }, "released leases of unfinished sends");
+      try {
+        const released = await withRetry(this.db, (q) => releaseLeases(q, leases));
+        this.log.info({ released }, "released leases of unfinished sends");
+      } catch (err) {
+        this.log.warn({ err, leases: leases.length }, "could not release the leases of unfinished sends; they expire by themselves");
+      }
       this.sending.clear();
     }
   }
@@ -158,8 +181,12 @@ export class Dispatcher {
         await this.sleep(delay === null ? maxIdleMs : Math.min(maxIdleMs, Math.max(5, delay)));
       } catch (err) {
         errors++;
-        this.log.error({ err }, "claim failed");
-        await this.sleep(Math.min(5000, 100 * 2 ** Math.min(errors, 6)));
+        // An unreachable store is logged once, where the store is watched; anything else is a bug.
+        if (isStoreUnavailable(err)) this.log.debug({ err }, "claim failed: store unavailable");
+        else this.log.error({ err }, "claim failed");
+        // Short and capped: claims resume within about a second of the store's return (a
+        // reconnect also wakes this sleep early).
+        await this.sleep(Math.min(CLAIM_RETRY_MAX_MS, 50 * 2 ** Math.min(errors, 5)));
       }
     }
   }
@@ -230,7 +257,7 @@ export class Dispatcher {
         this.wake();
       }
     })()
-      .catch((err: unknown) => this.log.error({ err, destination_id: dest.id }, "probe failed to record; the next one is already scheduled"))
+      .catch((err: unknown) => this.log[isStoreUnavailable(err) ? "debug" : "error"]({ err, destination_id: dest.id }, "probe failed to record; the next one is already scheduled"))
       .finally(() => this.probing.delete(p));
     this.probing.add(p);
   }
@@ -252,9 +279,10 @@ export class Dispatcher {
     this.flushes.add(p);
   }
 
-  private async flush(): Promise<void> {
-    while (this.flushes.size > 0) await Promise.all(this.flushes);
-    while (this.pending.length > 0) await this.flushOnce();
+  /** Writes every pending result, giving up at `deadlineMs` if the store will not take them. */
+  private async flush(deadlineMs = Infinity): Promise<void> {
+    while (this.flushes.size > 0 && Date.now() < deadlineMs) await Promise.race([Promise.all(this.flushes), sleep(100)]);
+    while (this.pending.length > 0 && Date.now() < deadlineMs) await this.flushOnce();
   }
 
   private async flushOnce(): Promise<void> {
@@ -262,9 +290,12 @@ export class Dispatcher {
     try {
       await this.writeResults(batch);
     } catch (err) {
-      this.log.error({ err, results: batch.length }, "writing results failed; will retry");
+      // The request was made and answered: the result is kept and written when the store takes
+      // it. Nothing here counts against the destination — a store outage is not its fault.
+      if (isStoreUnavailable(err)) this.log.debug({ err, results: batch.length }, "writing results failed: store unavailable; will retry");
+      else this.log.error({ err, results: batch.length }, "writing results failed; will retry");
       this.pending.unshift(...batch);
-      await sleep(500);
+      await this.sleep(RESULT_RETRY_MS);
       return;
     }
     for (const f of batch) this.sending.delete(f.deliveryId);

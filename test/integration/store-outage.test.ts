@@ -1,0 +1,153 @@
+import { describe, test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import net from "node:net";
+import { startThrowawayPostgres, type ThrowawayPostgres } from "../../scripts/pg-server.mjs";
+import { startReceiver, type Receiver } from "../helpers/receiver.js";
+import { spawnSluice, type SluiceProcess } from "../helpers/processes.js";
+import { waitFor } from "../helpers/wait-for.js";
+
+// The store goes away under load (Postgres stopped as `pg_ctl -m immediate` does) and comes back.
+// On a server of its own, so the crash touches no other test. What must hold: the process stays
+// up; the API answers 503 SLUICE_STORE_UNAVAILABLE with Retry-After and /healthz says not ready;
+// delivery resumes by itself within 2 s of the store's return; nothing accepted is lost; and no
+// destination's health is blamed for the outage.
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+describe("the store goes away under load", () => {
+  let pgs: ThrowawayPostgres;
+  let rx: Receiver;
+  let proc: SluiceProcess | undefined;
+  before(async () => {
+    pgs = await startThrowawayPostgres({ crashSafe: true });
+    rx = await startReceiver({ status: 200 });
+  });
+  after(async () => {
+    proc?.kill("SIGKILL");
+    await rx?.close();
+    await pgs?.stop();
+  });
+
+  test("Sluice stays up, answers 503, resumes within 2 s of the store's return, loses nothing and blames no destination", async () => {
+    const key = "sk_outage_test";
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    proc = spawnSluice("start", { DATABASE_URL: pgs.url, SLUICE_PORT: String(port), SLUICE_API_KEY: key, SLUICE_LOG_LEVEL: "info" });
+    const p = proc;
+    const call = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(base + path, {
+        method,
+        headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const text = await res.text();
+      return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : null };
+    };
+    await waitFor(async () => (await call("GET", "/healthz").catch(() => ({ status: 0 }))).status === 200, {
+      timeoutMs: 30_000, message: () => `Sluice did not become ready: ${p.output()}`,
+    });
+
+    // Nine plain destinations, and one shaped to 20/s so that it holds a backlog through the
+    // outage: its deliveries after the return prove claims resume by themselves, not by a publish.
+    const dests: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const r = await call("POST", "/v1/destinations", { url: `${rx.url}/d${i}`, ...(i === 0 ? { rate_limit: { max_per_second: 20 } } : {}) });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+      dests.push(r.body.id);
+    }
+
+    const accepted = new Map<string, string>(); // event id → its destination's path
+    const byStatus = new Map<number, number>();
+    const unavailable: { code: string; retryAfter: string | null }[] = [];
+    let publishing = true;
+    let n = 0;
+    const publisher = (async () => {
+      while (publishing) {
+        const events = Array.from({ length: 10 }, () => {
+          const i = n++ % dests.length;
+          return { type: "outage.test", payload: { n }, destination_ids: [dests[i]!] };
+        });
+        const r = await call("POST", "/v1/events/batch", { events }).catch(() => ({ status: 0, headers: new Headers(), body: null }));
+        byStatus.set(r.status, (byStatus.get(r.status) ?? 0) + 1);
+        if (r.status === 202) {
+          r.body.events.forEach((e: { id: string }, j: number) => accepted.set(e.id, `/d${dests.indexOf(events[j]!.destination_ids[0]!)}`));
+        } else if (r.status === 503) {
+          unavailable.push({ code: r.body?.error?.code, retryAfter: r.headers.get("retry-after") });
+        }
+        await sleep(20);
+      }
+    })();
+
+    await sleep(1500);
+    await pgs.crash();
+    const downAt = Date.now();
+    await sleep(1000);
+    const health = await call("GET", "/healthz");
+    assert.equal(health.status, 503, "/healthz answers 503 while the store is away");
+    assert.equal(health.body.error.code, "SLUICE_STORE_UNAVAILABLE");
+    await sleep(2500);
+    assert.equal(p.proc.exitCode, null, `the process stays up through the outage: ${p.output()}`);
+    await pgs.restart();
+    const backAt = Date.now();
+    const before = rx.received.length;
+    await sleep(1500);
+    publishing = false;
+    await publisher;
+
+    assert.ok(unavailable.length > 0, `some publishes fell in the outage (${[...byStatus].join(" ")})`);
+    for (const u of unavailable) {
+      assert.equal(u.code, "SLUICE_STORE_UNAVAILABLE");
+      assert.ok(u.retryAfter !== null && Number(u.retryAfter) > 0, "503 carries Retry-After");
+    }
+    const others = [...byStatus.keys()].filter((s) => s !== 202 && s !== 503);
+    assert.deepEqual(others, [], `only 202 and 503 answers (${[...byStatus].join(" ")}); output: ${p.output()}`);
+
+    // Resumed by itself: the first arrival after the return, and the first for the shaped backlog.
+    const firstAfter = rx.received.slice(before).find((r) => r.receivedAt >= backAt);
+    const firstShaped = rx.received.slice(before).find((r) => r.receivedAt >= backAt && r.path === "/d0");
+    assert.ok(firstAfter && firstShaped, "deliveries resumed after the store came back");
+    const resumeMs = firstShaped.receivedAt - backAt;
+    assert.ok(resumeMs <= 2000, `the shaped backlog resumed ${resumeMs} ms after the store's return (limit 2000 ms)`);
+
+    // Nothing accepted is lost; duplicates could only come from a lease that expired (none did).
+    await waitFor(() => {
+      const ids = new Set(rx.received.map((r) => r.headers["webhook-id"]));
+      return [...accepted.keys()].every((id) => ids.has(id));
+    }, { timeoutMs: 60_000, message: () => `not every accepted event arrived: ${accepted.size} accepted, ${rx.received.length} received` });
+    const seen = new Map<string, string>();
+    for (const r of rx.received) {
+      const id = r.headers["webhook-id"]!;
+      assert.ok(!seen.has(id), `event ${id} arrived twice`);
+      seen.set(id, r.path);
+      if (accepted.has(id)) assert.equal(r.path, accepted.get(id), "each event went to its destination");
+    }
+
+    // The outage is not the destinations' fault: no failed attempt, full health, nobody paused.
+    await waitFor(async () => {
+      const views = await Promise.all(dests.map((id) => call("GET", `/v1/destinations/${id}`)));
+      return views.every((v) => v.body.queued_events === 0);
+    }, { timeoutMs: 30_000, message: "deliveries still unfinished" });
+    for (const id of dests) {
+      const d = (await call("GET", `/v1/destinations/${id}`)).body;
+      assert.deepEqual(d.health, { status: "healthy", score: 100, consecutive_failures: 0 }, `${id}: ${JSON.stringify(d)}`);
+      assert.equal(d.paused_at, null);
+      const attempts = (await call("GET", `/v1/destinations/${id}/attempts?limit=1000`)).body.data as { outcome: string }[];
+      assert.ok(attempts.every((a) => a.outcome === "success"), `${id}: ${JSON.stringify(attempts.find((a) => a.outcome !== "success"))}`);
+    }
+    process.stderr.write(`# store outage: ${accepted.size} events accepted, ${unavailable.length} batches answered 503 over ${backAt - downAt} ms; shaped backlog resumed ${resumeMs} ms after the store's return\n`);
+
+    p.kill("SIGTERM");
+    assert.equal(await p.exited, 0, `SIGTERM exits 0: ${p.output()}`);
+  });
+});
