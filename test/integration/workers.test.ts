@@ -117,6 +117,119 @@ describe("worker processes on a Postgres server", () => {
       await rx.close();
     }
   });
+  /** A receiver that records the peak of requests in flight per path (= per destination). */
+  async function peakReceiver(): Promise<{ rx: Receiver; peak: Map<string, number> }> {
+    const current = new Map<string, number>();
+    const peak = new Map<string, number>();
+    const rx = await startReceiver(async (req: ReceivedRequest) => {
+      const n = (current.get(req.path) ?? 0) + 1;
+      current.set(req.path, n);
+      peak.set(req.path, Math.max(peak.get(req.path) ?? 0, n));
+      await sleep(20 + Math.random() * 30);
+      current.set(req.path, (current.get(req.path) ?? 1) - 1);
+      return { status: 200 };
+    });
+    return { rx, peak };
+  }
+
+  /** Publishes `batch` events round-robin every `everyMs` until stopped; returns the accepted ids. */
+  function keepPublishing(destIds: string[], type: string, batch = 20, everyMs = 50): { stop(): Promise<string[]> } {
+    const ids: string[] = [];
+    let on = true;
+    let n = 0;
+    const done = (async () => {
+      while (on) {
+        const events = Array.from({ length: batch }, () => ({ type, payload: { n }, destination_ids: [destIds[n++ % destIds.length]!] }));
+        const r = await s.api("POST", "/v1/events/batch", { events });
+        assert.equal(r.status, 202);
+        ids.push(...r.body.events.map((e: { id: string }) => e.id));
+        await sleep(everyMs);
+      }
+    })();
+    return {
+      async stop() {
+        on = false;
+        await done;
+        return ids;
+      },
+    };
+  }
+
+  function countArrivals(rx: Receiver): Map<string, number> {
+    const got = new Map<string, number>();
+    for (const r of rx.received) got.set(r.headers["webhook-id"]!, (got.get(r.headers["webhook-id"]!) ?? 0) + 1);
+    return got;
+  }
+
+  test("SIGKILL of a worker three times in a row under load: caps hold at the receiver, nothing is lost", async () => {
+    const { rx, peak } = await peakReceiver();
+    try {
+      const caps = [1, 2, 3, 4, 2, 3];
+      const dests: string[] = [];
+      for (const [i, cap] of caps.entries()) {
+        dests.push((await s.api("POST", "/v1/destinations", { url: `${rx.url}/kill/${i}`, timeout_seconds: 2, max_concurrency: cap })).body.id);
+      }
+      const steady = worker();
+      const load = keepPublishing(dests, "kill.test");
+      let victim = worker();
+      for (let k = 0; k < 3; k++) {
+        const before = rx.received.length;
+        // Kill only while the victim is busy: some of its requests are in flight, their leases held.
+        await waitFor(() => rx.received.length >= before + 40, { timeoutMs: 30_000, message: () => `no progress before kill ${k + 1}: ${victim.output()}` });
+        victim.kill("SIGKILL");
+        assert.equal(await victim.exited, "SIGKILL");
+        victim = worker();
+      }
+      const events = await load.stop();
+      await waitFor(async () => (await unfinished(dests)) === 0, { timeoutMs: 60_000, message: () => `unfinished after the kills: ${steady.output()} ${victim.output()}` });
+
+      const got = countArrivals(rx);
+      for (const id of events) assert.ok(got.has(id), `event ${id} never arrived`);
+      // Only requests in flight at a kill may arrive twice (invariant 6): per kill, at most the caps' sum.
+      const duplicates = rx.received.length - got.size;
+      assert.ok(duplicates <= 3 * caps.reduce((a, b) => a + b, 0), `${duplicates} duplicates`);
+      // A killed worker's leases keep counting until they expire: no cap is exceeded meanwhile.
+      for (const [i, cap] of caps.entries()) {
+        const p = peak.get(`/kill/${i}`) ?? 0;
+        assert.ok(p <= cap, `destination ${i} with cap ${cap} saw ${p} in flight`);
+      }
+      assert.ok(caps.some((cap, i) => cap > 1 && peak.get(`/kill/${i}`) === cap), "some cap above 1 was reached, so the test could fail");
+      steady.kill("SIGTERM");
+      victim.kill("SIGTERM");
+      assert.equal(await steady.exited, 0);
+      assert.equal(await victim.exited, 0);
+    } finally {
+      await rx.close();
+    }
+  });
+
+  test("SIGTERM under load: exit 0, in-flight requests finish and are recorded, nothing lost, no duplicates", async () => {
+    const { rx, peak } = await peakReceiver();
+    try {
+      const dests: string[] = [];
+      for (let i = 0; i < 4; i++) dests.push((await s.api("POST", "/v1/destinations", { url: `${rx.url}/term/${i}`, max_concurrency: 3 })).body.id);
+      const load = keepPublishing(dests, "term.test");
+      const a = worker();
+      await waitFor(() => rx.received.length >= 60, { timeoutMs: 30_000, message: () => a.output() });
+      a.kill("SIGTERM");
+      assert.equal(await a.exited, 0, `SIGTERM exits 0: ${a.output()}`);
+      const atStop = rx.received.length;
+      await sleep(300);
+      assert.equal(rx.received.length, atStop, "a stopped worker sends nothing more");
+      const b = worker();
+      const events = await load.stop();
+      await waitFor(async () => (await unfinished(dests)) === 0, { timeoutMs: 60_000, message: () => `unfinished: ${b.output()}` });
+      const got = countArrivals(rx);
+      for (const id of events) assert.ok(got.has(id), `event ${id} never arrived`);
+      // The grace let every in-flight request finish and its result be written: none is sent again.
+      assert.equal(rx.received.length - got.size, 0, "duplicates after a graceful stop");
+      for (const [i] of dests.entries()) assert.ok((peak.get(`/term/${i}`) ?? 0) <= 3);
+      b.kill("SIGTERM");
+      assert.equal(await b.exited, 0);
+    } finally {
+      await rx.close();
+    }
+  });
 });
 
 describe("graceful shutdown", () => {
