@@ -35,7 +35,7 @@ export const metrics = {
   throttled: new client.Counter({ name: "sluice_throttled_total", help: "429 answers that put a destination on hold", registers: [registry] }),
   leaseLost: new client.Counter({ name: "sluice_lease_lost_total", help: "Results that arrived after their lease had moved on (not applied)", registers: [registry] }),
   paused: new client.Counter({
-    name: "sluice_paused_total", help: "Destinations paused, by reason (manual, consecutive_failures, score, gone, dns, auth)", labelNames: ["reason"] as const, registers: [registry],
+    name: "sluice_paused_total", help: "Destinations paused, by reason (manual, consecutive_failures, score, gone, dns, blocked, auth)", labelNames: ["reason"] as const, registers: [registry],
   }),
   probes: new client.Counter({ name: "sluice_probes_total", help: "Probes of paused destinations, by outcome", labelNames: ["outcome"] as const, registers: [registry] }),
   alerts: new client.Counter({ name: "sluice_alerts_total", help: "Health alerts recorded, by type", labelNames: ["type"] as const, registers: [registry] }),

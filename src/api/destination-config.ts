@@ -1,5 +1,6 @@
 import { IANAZone } from "luxon";
 import type { FieldError } from "../errors.js";
+import { literalHostRefusal, type NetworkPolicy } from "../delivery/network-guard.js";
 import { DEFAULT_RETRY_SCHEDULE_SECONDS } from "../policy/retry-schedule.js";
 import { DEFAULT_THROTTLE_SCHEDULE_SECONDS } from "../policy/throttle.js";
 import type { DestinationCreate, DestinationPatch } from "./schemas.js";
@@ -51,8 +52,12 @@ export function applyPatch(current: DestinationConfig, patch: DestinationPatch):
   return { ...current, ...rest } as DestinationConfig;
 }
 
-/** Checks beyond the JSON schema; returns every problem found. */
-export function checkDestinationConfig(c: Partial<DestinationConfig>): FieldError[] {
+/**
+ * Checks beyond the JSON schema; returns every problem found. With `network`, a URL whose host
+ * is refused by that policy without any DNS lookup (an IP literal, `localhost`) is one of them:
+ * it could never be delivered to, so it is refused now rather than retried for a day.
+ */
+export function checkDestinationConfig(c: Partial<DestinationConfig>, network?: NetworkPolicy): FieldError[] {
   const problems: FieldError[] = [];
   if (c.url !== undefined) {
     let u: URL | null = null;
@@ -67,6 +72,9 @@ export function checkDestinationConfig(c: Partial<DestinationConfig>): FieldErro
     if (u && (u.username || u.password)) {
       problems.push({ field: "url", message: "must not carry credentials (user:password@); they would be stored and logged with the URL" });
     }
+    // The WHATWG parser has already turned 127.1 / 0x7f000001 / 2130706433 into 127.0.0.1.
+    const refusal = u && network ? literalHostRefusal(u.hostname, network) : null;
+    if (refusal !== null) problems.push({ field: "url", message: refusal });
   }
   if (c.rate_limit) {
     const r = c.rate_limit;

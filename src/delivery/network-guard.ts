@@ -24,7 +24,7 @@ export class BlockedAddressError extends SluiceError {
     const target = hostname !== undefined && hostname !== address ? `${hostname} (${address})` : address;
     super(
       "SLUICE_DELIVERY_BLOCKED_ADDRESS",
-      `Refused to connect to ${target}: ${reason}. Set SLUICE_ALLOW_PRIVATE_NETWORKS=1 or add the address to SLUICE_ALLOWED_CIDRS to allow it.`,
+      `Refused to connect to ${target}: ${reason}${parseAddress(address) !== null ? ", which this Sluice does not deliver to" : ""}. ${capitalise(allowHint(address))}.`,
     );
     this.name = "BlockedAddressError";
     this.address = address;
@@ -90,11 +90,34 @@ function v4FromParts(hi: number, lo: number): ipaddr.IPv4 {
   return new ipaddr.IPv4([hi >> 8, hi & 0xff, lo >> 8, lo & 0xff]);
 }
 
-/** Why an address is not public unicast, or null when it is. */
+// ipaddr.js range names as a person would say them, with their article.
+const RANGE_WORDS: Record<string, string> = {
+  loopback: "a loopback",
+  private: "a private-network",
+  linkLocal: "a link-local",
+  uniqueLocal: "a unique-local (private IPv6)",
+  unspecified: "an unspecified",
+  broadcast: "a broadcast",
+  multicast: "a multicast",
+  carrierGradeNat: "a carrier-grade NAT",
+  reserved: "a reserved",
+  deprecatedSiteLocal: "a site-local",
+  discard: "a discard-only",
+  benchmarking: "a benchmarking",
+};
+
+function rangeWords(range: string): string {
+  return RANGE_WORDS[range] ?? `a ${range}`;
+}
+
+/** Why an address is not public unicast ("a loopback address"), or null when it is. */
 function nonPublicReason(addr: IP): string | null {
   if (addr.kind() === "ipv4") {
     const range = (addr as ipaddr.IPv4).range();
-    return range === "unicast" ? null : `${range} address`;
+    if (range === "unicast") return null;
+    // The address every cloud's instance metadata (and its credentials) is served from.
+    if (addr.toString() === "169.254.169.254") return "a link-local address (the cloud metadata service)";
+    return `${rangeWords(range)} address`;
   }
   const v6 = addr as ipaddr.IPv6;
   const range = v6.range();
@@ -103,7 +126,7 @@ function nonPublicReason(addr: IP): string | null {
   switch (range) {
     case "ipv4Mapped":
     case "rfc6145":
-      return embedded(v4FromParts(p[6]!, p[7]!), range);
+      return embedded(v4FromParts(p[6]!, p[7]!), range === "ipv4Mapped" ? "IPv4-mapped" : "IPv4-translated");
     case "rfc6052":
       // Only the well-known NAT64 prefix 64:ff9b::/96 has a fixed layout; the local-use /48 does not.
       if (p[2] === 0 && p[3] === 0 && p[4] === 0 && p[5] === 0) return embedded(v4FromParts(p[6]!, p[7]!), "NAT64");
@@ -115,16 +138,36 @@ function nonPublicReason(addr: IP): string | null {
       return embedded(v4FromParts(p[2]!, p[3]!), "Teredo server") ?? embedded(v4FromParts(p[6]! ^ 0xffff, p[7]! ^ 0xffff), "Teredo client");
     case "unicast":
       // Deprecated IPv4-compatible ::a.b.c.d and anything outside global unicast 2000::/3 is not a real destination.
-      if ((p[0]! & 0xe000) !== 0x2000) return "non-global IPv6 address";
+      if ((p[0]! & 0xe000) !== 0x2000) return "a non-global IPv6 address";
       return null;
     default:
-      return `${range} address`;
+      return `${rangeWords(range)} address`;
   }
 }
 
 function embedded(v4: ipaddr.IPv4, form: string): string | null {
   const range = v4.range();
-  return range === "unicast" ? null : `${form} form of ${range} address ${v4.toString()}`;
+  return range === "unicast" ? null : `the ${form} form of the ${rangeWords(range).replace(/^an? /, "")} address ${v4.toString()}`;
+}
+
+/** A CIDR to quote in advice on allowing `address`: the loopback block, else the address itself. */
+function exampleCidr(address: string): string | null {
+  let addr = parseAddress(address);
+  if (addr === null) return null;
+  // An IPv4 allowance covers ::ffff:a.b.c.d (see isAddressAllowed), and reads better.
+  if (addr.kind() === "ipv6" && (addr as ipaddr.IPv6).isIPv4MappedAddress()) addr = (addr as ipaddr.IPv6).toIPv4Address();
+  if (addr.kind() === "ipv4") return addr.range() === "loopback" ? "127.0.0.0/8" : `${addr.toString()}/32`;
+  return `${addr.toString()}/128`;
+}
+
+/** How to allow `address` ("set SLUICE_ALLOW_PRIVATE_NETWORKS=1 or add it to …"), lower-case. */
+function allowHint(address: string): string {
+  const cidr = exampleCidr(address);
+  return `set SLUICE_ALLOW_PRIVATE_NETWORKS=1 or add it to SLUICE_ALLOWED_CIDRS${cidr === null ? "" : ` (e.g. ${cidr})`} to allow it`;
+}
+
+function capitalise(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
 }
 
 function parseAddress(address: string): IP | null {
@@ -161,6 +204,32 @@ export function checkLiteralHost(hostname: string, policy: NetworkPolicy): void 
   if (addr === null) return;
   const verdict = isAddressAllowed(addr.toString(), policy);
   if (!verdict.allowed) throw new BlockedAddressError(hostname, verdict.reason ?? "not allowed");
+}
+
+/** `localhost` and every `*.localhost` name: loopback by definition (RFC 6761), whatever DNS says. */
+export function isLocalhostName(hostname: string): boolean {
+  const name = hostname.toLowerCase().replace(/\.$/, "");
+  return name === "localhost" || name.endsWith(".localhost");
+}
+
+/**
+ * Why a URL's hostname cannot be delivered to under `policy` when that is known without DNS —
+ * an IP literal the policy refuses, or a localhost name while loopback is refused — as a sentence
+ * for the API ("127.0.0.1 is a loopback address, which …; set … to allow it"); else null. Other
+ * names are not resolved here: their answer at send time is what counts, and is checked then.
+ */
+export function literalHostRefusal(hostname: string, policy: NetworkPolicy): string | null {
+  const addr = parseAddress(hostname);
+  if (addr !== null) {
+    const verdict = isAddressAllowed(addr.toString(), policy);
+    if (verdict.allowed) return null;
+    return `${hostname} is ${verdict.reason ?? "an address that is not allowed"}, which this Sluice does not deliver to; ${allowHint(addr.toString())}`;
+  }
+  if (!isLocalhostName(hostname)) return null;
+  // Send time drops refused answers and uses an allowed one, so either loopback family will do.
+  if (isAddressAllowed("127.0.0.1", policy).allowed || isAddressAllowed("::1", policy).allowed) return null;
+  return `${hostname} is a loopback name (127.0.0.1 / ::1), which this Sluice does not deliver to; ` +
+    "set SLUICE_ALLOW_PRIVATE_NETWORKS=1 or add it to SLUICE_ALLOWED_CIDRS (e.g. 127.0.0.0/8,::1/128) to allow it";
 }
 
 /**

@@ -45,6 +45,12 @@ export function decideDelivery(f: FinishedSend, nowMs: number, random: () => num
       delivery = { ...base, status: "queued", delaySeconds: null, failed: true, error: describe(f.result, outcome) };
       break;
     case "failure": {
+      if (outcome.errorClass === "blocked") {
+        // Our own network policy refused the address: that pauses the destination at once (like
+        // 410), and the delivery is held with it rather than spending retries on a fixed refusal.
+        delivery = { ...base, status: "queued", delaySeconds: null, failed: true, error: describe(f.result, outcome) };
+        break;
+      }
       const failures = f.failuresBefore + 1;
       const delay = retryDelaySeconds(f.retrySchedule, failures, random);
       if (delay === null) {

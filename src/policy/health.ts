@@ -9,10 +9,11 @@ import type { Outcome } from "./outcome.js";
 // * Minimum sample. Below `minSamples` attempts in the window the score is still reported, but
 //   the status stays "healthy" and the score cannot pause: one early failure of a new destination
 //   (score 0 from a window of "0") is no verdict. The hard rules do not wait for the sample:
-//   410, DNS failure, repeated 401/403/404 and K consecutive failures pause at any age. With the
-//   defaults (minSamples 10 = maxConsecutiveFailures 10) a destination that has never answered is
-//   paused on its 10th failure either way. minSamples is capped at windowSize (the window can
-//   never hold more), so a larger setting cannot switch the score off by accident.
+//   410, DNS failure, a blocked address, repeated 401/403/404 and K consecutive failures pause
+//   at any age. With the defaults (minSamples 10 = maxConsecutiveFailures 10) a destination that
+//   has never answered is paused on its 10th failure either way. minSamples is capped at
+//   windowSize (the window can never hold more), so a larger setting cannot switch the score off
+//   by accident.
 //
 // * TLS is "transient". Certificate failures (expired, wrong host, incomplete chain) are almost
 //   always mended by the endpoint's operator renewing or re-installing the certificate, without
@@ -26,6 +27,11 @@ import type { Outcome } from "./outcome.js";
 //   "blocked" (the address is refused by our network policy). Transient: 5xx, timeout,
 //   connection, TLS, invalid response, other 3xx (302/303/307 are usually a login page or a
 //   maintenance redirect that goes away).
+//
+// * "blocked" pauses at once, permanent, and is never probed: the refusal is our own network
+//   policy (SLUICE_ALLOW_PRIVATE_NETWORKS / SLUICE_ALLOWED_CIDRS), which does not change by
+//   itself, so retrying only burns the delivery's retries. The reason names the refused address
+//   and the setting; once it is changed (or the name points elsewhere) a person resumes.
 //
 // * Several pauses in one batch: the first one wins, except that a later pause with a permanent
 //   cause replaces a transient one (e.g. [10×500, 410]: "the endpoint answered 410 Gone",
@@ -57,8 +63,8 @@ export interface PauseDecision {
   reason: string;
   /** "transient" pauses are probed and resume on their own; "permanent" ones wait for a person. */
   cause: PauseCause;
-  /** Short, fixed label for metrics: gone | dns | auth | consecutive_failures | score. */
-  code: "gone" | "dns" | "auth" | "consecutive_failures" | "score";
+  /** Short, fixed label for metrics: gone | dns | blocked | auth | consecutive_failures | score. */
+  code: "gone" | "dns" | "blocked" | "auth" | "consecutive_failures" | "score";
 }
 
 export type HealthTransition = "degraded" | "paused" | null;
@@ -268,6 +274,7 @@ function pauseFor(
     const code = dnsCode(outcome.errorMessage);
     return { reason: `auto: DNS lookup failed for the host${code ? ` (${code})` : ""}`, cause: "permanent", code: "dns" };
   }
+  if (cls === "blocked") return { reason: blockedReason(outcome.errorMessage), cause: "permanent", code: "blocked" };
   if (cls === "auth_or_missing" && authFailures >= cfg.authFailuresToPause) {
     const hint = outcome.statusCode === 404 ? "check the URL" : "check the credentials the endpoint expects";
     return { reason: `auto: ${authFailures} consecutive HTTP 401/403/404 answers (last: HTTP ${outcome.statusCode}); ${hint}`, cause: "permanent", code: "auth" };
@@ -295,6 +302,21 @@ function describeFailure(outcome: HealthInput, cls: HealthClass): string {
     case "invalid_response": return "invalid HTTP response";
     default: return "no answer";
   }
+}
+
+// The sender's refusal names the address, its class and the setting that allows it
+// ("Refused to connect to localhost (127.0.0.1): a loopback address, … Set … to allow it.").
+const BLOCKED_MESSAGE = /Refused to connect to [^]*/;
+const MAX_BLOCKED_MESSAGE = 400;
+
+function blockedReason(message: string | null | undefined): string {
+  const found = message ? BLOCKED_MESSAGE.exec(message)?.[0] : undefined;
+  if (found === undefined) {
+    return "auto: the destination's address is refused by this Sluice's network policy; set SLUICE_ALLOW_PRIVATE_NETWORKS=1 " +
+      "or add the address to SLUICE_ALLOWED_CIDRS, then resume the destination";
+  }
+  const text = found.length > MAX_BLOCKED_MESSAGE ? `${found.slice(0, MAX_BLOCKED_MESSAGE)}…` : found.replace(/\.\s*$/, "");
+  return `auto: ${text.charAt(0).toLowerCase()}${text.slice(1)}, then resume the destination`;
 }
 
 function dnsCode(message: string | null | undefined): string | null {

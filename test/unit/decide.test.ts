@@ -43,6 +43,18 @@ describe("decideDelivery", () => {
     assert.equal(d.delivery.failed, false);
     assert.equal(d.attempt.outcome, "throttled");
   });
+  test("a blocked address spends no retry: the delivery is held (queued) for the pause, never dead", () => {
+    const blocked = res(null, { errorClass: "blocked", errorMessage: "Refused to connect to localhost (127.0.0.1): a loopback address" });
+    // Even with the schedule spent, a fixed refusal must not kill the delivery.
+    for (const [failuresBefore, schedule] of [[0, [5, 30]], [2, [5, 30]], [0, []]] as const) {
+      const d = decideDelivery(send(blocked, failuresBefore, [...schedule]), NOW, () => 0.5);
+      assert.deepEqual([d.delivery.status, d.delivery.delaySeconds, d.delivery.failed], ["queued", null, true]);
+      assert.equal(d.attempt.outcome, "failure");
+      assert.equal(d.attempt.errorClass, "blocked");
+      assert.equal(d.attempt.healthClass, "blocked");
+      assert.match(d.delivery.error!, /^blocked: Refused to connect to localhost/);
+    }
+  });
   test("timeouts are failures with their class recorded", () => {
     const d = decideDelivery(send(res(null, { errorMessage: "timed out" })), NOW, () => 0.5);
     assert.equal(d.delivery.status, "retry_scheduled");
@@ -107,6 +119,16 @@ describe("decideDestination", () => {
     );
     assert.equal(decideDestination(state({ consecutive_failures: 3 }), [o("failure"), o("failure")]).consecutiveFailures, 5);
     assert.match(decideDestination(state(), [o("gone")]).pauseReason!, /410/);
+  });
+  test("a blocked address pauses at once with a permanent cause (never probed) and code blocked", () => {
+    const blocked = {
+      ...o("failure"), outcome: { kind: "failure", statusCode: null, errorClass: "blocked", retryAfterSeconds: null } as Outcome,
+      errorMessage: "Refused to connect to 10.0.0.1: a private-network address, which this Sluice does not deliver to. Set SLUICE_ALLOW_PRIVATE_NETWORKS=1 …",
+    };
+    const u = decideDestination(state(), [blocked]);
+    assert.deepEqual([u.pauseCause, u.pauseCode, u.transition, u.consecutiveFailures], ["permanent", "blocked", "paused", 1]);
+    assert.match(u.pauseReason!, /^auto: refused to connect to 10\.0\.0\.1: a private-network address.*SLUICE_ALLOW_PRIVATE_NETWORKS/);
+    assert.equal(decideDestination(state({ paused_at: new Date(NOW - 1000) }), [blocked]).pauseReason, null);
   });
   test("429s never touch health; failures move the window; ten in a row pause with a transient cause", () => {
     const t = decideDestination(state({ health_window: "1111" }), [o("throttled"), o("throttled")]);

@@ -124,7 +124,6 @@ describe("auto-pause", () => {
     assert.equal(applyOutcomes(emptyHealth(), times(10, http(400)), cfg).pause?.cause, "permanent");
     assert.equal(applyOutcomes(emptyHealth(), times(10, http(301)), cfg).pause?.cause, "permanent");
     assert.equal(applyOutcomes(emptyHealth(), times(10, http(302)), cfg).pause?.cause, "transient");
-    assert.equal(applyOutcomes(emptyHealth(), times(10, net("blocked")), cfg).pause?.cause, "permanent");
   });
   test("410 pauses at once", () => {
     const r = applyOutcomes(emptyHealth(), [http(410)], cfg);
@@ -137,6 +136,24 @@ describe("auto-pause", () => {
       { reason: "auto: DNS lookup failed for the host (ENOTFOUND)", cause: "permanent", code: "dns" });
     assert.deepEqual(applyOutcomes(emptyHealth(), [net("dns")], cfg).pause,
       { reason: "auto: DNS lookup failed for the host", cause: "permanent", code: "dns" });
+  });
+  test("a blocked address pauses at once, permanent, naming the address and the setting", () => {
+    const message = "Refused to connect to localhost (127.0.0.1): a loopback address, which this Sluice does not deliver to. " +
+      "Set SLUICE_ALLOW_PRIVATE_NETWORKS=1 or add it to SLUICE_ALLOWED_CIDRS (e.g. 127.0.0.0/8) to allow it.";
+    const r = applyOutcomes(emptyHealth(), [net("blocked", message)], cfg);
+    assert.deepEqual(r.pause, {
+      reason: "auto: refused to connect to localhost (127.0.0.1): a loopback address, which this Sluice does not deliver to. " +
+        "Set SLUICE_ALLOW_PRIVATE_NETWORKS=1 or add it to SLUICE_ALLOWED_CIDRS (e.g. 127.0.0.0/8) to allow it, then resume the destination",
+      cause: "permanent",
+      code: "blocked",
+    });
+    assert.equal(r.transition, "paused");
+    assert.equal(r.state.status, "healthy", "one attempt is below the minimum sample: only the hard rule paused");
+    // A wrapped message is found inside; without one the reason still names the settings.
+    assert.match(applyOutcomes(emptyHealth(), [net("blocked", `fetch failed: ${message}`)], cfg).pause!.reason, /^auto: refused to connect to localhost/);
+    assert.match(applyOutcomes(emptyHealth(), [net("blocked")], cfg).pause!.reason, /SLUICE_ALLOW_PRIVATE_NETWORKS=1 .*SLUICE_ALLOWED_CIDRS.*resume/);
+    // It replaces a transient pause decided earlier in the same batch.
+    assert.equal(applyOutcomes(emptyHealth(), [...times(10, http(500)), net("blocked", message)], cfg).pause?.code, "blocked");
   });
   test("3 consecutive 401/403/404 pause with a permanent cause and a hint", () => {
     const two = applyOutcomes(emptyHealth(), [http(404), http(404)], cfg);
@@ -299,12 +316,17 @@ describe("properties", () => {
     }), { numRuns: 200 });
   });
 
-  test("410 and DNS failures pause at once, permanent, from any state", () => {
-    fc.assert(fc.property(arbCfg, arbOutcomes, fc.boolean(), (c, xs, gone) => {
+  test("410, DNS failures and blocked addresses pause at once, permanent, from any state", () => {
+    const cases: [HealthInput, RegExp][] = [
+      [http(410), /410 Gone/],
+      [net("dns", "getaddrinfo EAI_AGAIN x.example"), /DNS lookup failed/],
+      [net("blocked", "Refused to connect to 10.0.0.1: a private-network address, which this Sluice does not deliver to. Set …"), /10\.0\.0\.1: a private-network address/],
+    ];
+    fc.assert(fc.property(arbCfg, arbOutcomes, fc.constantFrom(...cases), (c, xs, [o, reason]) => {
       const s = applyOutcomes(emptyHealth(), xs, c).state;
-      const r = applyOutcomes(s, [gone ? http(410) : net("dns", "getaddrinfo EAI_AGAIN x.example")], c);
+      const r = applyOutcomes(s, [o], c);
       assert.equal(r.pause?.cause, "permanent");
-      assert.match(r.pause!.reason, gone ? /410 Gone/ : /DNS lookup failed/);
+      assert.match(r.pause!.reason, reason);
     }), { numRuns: 200 });
   });
 
@@ -322,7 +344,7 @@ describe("properties", () => {
         while (run < prefix.length && prefix[prefix.length - 1 - run]!.kind !== "success") run++;
         let auth = 0;
         while (auth < prefix.length && healthClass(prefix[prefix.length - 1 - auth]!) === "auth_or_missing") auth++;
-        expected = o.kind === "gone" || o.errorClass === "dns" || auth >= c.authFailuresToPause || run >= c.maxConsecutiveFailures ||
+        expected = o.kind === "gone" || o.errorClass === "dns" || o.errorClass === "blocked" || auth >= c.authFailuresToPause || run >= c.maxConsecutiveFailures ||
           (recent.length >= Math.min(c.minSamples, c.windowSize) && score < 50);
       }
       const r = applyOutcomes(emptyHealth(), xs, c);

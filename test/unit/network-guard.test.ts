@@ -6,6 +6,8 @@ import {
   checkLiteralHost,
   guardedLookup,
   isAddressAllowed,
+  isLocalhostName,
+  literalHostRefusal,
   parseCidrList,
   type NetworkPolicy,
 } from "../../src/delivery/network-guard.js";
@@ -120,6 +122,49 @@ test("checkLiteralHost refuses non-public IP literals and ignores names", () => 
   checkLiteralHost("8.8.8.8", strict);
   checkLiteralHost("[2606:4700::1111]", strict);
   checkLiteralHost("127.0.0.1", open);
+});
+
+test("literalHostRefusal refuses literals and localhost names the policy refuses, with the class and the setting", () => {
+  const refused: [string, RegExp][] = [
+    ["http://127.0.0.1/", /^127\.0\.0\.1 is a loopback address, .*SLUICE_ALLOW_PRIVATE_NETWORKS=1 .*SLUICE_ALLOWED_CIDRS \(e\.g\. 127\.0\.0\.0\/8\)/],
+    ["http://127.1:8080/x", /^127\.0\.0\.1 is a loopback address/],
+    ["http://2130706433/", /^127\.0\.0\.1 is a loopback address/],
+    ["http://[::1]/", /^\[::1\] is a loopback address, .*\(e\.g\. ::1\/128\)/],
+    ["http://[::ffff:127.0.0.1]/", /IPv4-mapped form of the loopback address 127\.0\.0\.1.*\(e\.g\. 127\.0\.0\.0\/8\)/],
+    ["http://10.1.2.3/", /^10\.1\.2\.3 is a private-network address.*\(e\.g\. 10\.1\.2\.3\/32\)/],
+    ["http://169.254.169.254/latest/meta-data", /^169\.254\.169\.254 is a link-local address \(the cloud metadata service\)/],
+    ["http://[fd00::1]/", /unique-local/],
+    ["http://0.0.0.0/", /unspecified address/],
+    ["http://localhost:3000/", /^localhost is a loopback name .*SLUICE_ALLOW_PRIVATE_NETWORKS=1/],
+    ["http://LocalHost./", /^localhost\. is a loopback name/],
+    ["http://hooks.localhost/", /^hooks\.localhost is a loopback name/],
+  ];
+  for (const [url, message] of refused) {
+    const refusal = literalHostRefusal(new URL(url).hostname, strict);
+    assert.ok(refusal !== null, url);
+    assert.match(refusal, message, url);
+    assert.match(refusal, /which this Sluice does not deliver to; set SLUICE_ALLOW_PRIVATE_NETWORKS=1 or add it to SLUICE_ALLOWED_CIDRS/, url);
+    assert.equal(literalHostRefusal(new URL(url).hostname, open), null, url);
+  }
+  // Names other than localhost are not resolved: send time judges what they resolve to then.
+  for (const url of ["https://example.com/", "http://localhost.example.com/", "http://mylocalhost/", "http://8.8.8.8/", "http://[2606:4700::1111]/"]) {
+    assert.equal(literalHostRefusal(new URL(url).hostname, strict), null, url);
+  }
+  const cidr: NetworkPolicy = { allowPrivateNetworks: false, allowedCidrs: parseCidrList("127.0.0.0/8") };
+  assert.equal(literalHostRefusal("127.0.0.1", cidr), null);
+  assert.equal(literalHostRefusal("[::ffff:7f00:1]", cidr), null);
+  assert.equal(literalHostRefusal("localhost", cidr), null, "localhost has an allowed answer");
+  assert.match(literalHostRefusal("[::1]", cidr)!, /loopback/);
+  assert.match(literalHostRefusal("10.0.0.1", cidr)!, /private-network/);
+  assert.equal(literalHostRefusal("localhost", { allowPrivateNetworks: false, allowedCidrs: parseCidrList("::1/128") }), null);
+  assert.equal(isLocalhostName("a.b.localhost."), true);
+  assert.equal(isLocalhostName("localhost.localdomain"), false);
+});
+
+test("a refused connection's message names the address, its class and the setting", () => {
+  const err = new BlockedAddressError("127.0.0.1", isAddressAllowed("127.0.0.1", strict).reason!, "localhost");
+  assert.equal(err.message, "Refused to connect to localhost (127.0.0.1): a loopback address, which this Sluice does not deliver to. " +
+    "Set SLUICE_ALLOW_PRIVATE_NETWORKS=1 or add it to SLUICE_ALLOWED_CIDRS (e.g. 127.0.0.0/8) to allow it.");
 });
 
 function lookupAll(policy: NetworkPolicy, host: string): Promise<LookupAddress[]> {

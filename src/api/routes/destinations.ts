@@ -7,6 +7,7 @@ import { metrics } from "../../metrics.js";
 import { NotFoundError, ValidationError } from "../../errors.js";
 import { newId } from "../../ids.js";
 import { generateSecret } from "../../delivery/sign.js";
+import type { NetworkPolicy } from "../../delivery/network-guard.js";
 import {
   insertDestination, getDestination, listDestinations, destinationCounts, updateDestinationConfig,
   deleteDestination, pauseDestination, resumeDestination, recomputeQuietHold, type SecretEntry, type DestinationRow,
@@ -37,7 +38,7 @@ export function destinationRoutes(ctx: ApiContext) {
   return async (app: FastifyInstance) => {
     app.post<{ Body: DestinationCreate }>("/v1/destinations", { schema: { body: DestinationCreate, tags } }, async (req, reply) => {
       const config = withDefaults(req.body);
-      const problems = checkDestinationConfig(config);
+      const problems = checkDestinationConfig(config, networkPolicy(ctx));
       if (problems.length) throw new ValidationError(`Invalid destination: ${problems.map((p) => `${p.field} ${p.message}`).join("; ")}`, problems);
       const secrets: SecretEntry[] = [{ secret: req.body.secret ?? generateSecret(), expires_at: null }];
       const row = await ctx.db.tx((q) => insertDestination(q, newId("dst"), req.tenant.id, config, secrets));
@@ -70,7 +71,7 @@ export function destinationRoutes(ctx: ApiContext) {
         const row = await ctx.db.tx(async (q) => {
           const current = await mustGet(q, req.tenant.id, req.params.id, true);
           const config = applyPatch(current, req.body);
-          const problems = checkDestinationConfig(req.body as Partial<typeof config>);
+          const problems = checkDestinationConfig(req.body as Partial<typeof config>, networkPolicy(ctx));
           if (problems.length) throw new ValidationError(`Invalid destination: ${problems.map((p) => `${p.field} ${p.message}`).join("; ")}`, problems);
           const secrets = req.body.secret ? rotate(current.secrets, req.body.secret, DEFAULT_ROTATION_GRACE_SECONDS) : null;
           const updated = await updateDestinationConfig(q, current.id, config, secrets);
@@ -122,7 +123,7 @@ export function destinationRoutes(ctx: ApiContext) {
       "/v1/destinations/:id/pause",
       { schema: { params: IdParams, body: PauseBody, tags }, config: { optionalBody: true } },
       async (req) => {
-        return ctx.db.tx(async (q) => {
+        const { out, paused } = await ctx.db.tx(async (q) => {
           const current = await mustGet(q, req.tenant.id, req.params.id, true);
           const reason = req.body.reason ? `manual: ${req.body.reason}` : "manual";
           await pauseDestination(q, req.params.id, reason);
@@ -131,8 +132,11 @@ export function destinationRoutes(ctx: ApiContext) {
             metrics.paused.inc({ reason: "manual" });
             await recordAlerts(q, [manualAlert(current, "destination.paused", reason, after)]);
           }
-          return after;
+          return { out: after, paused: current.paused_at ? null : reason };
         });
+        // After the commit, and only when it changed something (a second pause just renames it).
+        if (paused !== null) ctx.log.info({ tenant_id: req.tenant.id, destination_id: req.params.id, by: "api", reason: paused }, "destination paused");
+        return out;
       },
     );
 
@@ -140,7 +144,7 @@ export function destinationRoutes(ctx: ApiContext) {
       "/v1/destinations/:id/resume",
       { schema: { params: IdParams, body: ResumeBody, tags }, config: { optionalBody: true } },
       async (req) => {
-        const out = await ctx.db.tx(async (q) => {
+        const { out, resumed } = await ctx.db.tx(async (q) => {
           const current = await mustGet(q, req.tenant.id, req.params.id, true);
           const replay = req.body.replay ?? current.replay_on_resume;
           const discarded = await resumeDestination(q, current.id, replay);
@@ -149,13 +153,20 @@ export function destinationRoutes(ctx: ApiContext) {
             const how = replay ? "its held deliveries are replayed in order" : `${discarded} held deliveries were discarded`;
             await recordAlerts(q, [manualAlert(current, "destination.resumed", `resumed through the API; ${how}`, after, { discarded })]);
           }
-          return { ...after, discarded };
+          const resumed = current.paused_at ? { mode: replay ? "replay" : "discard", discarded, paused_reason: current.pause_reason } : null;
+          return { out: { ...after, discarded }, resumed };
         });
+        if (resumed) ctx.log.info({ tenant_id: req.tenant.id, destination_id: req.params.id, by: "api", ...resumed }, "destination resumed");
         await ctx.db.notify(WORK_CHANNEL);
         return out;
       },
     );
   };
+}
+
+/** The delivery network policy, as the workers apply it (same settings, same meaning). */
+function networkPolicy(ctx: ApiContext): NetworkPolicy {
+  return { allowPrivateNetworks: ctx.config.allowPrivateNetworks, allowedCidrs: ctx.config.allowedCidrs };
 }
 
 function rotate(current: SecretEntry[], secret: string, graceSeconds: number): SecretEntry[] {
