@@ -17,7 +17,14 @@ export interface ClaimResult {
   claimedCount: number;
   /** Destinations that were at their concurrency cap with due work waiting. */
   slotDenied: number;
+  /** Hold flags this claim changed (committed with it): each is logged once, by this worker. */
+  transitions: HoldTransition[];
 }
+
+export type HoldTransition =
+  | { kind: "rate_limited"; destination: ClaimedDestination; holding: boolean }
+  /** Holding: `until` the open window's end. Released: the window that held them, when known. */
+  | { kind: "quiet_hours"; destination: ClaimedDestination; holding: boolean; until: Date | null; window?: QuietWindow };
 
 export interface ClaimOptions {
   /** Most deliveries this claim may lease in total (the worker's free send capacity). */
@@ -33,13 +40,15 @@ export interface ClaimOptions {
 export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
   return withRetry(db, async (q) => {
     const locked = await lockReadyDestinations(q, Math.max(1, Math.min(opts.batchSize, opts.capacity)), opts.shard);
-    const result: ClaimResult = { destinations: new Map(), deliveries: [], probes: [], claimedCount: locked.length, slotDenied: 0 };
+    const result: ClaimResult = { destinations: new Map(), deliveries: [], probes: [], claimedCount: locked.length, slotDenied: 0, transitions: [] };
     if (locked.length === 0) return result;
 
     let budget = opts.capacity;
     const grants: Grant[] = [];
     const buckets = new Map<string, Bucket[]>();
     const tokenLimited = new Set<string>();
+    /** Free slots and whole tokens each rate-limited destination had at this claim. */
+    const shaped = new Map<string, { slots: number; tokens: number }>();
     const quiet = new Map<string, QuietWindow>();
     for (const d of locked) {
       result.destinations.set(d.id, d);
@@ -59,6 +68,7 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
       // Tokens are spent in this transaction, so the limit holds across every worker process.
       const tokens = b.length ? available(b, statesOf(b, d.bucket_state), d.now.getTime(), slots) : slots;
       if (tokens < slots) tokenLimited.add(d.id);
+      if (b.length) shaped.set(d.id, { slots, tokens });
       const n = Math.min(tokens, budget);
       if (n <= 0) continue;
       budget -= n;
@@ -78,7 +88,9 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
           ? d.now.getTime() + Math.max(d.probe_interval_seconds, d.timeout_seconds + opts.leaseMarginSeconds) * 1000
           : d.pause_cause === "transient" ? Math.max(d.next_probe_at?.getTime() ?? 0, d.now.getTime()) : null;
         const at = nextProbeMs === null ? null : new Date(nextProbeMs);
-        return { id: d.id, readyAt: at, bucketState: d.bucket_state, rateLimited: false, nextProbeAt: probed.has(d.id) ? at : null, idleRecheck: false };
+        // Its quiet-hours finding stands until a claim looks again (a pause holds everything anyway).
+        noteTransitions(result, d, false, d.quiet_holding);
+        return { id: d.id, readyAt: at, bucketState: d.bucket_state, rateLimited: false, quietHolding: d.quiet_holding, nextProbeAt: probed.has(d.id) ? at : null, idleRecheck: false };
       }
       const n = granted.get(d.id) ?? 0;
       const b = buckets.get(d.id)!;
@@ -100,15 +112,16 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
       if (!hadGrant.has(d.id) && slotsFree(gateInput(d, d.inflight)) === 0 && !(d.throttled_until && d.throttled_until > d.now)) result.slotDenied++;
       // Quiet hours hold what their types cover until the window ends; bypass types went above.
       const win = quiet.get(d.id);
+      let quietHolding = false;
       if (win) {
         const heldHead = d.ordered ? d.head_quiet_hold === true && n === 0 : d.has_waiting === true;
+        quietHolding = heldHead;
         if (heldHead) {
           nextWaitingMs = d.ordered ? Math.max(nextWaitingMs ?? nowMs, win.endMs) : Math.min(nextWaitingMs ?? win.endMs, win.endMs);
         }
       }
       const nextTokenMs = b.length ? nextTokenAtMs(b, spent, nowMs) : null;
-      // Held by shaping: the buckets cut the grant and due work is (or may be) left behind.
-      const rateLimited = tokenLimited.has(d.id) && nextWaitingMs !== null && nextWaitingMs <= nowMs;
+      const rateLimited = rateLimitFinding(d, shaped.get(d.id), n, hadGrant.has(d.id), tokenLimited.has(d.id), nextWaitingMs);
       let at = nextReadyAt({ ...input, nextWaitingMs, nextLeaseExpiryMs, nextTokenMs });
       // A publish that commits while we hold this row added deliveries we cannot see, and it saw
       // the row as ready already, so it left ready_at to us: pushing ready_at past the next
@@ -120,7 +133,8 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
         at = at === null ? nowMs + IDLE_RECHECK_MS : Math.min(at, nowMs + IDLE_RECHECK_MS);
         idleRecheck = true;
       }
-      return { id: d.id, readyAt: at === null ? null : new Date(at), bucketState: storeStates(b, spent) ?? d.bucket_state, rateLimited, nextProbeAt: null, idleRecheck };
+      noteTransitions(result, d, rateLimited, quietHolding, win ?? null, win ? null : heldUntilNow(d));
+      return { id: d.id, readyAt: at === null ? null : new Date(at), bucketState: storeStates(b, spent) ?? d.bucket_state, rateLimited, quietHolding, nextProbeAt: null, idleRecheck };
     });
     await setReadyAt(q, updates);
     return result;
@@ -134,6 +148,56 @@ function minOrNull(a: number | null, b: number | null): number | null {
   if (a === null) return b;
   if (b === null) return a;
   return Math.min(a, b);
+}
+
+/**
+ * Held by shaping: the buckets cut the grant (fewer whole tokens than free slots) and due work is
+ * left behind. A claim that cannot tell keeps the last finding, so the flag (a status, and a log
+ * line when it changes) does not flap while a backlog drains at the rate: an unordered
+ * destination given no grant (no token, no slot) was not looked at, so whether due work waits is
+ * unknown; an ordered head just leased leaves what follows it unread; a grant that took every
+ * token and every slot does not say which of the two held the rest back.
+ */
+function rateLimitFinding(
+  d: ClaimedDestination, shaped: { slots: number; tokens: number } | undefined, granted: number, hadGrant: boolean,
+  tokenLimited: boolean, nextWaitingMs: number | null,
+): boolean {
+  if (!shaped) return false;
+  if (d.ordered ? granted > 0 : !hadGrant) return d.rate_limited;
+  const dueLeft = nextWaitingMs !== null && nextWaitingMs <= d.now.getTime();
+  if (!dueLeft) return false;
+  if (tokenLimited) return true;
+  const undecided = shaped.slots === 0 || (granted > 0 && granted === shaped.tokens);
+  return undecided ? d.rate_limited : false;
+}
+
+/**
+ * Records the hold flags this claim changes; the row lock makes it the only claim that sees the
+ * change. `open`: the quiet window open now; `ended`: the one whose end woke this claim.
+ */
+function noteTransitions(
+  result: ClaimResult, d: ClaimedDestination, rateLimited: boolean, quietHolding: boolean, open: QuietWindow | null = null, ended: QuietWindow | null = null,
+): void {
+  if (rateLimited !== d.rate_limited) result.transitions.push({ kind: "rate_limited", destination: d, holding: rateLimited });
+  if (quietHolding !== d.quiet_holding) {
+    const until = quietHolding && open ? new Date(open.endMs) : null;
+    result.transitions.push({ kind: "quiet_hours", destination: d, holding: quietHolding, until, ...(ended ? { window: ended } : {}) });
+  } else if (!quietHolding && ended) {
+    // Deliveries published into an open window hold without a claim (ingest sets ready_at to the
+    // window's end), so no claim saw the hold begin: this one, woken by the window's end, reports the release.
+    result.transitions.push({ kind: "quiet_hours", destination: d, holding: false, until: null, window: ended });
+  }
+}
+
+/**
+ * The quiet window this claim was woken at the end of, if that is why it is ready: ready_at is
+ * set to a window's end exactly (by ingest or a claim) only when the window held deliveries.
+ */
+function heldUntilNow(d: ClaimedDestination): QuietWindow | null {
+  if (!d.delivery_schedule || !d.ready_at || d.has_waiting !== true) return null;
+  const endMs = d.ready_at.getTime();
+  const w = currentQuietWindow(d.delivery_schedule, endMs - 1);
+  return w && w.endMs === endMs ? w : null;
 }
 
 function probeDue(d: ClaimedDestination): boolean {

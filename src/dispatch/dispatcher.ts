@@ -13,8 +13,8 @@ import { healthClass, DEFAULT_HEALTH_CONFIG, type HealthConfig } from "../policy
 import { newId } from "../ids.js";
 import { buildDeliveryHeaders, type Sender } from "../delivery/sender.js";
 import { metrics } from "../metrics.js";
-import { claim } from "./claim.js";
-import { decideDelivery, decideDestination, type FinishedSend } from "./decide.js";
+import { claim, type HoldTransition } from "./claim.js";
+import { decideDelivery, decideDestination, type Decision, type FinishedSend } from "./decide.js";
 
 export const WORK_CHANNEL = "sluice_work";
 
@@ -169,6 +169,7 @@ export class Dispatcher {
         }
         errors = 0;
         if (res.slotDenied) metrics.slotDenied.inc(res.slotDenied);
+        for (const t of res.transitions) this.logHoldTransition(t);
         for (const d of res.deliveries) this.send(d, res.destinations.get(d.destination_id)!);
         for (const d of res.probes) this.probe(d);
         if (res.deliveries.length > 0 || res.probes.length > 0 || res.claimedCount >= this.opts.claimBatchSize) continue;
@@ -251,10 +252,20 @@ export class Dispatcher {
         }
         return a;
       });
+      const ids = { tenant_id: dest.tenant_id, destination_id: dest.id };
+      const answer = { status_code: outcome.statusCode, error_class: outcome.errorClass, latency_ms: Math.round(result.latencyMs) };
       if (applied.resumed) {
-        this.log.info({ destination_id: dest.id }, "probe succeeded: destination resumed on a ramp");
+        this.log.info({ ...ids, ...answer, by: "probe", ramp_limit: dest.max_concurrency > 1 ? 1 : null }, "probe succeeded: destination resumed on a ramp");
         this.opts.onAlerts?.();
         this.wake();
+      } else if (!ok && applied.nextProbeAt) {
+        this.log.info({ ...ids, ...answer, next_probe_at: applied.nextProbeAt.toISOString() }, "probe failed: destination stays paused");
+        // The claim that sent the probe planned the next look after the probe's lease; the next
+        // probe is due sooner than that, and an idle loop would sleep through it.
+        this.wake();
+      } else {
+        // Resumed or deleted meanwhile: the probe's answer changed nothing.
+        this.log.debug({ ...ids, ...answer }, "probe answered; the destination is no longer paused for a probe");
       }
     })()
       .catch((err: unknown) => this.log[isStoreUnavailable(err) ? "debug" : "error"]({ err, destination_id: dest.id }, "probe failed to record; the next one is already scheduled"))
@@ -323,8 +334,12 @@ export class Dispatcher {
       // Alerts on transitions only, written with the transition: never one per failure.
       const alerts = updates.flatMap((u, i) => (u.transition ? [transitionAlert(touched[i]!, u)] : []));
       await recordAlerts(q, alerts);
-      return { landed, updates, alerts: alerts.length };
-    }).then(({ landed, updates, alerts }) => {
+      return { landed, updates, alerts: alerts.length, states };
+    }).then(({ landed, updates, alerts, states }) => {
+      // Logged after the commit: each line says what the store now holds.
+      const byId = new Map(states.map((st) => [st.id, st]));
+      for (const d of decisions) this.logAttempt(d, byId.get(d.f.destinationId), landed.has(d.f.deliveryId));
+      for (const u of updates) this.logDestinationUpdate(byId.get(u.id)!, u);
       for (const u of updates) if (u.pauseCode) metrics.paused.inc({ reason: u.pauseCode });
       if (alerts > 0) this.opts.onAlerts?.();
       for (const d of decisions) {
@@ -335,6 +350,74 @@ export class Dispatcher {
         if (d.outcome.kind === "throttled") metrics.throttled.inc();
       }
     });
+  }
+
+  // Log lines (docs/logs.md): one per attempt that did not succeed, one per state transition.
+  // Ids, status, classes and times only — never payloads, response bodies, headers or secrets.
+
+  private logAttempt(d: Decision & { f: FinishedSend }, state: LockedDestinationState | undefined, landed: boolean): void {
+    // Successes are most results: build nothing for a line the level drops.
+    if (landed && d.outcome.kind === "success" && !this.log.isLevelEnabled("debug")) return;
+    const fields = {
+      tenant_id: state?.tenant_id, destination_id: d.f.destinationId, delivery_id: d.f.deliveryId, attempt: d.f.attemptNo,
+      status_code: d.outcome.statusCode, error_class: d.outcome.errorClass, latency_ms: Math.round(d.f.result.latencyMs),
+    };
+    if (!landed) {
+      // The lease expired first: the delivery was handed back and is someone else's now.
+      this.log.info({ ...fields, next: "none: lease expired before the result was recorded" }, "attempt result too late");
+      return;
+    }
+    switch (d.outcome.kind) {
+      case "success":
+        this.log.debug(fields, "attempt delivered");
+        return;
+      case "throttled":
+        this.log.info({ ...fields, retry_after_seconds: d.outcome.retryAfterSeconds, next: "waits for the destination's throttle hold" }, "attempt throttled");
+        return;
+      default: {
+        const { status, delaySeconds } = d.delivery;
+        const next = status === "dead" ? "dead"
+          : status === "retry_scheduled" ? "retry"
+          : "held while the destination is paused";
+        // The store set next_attempt_at from its own now(), which state.now is (same transaction).
+        const retryAt = status === "retry_scheduled" && delaySeconds !== null && state ? new Date(state.now.getTime() + delaySeconds * 1000).toISOString() : undefined;
+        this.log.info({ ...fields, next, ...(retryAt ? { retry_at: retryAt } : {}) }, "attempt failed");
+      }
+    }
+  }
+
+  private logDestinationUpdate(s: LockedDestinationState, u: DestinationUpdate): void {
+    const ids = { tenant_id: s.tenant_id, destination_id: s.id };
+    if (u.throttleSeconds !== null) {
+      // The write keeps a longer hold already in force (same now(): one transaction), so only a
+      // new or longer hold changes anything. A longer one with the same reason is the same
+      // episode's other in-flight requests answering 429 too: not a new transition.
+      const untilMs = s.now.getTime() + u.throttleSeconds * 1000;
+      const inForce = s.throttled_until !== null && s.throttled_until > s.now;
+      if (s.throttled_until === null || untilMs > s.throttled_until.getTime()) {
+        const fields = { ...ids, throttled_until: new Date(untilMs).toISOString(), hold_seconds: u.throttleSeconds, reason: u.throttleReason, extended: inForce };
+        if (!inForce || u.throttleReason !== (s.throttle_reason ?? null)) this.log.info(fields, "destination throttled");
+        else this.log.debug(fields, "throttle hold extended");
+      }
+    }
+    if (u.transition === "paused") {
+      this.log.warn({ ...ids, by: "health", reason: u.pauseReason, cause: u.pauseCause, code: u.pauseCode, score: u.score, consecutive_failures: u.consecutiveFailures }, "destination paused");
+    } else if (u.transition === "degraded") {
+      this.log.warn({ ...ids, health_status: u.healthStatus, score: u.score, consecutive_failures: u.consecutiveFailures }, "destination degraded");
+    }
+  }
+
+  private logHoldTransition(t: HoldTransition): void {
+    const ids = { tenant_id: t.destination.tenant_id, destination_id: t.destination.id };
+    if (t.kind === "rate_limited") {
+      if (t.holding) this.log.info({ ...ids, rate_limit: t.destination.rate_limit }, "destination rate-limited: backlog waiting for tokens");
+      else this.log.info(ids, "rate limit no longer holding");
+    } else if (t.holding) {
+      this.log.info({ ...ids, quiet_until: t.until?.toISOString() ?? null, timezone: t.destination.delivery_schedule?.timezone }, "quiet hours: holding deliveries");
+    } else {
+      const w = t.window ? { quiet_from: new Date(t.window.startMs).toISOString(), quiet_until: new Date(t.window.endMs).toISOString() } : {};
+      this.log.info({ ...ids, ...w }, "quiet hours: releasing held deliveries");
+    }
   }
 }
 

@@ -1,4 +1,4 @@
-import { pino } from "pino";
+import { pino, type Logger } from "pino";
 import { loadConfig } from "../../src/config.js";
 import { run, type Running } from "../../src/app.js";
 import { before, after } from "node:test";
@@ -27,7 +27,10 @@ export interface TestSluice {
   stop(): Promise<void>;
 }
 
-export async function startSluice(backend: Backend, opts: { env?: Record<string, string>; worker?: boolean; api?: boolean; databaseUrl?: string } = {}): Promise<TestSluice> {
+export async function startSluice(
+  backend: Backend,
+  opts: { env?: Record<string, string>; worker?: boolean; api?: boolean; databaseUrl?: string; /** Instead of a pino at SLUICE_LOG_LEVEL (e.g. one that captures lines). */ log?: Logger } = {},
+): Promise<TestSluice> {
   let drop: (() => Promise<void>) | null = null;
   let databaseUrl = opts.databaseUrl;
   if (backend === "server" && !databaseUrl) {
@@ -50,7 +53,7 @@ export async function startSluice(backend: Backend, opts: { env?: Record<string,
   const running = await run(config, {
     api: opts.api ?? true,
     worker: opts.worker ?? true,
-    log: pino({ level: config.logLevel }),
+    log: opts.log ?? pino({ level: config.logLevel }),
   });
   const url = running.url ?? "";
   return {

@@ -28,6 +28,11 @@ export interface ClaimedDestination {
   probe_interval_seconds: number;
   tenant_id: string;
   idle_recheck: boolean;
+  /** The last claim's findings, read under the row lock: a claim that changes one logs the transition. */
+  rate_limited: boolean;
+  quiet_holding: boolean;
+  /** The ready_at this claim found due (a quiet window's end, when the window held deliveries). */
+  ready_at: Date | null;
   now: Date;
   /** Live leases (expired ones were just returned to the queue). */
   inflight: number;
@@ -80,7 +85,8 @@ export async function lockReadyDestinations(q: Queryable, limit: number, shard: 
     `SELECT d.id, d.url, d.secrets, d.timeout_seconds, d.max_concurrency, d.ordered,
             d.retry_schedule_seconds, d.throttle_schedule_seconds, d.throttled_until, d.paused_at,
             d.rate_limit, d.bucket_state, d.delivery_schedule, d.ramp_limit, d.pause_cause, d.next_probe_at,
-            d.probe_interval_seconds, d.tenant_id, d.idle_recheck, clock_timestamp() AS now, g.pos,
+            d.probe_interval_seconds, d.tenant_id, d.idle_recheck, d.rate_limited, d.quiet_holding, d.ready_at,
+            clock_timestamp() AS now, g.pos,
             l.inflight, l.next_lease_expiry,
             CASE WHEN d.ordered THEN
               (SELECT x.next_attempt_at FROM deliveries x
@@ -195,19 +201,21 @@ export interface AfterClaimUpdate {
   readyAt: Date | null;
   bucketState: StoredBuckets | null;
   rateLimited: boolean;
+  /** An open quiet window holds due deliveries back. */
+  quietHolding: boolean;
   /** Set when this claim sent a probe: when the next one is due. Null keeps the column. */
   nextProbeAt: Date | null;
   idleRecheck: boolean;
 }
 
-/** Writes each destination's new ready_at (null: idle until new work arrives) and token buckets. */
+/** Writes each destination's new ready_at (null: idle until new work arrives), token buckets and hold flags. */
 export async function setReadyAt(q: Queryable, updates: AfterClaimUpdate[]): Promise<void> {
   if (updates.length === 0) return;
   await q.query(
     `UPDATE destinations d
         SET ready_at = u."readyAt", bucket_state = u."bucketState", rate_limited = u."rateLimited", idle_recheck = u."idleRecheck",
-            next_probe_at = coalesce(u."nextProbeAt", d.next_probe_at)
-       FROM ${recordset("$1", `id text, "readyAt" timestamptz, "bucketState" jsonb, "rateLimited" bool, "nextProbeAt" timestamptz, "idleRecheck" bool`, updates.length)} AS u
+            quiet_holding = u."quietHolding", next_probe_at = coalesce(u."nextProbeAt", d.next_probe_at)
+       FROM ${recordset("$1", `id text, "readyAt" timestamptz, "bucketState" jsonb, "rateLimited" bool, "quietHolding" bool, "nextProbeAt" timestamptz, "idleRecheck" bool`, updates.length)} AS u
       WHERE d.id = u.id`,
     [jsonRows(updates)],
   );

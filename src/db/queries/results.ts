@@ -20,6 +20,8 @@ export interface LockedDestinationState {
   consecutive_failures: number;
   consecutive_throttles: number;
   throttled_until: Date | null;
+  /** Why the hold in force (or the last one) was set. */
+  throttle_reason?: string | null;
   paused_at: Date | null;
   deleted_at: Date | null;
   now: Date;
@@ -29,7 +31,7 @@ export interface LockedDestinationState {
 export async function lockDestinationsForResults(q: Queryable, ids: string[]): Promise<LockedDestinationState[]> {
   return q.query<LockedDestinationState>(
     `SELECT id, tenant_id, name, url, max_concurrency, probe_interval_seconds, ramp_limit, pause_cause, health_window, health_status,
-            consecutive_auth_failures, consecutive_failures, consecutive_throttles, throttled_until, paused_at, deleted_at, now() AS now
+            consecutive_auth_failures, consecutive_failures, consecutive_throttles, throttled_until, throttle_reason, paused_at, deleted_at, now() AS now
        FROM destinations WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`,
     [ids],
   );
@@ -197,6 +199,8 @@ export interface ProbeApplied {
   /** The probe succeeded and the destination was paused for a transient cause: it is resumed. */
   resumed: boolean;
   destination: LockedDestinationState | null;
+  /** The probe failed and the destination stays paused: when the next one is due. */
+  nextProbeAt: Date | null;
 }
 
 /**
@@ -210,7 +214,7 @@ export async function applyProbe(q: Queryable, p: ProbeRecord): Promise<ProbeApp
      VALUES ($1, $2, 1, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING`,
     [p.destinationId, p.probeId, p.startedAt, Math.round(p.latencyMs), p.ok ? "success" : "failure", p.statusCode, p.errorClass, p.healthClass, p.errorMessage, p.responseBody],
   );
-  if (!d || d.deleted_at || !d.paused_at || d.pause_cause !== "transient") return { resumed: false, destination: d ?? null };
+  if (!d || d.deleted_at || !d.paused_at || d.pause_cause !== "transient") return { resumed: false, destination: d ?? null, nextProbeAt: null };
   if (p.ok) {
     await q.query(
       `UPDATE destinations
@@ -221,13 +225,13 @@ export async function applyProbe(q: Queryable, p: ProbeRecord): Promise<ProbeApp
         WHERE id = $1`,
       [d.id],
     );
-    return { resumed: true, destination: d };
+    return { resumed: true, destination: d, nextProbeAt: null };
   }
-  await q.query(
+  const [next] = await q.query<{ next_probe_at: Date }>(
     `UPDATE destinations SET next_probe_at = now() + make_interval(secs => probe_interval_seconds),
             ready_at = now() + make_interval(secs => probe_interval_seconds), updated_at = now()
-      WHERE id = $1`,
+      WHERE id = $1 RETURNING next_probe_at`,
     [d.id],
   );
-  return { resumed: false, destination: d };
+  return { resumed: false, destination: d, nextProbeAt: next?.next_probe_at ?? null };
 }
