@@ -11,6 +11,7 @@
 //      plans are sampled again when half the deliveries have arrived.
 // Targets (the issue): deliveries/s at 100,000 destinations ≥ 0.8 × that at 1,000; claim cost flat.
 // Usage: npm run bench:scale [-- --quick | --deliveries 1000000 --scales 1000,100000 --workers 2]
+import { randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
@@ -434,7 +435,7 @@ async function explainClaim(db: pg.Client, o: {
         budget -= n;
         grants.push({ destinationId: d.id, count: n, ordered: d.ordered, leaseSeconds: d.timeout_seconds + 30, quiet: false } as unknown as GrantArg);
       }
-      const lease = dests.length ? await leaseDeliveries(q, grants) : { leased: [] };
+      const lease = dests.length ? await leaseDeliveries(q, grants, randomUUID()) : { leased: [] };
       if (dests.length) {
         await setReadyAt(q, dests.map((d) => ({ id: d.id, readyAt: d.now, bucketState: d.bucket_state, rateLimited: false, nextProbeAt: null, idleRecheck: false }) as UpdateArg));
       }

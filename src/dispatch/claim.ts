@@ -35,6 +35,8 @@ export interface ClaimOptions {
   /** See grantBuckets: burst tokens held back for send-time jitter. */
   rateSendJitterMs: number;
   shard: [number, number] | null;
+  /** Carried by every lease this claim takes (see abandonClaims). */
+  leaseToken: string;
 }
 
 export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
@@ -74,7 +76,7 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
       budget -= n;
       grants.push({ destinationId: d.id, count: n, ordered: d.ordered, leaseSeconds: d.timeout_seconds + opts.leaseMarginSeconds, quiet: win !== null });
     }
-    const { leased, moreDue } = await leaseDeliveries(q, grants);
+    const { leased, moreDue } = await leaseDeliveries(q, grants, opts.leaseToken);
     result.deliveries = leased;
 
     const granted = new Map<string, number>();

@@ -1,10 +1,11 @@
+import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { Db } from "../db/db.js";
 import { withRetry, isStoreUnavailable } from "../db/db.js";
 import { nextReadyDelayMs } from "../db/queries/claim.js";
 import type { ClaimedDestination, LeasedDelivery } from "../db/queries/claim.js";
 import {
-  lockDestinationsForResults, finishDeliveries, updateDestinationsAfterResults, releaseLeases, applyProbe,
+  lockDestinationsForResults, finishDeliveries, updateDestinationsAfterResults, releaseLeases, abandonClaims, applyProbe,
   type LockedDestinationState, type DestinationUpdate,
 } from "../db/queries/results.js";
 import { alertInput, recordAlerts, type AlertInput } from "../alerts/alerts.js";
@@ -66,6 +67,8 @@ export class Dispatcher {
   private wakeSeq = 0;
   private unlisten: (() => Promise<void>) | null = null;
   private offAvailability: (() => void) | null = null;
+  /** Lease tokens of claims that failed as the store went away: they may have committed anyway. */
+  private uncertainClaims: string[] = [];
 
   constructor(
     private readonly db: Db,
@@ -152,7 +155,9 @@ export class Dispatcher {
       }
       this.reserved += capacity;
       try {
+        if (this.uncertainClaims.length > 0) await this.abandonUncertainClaims();
         const end = metrics.claimDuration.startTimer();
+        const leaseToken = randomUUID();
         let res;
         try {
           res = await claim(this.db, {
@@ -162,7 +167,12 @@ export class Dispatcher {
             leaseMarginSeconds: this.opts.leaseMarginSeconds,
             rateSendJitterMs: this.opts.rateSendJitterMs ?? 0,
             shard: this.opts.shard,
+            leaseToken,
           });
+        } catch (err) {
+          // The store may have committed the claim just before it went away: undo it once it is back.
+          if (isStoreUnavailable(err)) this.uncertainClaims.push(leaseToken);
+          throw err;
         } finally {
           this.reserved -= capacity;
           end();
@@ -190,6 +200,14 @@ export class Dispatcher {
         await this.sleep(Math.min(CLAIM_RETRY_MAX_MS, 50 * 2 ** Math.min(errors, 5)));
       }
     }
+  }
+
+  /** Hands back what claims with unconfirmed commits may have leased; throws while the store is away. */
+  private async abandonUncertainClaims(): Promise<void> {
+    const tokens = [...this.uncertainClaims];
+    const n = await withRetry(this.db, (q) => abandonClaims(q, tokens));
+    this.uncertainClaims = this.uncertainClaims.filter((t) => !tokens.includes(t));
+    if (n > 0) this.log.info({ deliveries: n }, "handed back deliveries leased by a claim the store committed as it went away; no request was made for them");
   }
 
   private send(d: LeasedDelivery, dest: ClaimedDestination): void {

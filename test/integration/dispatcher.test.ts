@@ -1,7 +1,10 @@
-import { IDLE_RECHECK_MS } from "../../src/dispatch/claim.js";
+import { randomUUID } from "node:crypto";
+import { IDLE_RECHECK_MS, claim } from "../../src/dispatch/claim.js";
+import { abandonClaims } from "../../src/db/queries/results.js";
+import { withRetry } from "../../src/db/db.js";
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { BACKENDS, useSluiceAndReceiver } from "../helpers/sluice.js";
+import { BACKENDS, startSluice, useSluiceAndReceiver } from "../helpers/sluice.js";
 import { startReceiver } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
 import { metrics } from "../../src/metrics.js";
@@ -111,3 +114,33 @@ describe("notifications on a Postgres server", () => {
     await waitFor(() => rx.received.length === 2, { timeoutMs: 5000, message: "the event did not wake the dispatcher after the listener dropped" });
   });
 });
+
+for (const backend of BACKENDS) {
+  describe(`a claim whose commit went unconfirmed, on ${backend} Postgres`, () => {
+    test("abandonClaims hands its leases back at once, as they were: waiting, the attempt not counted", async () => {
+      const s = await startSluice(backend, { worker: false });
+      try {
+        const d = (await s.api("POST", "/v1/destinations", { url: "http://127.0.0.1:9/never", event_types: ["unconfirmed.*"] })).body;
+        await s.api("POST", "/v1/events/batch", { events: [0, 1, 2].map((i) => ({ type: "unconfirmed.x", payload: { i } })) });
+        const opts = { capacity: 10, batchSize: 10, grantCap: 10, leaseMarginSeconds: 10, rateSendJitterMs: 0, shard: null };
+        // The claim commits; the worker is taken to have lost the answer (store gone mid-commit).
+        const token = randomUUID();
+        const lost = await claim(s.running.db, { ...opts, leaseToken: token });
+        assert.equal(lost.deliveries.length, 3);
+        const leased = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}`)).body.data as { status: string }[];
+        assert.ok(leased.every((x) => x.status === "delivering"), JSON.stringify(leased));
+
+        assert.equal(await withRetry(s.running.db, (q) => abandonClaims(q, [randomUUID()])), 0, "another claim's token touches nothing");
+        assert.equal(await withRetry(s.running.db, (q) => abandonClaims(q, [token])), 3);
+        const back = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}`)).body.data as { status: string; attempts: number }[];
+        assert.deepEqual(back.map((x) => [x.status, x.attempts]), [["queued", 0], ["queued", 0], ["queued", 0]]);
+        // Claimable at once, not after the lease would have expired.
+        const again = await claim(s.running.db, { ...opts, leaseToken: randomUUID() });
+        assert.equal(again.deliveries.length, 3);
+        assert.ok(again.deliveries.every((x) => x.attempts === 1));
+      } finally {
+        await s.stop();
+      }
+    });
+  });
+}

@@ -148,10 +148,11 @@ export interface LeaseResult {
 
 /**
  * Leases up to `count` due deliveries per destination in FIFO order (occurred_at, id), looking one
- * further to learn whether due work remains. An ordered destination only ever takes its head,
+ * further to learn whether due work remains. Every lease of one claim carries the claim's
+ * `leaseToken` (chosen by the worker), so a claim whose commit went unconfirmed can be undone. An ordered destination only ever takes its head,
  * and only when the head is due.
  */
-export async function leaseDeliveries(q: Queryable, grants: Grant[]): Promise<LeaseResult> {
+export async function leaseDeliveries(q: Queryable, grants: Grant[], leaseToken: string): Promise<LeaseResult> {
   if (grants.length === 0) return { leased: [], moreDue: new Set() };
   const rows = await q.query<LeasedDelivery & { more: boolean }>(
     `WITH g AS (
@@ -171,7 +172,7 @@ export async function leaseDeliveries(q: Queryable, grants: Grant[]): Promise<Le
         WHERE p.next_attempt_at <= now() AND NOT (g.quiet AND p.quiet_hold)
      ), leased AS (
        UPDATE deliveries d
-          SET status = 'delivering', attempts = d.attempts + 1, lease_token = gen_random_uuid(),
+          SET status = 'delivering', attempts = d.attempts + 1, lease_token = $6::uuid,
               lease_expires_at = now() + make_interval(secs => picked.lease_seconds), updated_at = now()
          FROM picked, events e
         WHERE picked.rn <= picked.n AND d.destination_id = picked.destination_id AND d.id = picked.id AND e.id = d.event_id
@@ -185,7 +186,7 @@ export async function leaseDeliveries(q: Queryable, grants: Grant[]): Promise<Le
      SELECT NULL, picked.destination_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM picked WHERE picked.rn > picked.n`,
     // Arrays, not one JSON document: Postgres sizes unnest() by the arrays, while it guesses 100
     // rows for json_to_recordset — and that guess made it hash-join the whole deliveries table.
-    [grants.map((g) => g.destinationId), grants.map((g) => g.count), grants.map((g) => g.ordered), grants.map((g) => g.leaseSeconds), grants.map((g) => g.quiet)],
+    [grants.map((g) => g.destinationId), grants.map((g) => g.count), grants.map((g) => g.ordered), grants.map((g) => g.leaseSeconds), grants.map((g) => g.quiet), leaseToken],
   );
   const leased: LeasedDelivery[] = [];
   const moreDue = new Set<string>();

@@ -173,13 +173,39 @@ export async function releaseLeases(q: Queryable, leases: { destinationId: strin
      RETURNING d.id`,
     [leases.map((l) => l.destinationId), leases.map((l) => l.id), leases.map((l) => l.leaseToken)],
   );
+  await wakeDestinations(q, leases.map((l) => l.destinationId));
+  return rows.length;
+}
+
+/**
+ * Undoes claims whose commit the worker never saw confirmed (the store went away during it): if
+ * they committed, their deliveries are leased to requests that were never made. They go back to
+ * waiting as they were — the attempt the claim counted taken back — instead of sitting out their
+ * leases. Reads only live leases (the `delivering` partial index); a no-op for claims that did not commit.
+ */
+export async function abandonClaims(q: Queryable, leaseTokens: string[]): Promise<number> {
+  if (leaseTokens.length === 0) return 0;
+  const rows = await q.query<{ destination_id: string }>(
+    `UPDATE deliveries d
+        SET status = CASE WHEN d.failures > 0 THEN 'retry_scheduled' ELSE 'queued' END, attempts = d.attempts - 1,
+            lease_token = NULL, lease_expires_at = NULL, updated_at = now()
+      WHERE d.status = 'delivering' AND d.lease_token = ANY($1::uuid[])
+     RETURNING d.destination_id`,
+    [leaseTokens],
+  );
+  await wakeDestinations(q, rows.map((r) => r.destination_id));
+  return rows.length;
+}
+
+/** Makes destinations claimable now, unless paused, deleted or inside a throttle hold. */
+async function wakeDestinations(q: Queryable, destinationIds: string[]): Promise<void> {
+  if (destinationIds.length === 0) return;
   await q.query(
     `UPDATE destinations SET ready_at = now()
       WHERE id = ANY($1::text[]) AND paused_at IS NULL AND deleted_at IS NULL
         AND (throttled_until IS NULL OR throttled_until <= now())`,
-    [[...new Set(leases.map((l) => l.destinationId))]],
+    [[...new Set(destinationIds)].sort()],
   );
-  return rows.length;
 }
 
 export interface ProbeRecord {
