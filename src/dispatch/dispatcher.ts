@@ -155,11 +155,12 @@ export class Dispatcher {
       }
       this.reserved += capacity;
       try {
-        if (this.uncertainClaims.length > 0) await this.abandonUncertainClaims();
         const end = metrics.claimDuration.startTimer();
         const leaseToken = randomUUID();
         let res;
         try {
+          // Inside the try whose finally gives the reservation back: a throw here must not leak it.
+          if (this.uncertainClaims.length > 0) await this.abandonUncertainClaims();
           res = await claim(this.db, {
             capacity,
             batchSize: this.opts.claimBatchSize,
@@ -171,7 +172,7 @@ export class Dispatcher {
           });
         } catch (err) {
           // The store may have committed the claim just before it went away: undo it once it is back.
-          if (isStoreUnavailable(err)) this.uncertainClaims.push(leaseToken);
+          if (isStoreUnavailable(err) && !this.uncertainClaims.includes(leaseToken)) this.uncertainClaims.push(leaseToken);
           throw err;
         } finally {
           this.reserved -= capacity;
