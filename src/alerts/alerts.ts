@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import nodemailer, { type Transporter } from "nodemailer";
 import type { Db, Queryable } from "../db/db.js";
+import { isStoreUnavailable } from "../db/db.js";
 import { jsonRows } from "../db/json-rows.js";
 import { newId } from "../ids.js";
 import { publishEvents, RoutingCache } from "../events/publish.js";
@@ -128,7 +129,7 @@ export class AlertSender {
         try {
           await this.pass();
         } catch (err) {
-          this.log.error({ err }, "sending alerts failed; will retry");
+          this.log[isStoreUnavailable(err) ? "debug" : "error"]({ err }, "sending alerts failed; will retry");
         }
       } while (this.again);
     })().finally(() => (this.running = null));

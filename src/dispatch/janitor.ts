@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Db } from "../db/db.js";
+import { isStoreUnavailable } from "../db/db.js";
 import { wakeStranded } from "../db/queries/events.js";
 
 // Retention: finished deliveries, their attempts, events with nothing left to deliver, and old
@@ -62,7 +63,7 @@ export function startJanitor(db: Db, retentionHours: number, log: Logger, everyM
         if (r.deliveries < BATCH && r.attempts < BATCH && r.events < BATCH) break;
       }
     } catch (err) {
-      log.warn({ err }, "pruning failed; will try again");
+      log[isStoreUnavailable(err) ? "debug" : "warn"]({ err }, "pruning failed; will try again");
     }
     if (!stopped) timer = setTimeout(tick, everyMs);
   };
@@ -71,7 +72,7 @@ export function startJanitor(db: Db, retentionHours: number, log: Logger, everyM
   const sweep = setInterval(() => {
     void db.tx((q) => wakeStranded(q))
       .then((n) => { if (n > 0) log.warn({ destinations: n }, "woke idle destinations that had due deliveries waiting"); })
-      .catch((err: unknown) => log.warn({ err }, "stranded-destination sweep failed; will try again"));
+      .catch((err: unknown) => log[isStoreUnavailable(err) ? "debug" : "warn"]({ err }, "stranded-destination sweep failed; will try again"));
   }, 15_000);
   sweep.unref();
   return () => {
