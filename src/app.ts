@@ -1,9 +1,10 @@
 import { existsSync, readFileSync } from "node:fs";
 import http from "node:http";
 import type { FastifyInstance } from "fastify";
-import { pino, type Logger } from "pino";
+import type { Logger } from "pino";
 import type { Config } from "./config.js";
-import { openDb, type Db } from "./db/db.js";
+import { describeServer, isStoreUnavailable, openDb, type Db } from "./db/db.js";
+import { acquireStoreLock, type StoreLock } from "./db/lock.js";
 import { migrate } from "./db/migrate.js";
 import { buildApi } from "./api/server.js";
 import { Dispatcher } from "./dispatch/dispatcher.js";
@@ -13,6 +14,8 @@ import { ensureDefaultTenant } from "./bootstrap.js";
 import { registry, registerDatabaseGauges } from "./metrics.js";
 import { AlertSender } from "./alerts/alerts.js";
 import { WORK_CHANNEL } from "./dispatch/dispatcher.js";
+import { StartupError, StoreUnavailableError } from "./errors.js";
+import { createLogger } from "./logger.js";
 
 export const VERSION: string = (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
 export const USER_AGENT = `Sluice/${VERSION} (+https://github.com/sluice-webhooks)`;
@@ -22,6 +25,8 @@ export interface RunOptions {
   worker: boolean;
   shard?: [number, number] | null;
   log?: Logger;
+  /** The CLI command (start, api, worker), for the store lock; derived from api/worker if absent. */
+  command?: string;
   /** Called with a generated default-tenant key (first start without SLUICE_API_KEY). */
   onGeneratedKey?: (key: string) => void;
 }
@@ -34,89 +39,256 @@ export interface Running {
   stop(): Promise<void>;
 }
 
+export interface Store {
+  db: Db;
+  /** Closes the store and lets go of its lock. */
+  close(): Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Opens the store for `command`: the embedded one after taking its folder's lock (one process at
+ * a time), or a Postgres server, waiting up to SLUICE_DB_CONNECT_WAIT_SECONDS while it is
+ * unreachable. Failures are StartupErrors that say what to mend.
+ */
+export async function openStore(config: Readonly<Config>, opts: { command: string; log: Logger }): Promise<Store> {
+  const { log } = opts;
+  if (config.databaseUrl) {
+    const db = await connectServer(config, log);
+    return { db, close: () => db.close() };
+  }
+  const inMemory = config.dataDir.startsWith("memory://");
+  // Before PGlite opens the folder: a second process on it would corrupt it.
+  const lock: StoreLock | null = inMemory ? null : acquireStoreLock(config.dataDir, opts.command, log);
+  try {
+    if (!inMemory && !existsSync(`${config.dataDir}/PG_VERSION`)) {
+      log.info({ dataDir: config.dataDir }, "creating the embedded Postgres store (first start only; takes a few seconds)");
+    }
+    const db = await openDb({ dataDir: config.dataDir });
+    return {
+      db,
+      async close() {
+        try {
+          await db.close();
+        } finally {
+          lock?.release();
+        }
+      },
+    };
+  } catch (err) {
+    lock?.release();
+    throw err;
+  }
+}
+
+/** The first connection to a Postgres server, retried while the server is unreachable. */
+async function connectServer(config: Readonly<Config>, log: Logger): Promise<Db> {
+  const url = config.databaseUrl!;
+  const where = describeServer(url);
+  const started = Date.now();
+  const deadline = started + config.dbConnectWaitSeconds * 1000;
+  let lastLog = 0;
+  for (;;) {
+    try {
+      return await openDb({ databaseUrl: url, poolSize: config.dbPoolSize });
+    } catch (err) {
+      const cause = err instanceof StoreUnavailableError ? err.cause : err;
+      const code = (cause as { code?: unknown } | null)?.code;
+      const message = (cause as Error | null)?.message ?? String(cause);
+      if (code === "28P01" || code === "28000") {
+        throw new StartupError(
+          "SLUICE_STORE_AUTH_FAILED",
+          `${where} refused the login in DATABASE_URL: ${message}.\nCheck the user name and password (special characters in them must be percent-encoded).`,
+          { cause },
+        );
+      }
+      if (code === "3D000") {
+        throw new StartupError(
+          "SLUICE_STORE_NO_DATABASE",
+          `${where} has no such database: ${message}.\nCreate it (createdb NAME) or correct the database name at the end of DATABASE_URL.`,
+          { cause },
+        );
+      }
+      if (!isStoreUnavailable(err)) throw err;
+      const now = Date.now();
+      if (now >= deadline) {
+        const waited = config.dbConnectWaitSeconds > 0 ? ` after trying for ${Math.round((now - started) / 1000)} s` : "";
+        throw new StartupError(
+          "SLUICE_STORE_UNREACHABLE",
+          `Cannot reach ${where}${waited} (${reasonOf(cause)}).\n` +
+            "Check that the server is running and that the host and port in DATABASE_URL are right; SLUICE_DB_CONNECT_WAIT_SECONDS sets how long to wait for it.",
+          { cause },
+        );
+      }
+      if (now - lastLog >= 5_000) {
+        lastLog = now;
+        log.warn({ store: where, reason: reasonOf(cause) }, `waiting for ${where} (${reasonOf(cause)}); trying for up to ${config.dbConnectWaitSeconds} s`);
+      }
+      await sleep(Math.min(1_000, deadline - now));
+    }
+  }
+}
+
+/** "connection refused, ECONNREFUSED" and the like, from a connect error (or the last of several). */
+function reasonOf(err: unknown): string {
+  const e = err as { code?: unknown; message?: unknown; errors?: unknown[] } | null;
+  const code = typeof e?.code === "string" ? e.code : undefined;
+  const named: Record<string, string> = {
+    ECONNREFUSED: "connection refused", ENOTFOUND: "host name not found", EAI_AGAIN: "host name lookup failed",
+    ETIMEDOUT: "timed out", EHOSTUNREACH: "host unreachable", ENETUNREACH: "network unreachable",
+  };
+  if (code && named[code]) return `${named[code]}, ${code}`;
+  // Several addresses (localhost: ::1 and 127.0.0.1) fail together in an AggregateError.
+  if (Array.isArray(e?.errors) && e.errors.length > 0) return reasonOf(e.errors[e.errors.length - 1]);
+  const message = typeof e?.message === "string" && e.message ? e.message : "no answer";
+  return code ? `${message}, ${code}` : message;
+}
+
+/** A failed listen as one line that says which setting to change. */
+function listenError(err: unknown, host: string, port: number, setting: "api" | "metrics"): unknown {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  const flags = setting === "api" ? "--port / SLUICE_PORT" : "--metrics-port / SLUICE_METRICS_PORT";
+  const what = setting === "api" ? "the API" : "/metrics";
+  const at = `${host.includes(":") ? `[${host}]` : host}:${port}`;
+  const message =
+    code === "EADDRINUSE" ? `Cannot serve ${what} on ${at}: port ${port} is already in use by another process.\nStop that process, or choose another port with ${flags}.`
+    : code === "EACCES" ? `Cannot serve ${what} on ${at}: not allowed to listen on port ${port} (ports below 1024 need privileges).\nChoose another port with ${flags}.`
+    : code === "EADDRNOTAVAIL" ? `Cannot serve ${what} on ${at}: ${host} is not an address of this machine.\nSet --host / SLUICE_HOST to one of its addresses (0.0.0.0 for all).`
+    : code === "ENOTFOUND" || code === "EAI_AGAIN" ? `Cannot serve ${what}: the host name ${host} is unknown.\nSet --host / SLUICE_HOST to an address of this machine (0.0.0.0 for all).`
+    : null;
+  return message ? new StartupError("SLUICE_LISTEN_FAILED", message, { cause: err }) : err;
+}
+
 /** Opens the store, migrates, and starts the API and/or the delivery worker in this process. */
 export async function run(config: Readonly<Config>, opts: RunOptions): Promise<Running> {
-  const log = opts.log ?? pino({ level: config.logLevel, base: { pid: process.pid } });
-  if (!config.databaseUrl && !existsSync(`${config.dataDir}/PG_VERSION`) && !config.dataDir.startsWith("memory://")) {
-    log.info({ dataDir: config.dataDir }, "creating the embedded Postgres store (first start only; takes a few seconds)");
-  }
-  const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.dbPoolSize });
-  const applied = await migrate(db);
-  if (applied.length) log.info({ applied }, "migrations applied");
-
-  if (opts.api) {
-    const boot = await ensureDefaultTenant(db, config.apiKey);
-    if (boot.generatedKey) opts.onGeneratedKey?.(boot.generatedKey);
-  }
-
-  // Whoever serves /metrics reports the database-wide gauges.
-  if (opts.api || config.metricsPort !== undefined) registerDatabaseGauges(db);
+  const log = opts.log ?? createLogger(config);
+  const command = opts.command ?? (opts.api && opts.worker ? "start" : opts.api ? "api" : "worker");
+  const store = await openStore(config, { command, log });
+  const db = store.db;
 
   let api: FastifyInstance | null = null;
   let metricsServer: http.Server | null = null;
   let url: string | null = null;
-  if (opts.api) {
-    api = await buildApi({ db, config, log, version: VERSION });
-    url = await api.listen({ host: config.host, port: config.port });
-  }
-  if (config.metricsPort !== undefined) {
-    metricsServer = http.createServer((_req, res) => {
-      void registry.metrics().then((body) => {
-        res.writeHead(200, { "content-type": registry.contentType });
-        res.end(body);
-      });
-    });
-    await new Promise<void>((r) => metricsServer!.listen(config.metricsPort, config.host, r));
-  }
-
   let dispatcher: Dispatcher | null = null;
   let sender: Sender | null = null;
   let stopJanitor: (() => void) | null = null;
   let alertSender: AlertSender | null = null;
-  if (opts.worker) {
-    alertSender = new AlertSender(db, {
-      smtpUrl: config.smtpUrl, smtpFrom: config.smtpFrom, maxPayloadBytes: config.maxPayloadBytes,
-      onPublished: () => db.notify(WORK_CHANNEL),
-    }, log.child({ component: "alerts" }));
-    sender = new Sender({
-      network: { allowPrivateNetworks: config.allowPrivateNetworks, allowedCidrs: config.allowedCidrs },
-      userAgent: USER_AGENT,
-      maxSocketsPerOrigin: config.maxSocketsPerOrigin,
-    });
-    dispatcher = new Dispatcher(db, sender, {
-      workerConcurrency: config.workerConcurrency,
-      claimBatchSize: config.claimBatchSize,
-      claimLoops: config.claimLoops,
-      grantCap: config.grantCap,
-      leaseMarginSeconds: config.leaseMarginSeconds,
-      rateSendJitterMs: config.rateSendJitterMs,
-      health: {
-        windowSize: config.healthWindow, minSamples: config.healthMinSamples,
-        maxConsecutiveFailures: config.pauseAfterFailures, authFailuresToPause: config.pauseAfterAuthFailures,
-      },
-      onAlerts: () => alertSender?.kick(),
-      shard: opts.shard ?? null,
-      userAgent: USER_AGENT,
-    }, log.child({ component: "dispatcher" }));
-    await dispatcher.start();
-    alertSender.start();
-    stopJanitor = startJanitor(db, config.retentionHours, log.child({ component: "janitor" }));
+
+  // The store going away and coming back, logged once each (requests and claims do not log it).
+  let lostAt: number | null = null;
+  const offAvailability = db.onAvailability((up) => {
+    if (!up) {
+      lostAt = Date.now();
+      log.warn({ store: db.where }, `lost the store (${db.where}); the API answers 503 and delivery pauses until it returns`);
+    } else {
+      const seconds = lostAt === null ? 0 : (Date.now() - lostAt) / 1000;
+      lostAt = null;
+      log.info({ store: db.where, down_seconds: seconds }, `store reachable again after ${seconds.toFixed(1)} s`);
+    }
+  });
+
+  // Everything started so far, stopped in reverse: by stop(), or when a later start step fails.
+  const shutdown = async () => {
+    stopJanitor?.();
+    if (api) await api.close(); // stop taking requests first
+    if (dispatcher) await dispatcher.stop(config.shutdownGraceSeconds * 1000);
+    if (alertSender) await alertSender.stop();
+    // The dispatcher already waited out the grace period and released what was left.
+    if (sender) await sender.destroy();
+    if (metricsServer?.listening) await new Promise((r) => metricsServer!.close(r));
+    offAvailability();
+    await store.close();
+  };
+
+  let bootstrapped: (value: unknown) => void = () => undefined;
+  const bootstrapDone = new Promise((resolve) => (bootstrapped = resolve));
+  try {
+    const applied = await migrate(db);
+    if (applied.length) log.info({ applied }, "migrations applied");
+
+    // Whoever serves /metrics reports the database-wide gauges.
+    if (opts.api || config.metricsPort !== undefined) registerDatabaseGauges(db);
+
+    // The default tenant is made only once the ports are open: a start that fails on a busy port
+    // must not spend the key that is shown only once.
+    if (opts.api) {
+      api = await buildApi({ db, config, log, version: VERSION, ready: bootstrapDone });
+      try {
+        url = await api.listen({ host: config.host, port: config.port });
+      } catch (err) {
+        throw listenError(err, config.host, config.port, "api");
+      }
+    }
+    if (config.metricsPort !== undefined) {
+      const server = http.createServer((_req, res) => {
+        void registry.metrics().then((body) => {
+          res.writeHead(200, { "content-type": registry.contentType });
+          res.end(body);
+        });
+      });
+      metricsServer = server;
+      await new Promise<void>((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(config.metricsPort, config.host, () => {
+          server.removeListener("error", reject);
+          resolve();
+        });
+      }).catch((err: unknown) => {
+        throw listenError(err, config.host, config.metricsPort!, "metrics");
+      });
+    }
+
+    if (opts.api) {
+      try {
+        const boot = await ensureDefaultTenant(db, config.apiKey);
+        if (boot.generatedKey) opts.onGeneratedKey?.(boot.generatedKey);
+        if (boot.addedKeyToTenantId) log.info({ tenant_id: boot.addedKeyToTenantId }, "SLUICE_API_KEY was new: added it as another key of the default tenant");
+      } finally {
+        bootstrapped(undefined);
+      }
+    }
+
+    if (opts.worker) {
+      alertSender = new AlertSender(db, {
+        smtpUrl: config.smtpUrl, smtpFrom: config.smtpFrom, maxPayloadBytes: config.maxPayloadBytes,
+        onPublished: () => db.notify(WORK_CHANNEL),
+      }, log.child({ component: "alerts" }));
+      sender = new Sender({
+        network: { allowPrivateNetworks: config.allowPrivateNetworks, allowedCidrs: config.allowedCidrs },
+        userAgent: USER_AGENT,
+        maxSocketsPerOrigin: config.maxSocketsPerOrigin,
+      });
+      dispatcher = new Dispatcher(db, sender, {
+        workerConcurrency: config.workerConcurrency,
+        claimBatchSize: config.claimBatchSize,
+        claimLoops: config.claimLoops,
+        grantCap: config.grantCap,
+        leaseMarginSeconds: config.leaseMarginSeconds,
+        rateSendJitterMs: config.rateSendJitterMs,
+        health: {
+          windowSize: config.healthWindow, minSamples: config.healthMinSamples,
+          maxConsecutiveFailures: config.pauseAfterFailures, authFailuresToPause: config.pauseAfterAuthFailures,
+        },
+        onAlerts: () => alertSender?.kick(),
+        shard: opts.shard ?? null,
+        userAgent: USER_AGENT,
+      }, log.child({ component: "dispatcher" }));
+      await dispatcher.start();
+      alertSender.start();
+      stopJanitor = startJanitor(db, config.retentionHours, log.child({ component: "janitor" }));
+    }
+  } catch (err) {
+    bootstrapped(undefined);
+    await shutdown().catch((e: unknown) => log.debug({ err: e }, "error while cleaning up a failed start"));
+    throw err;
   }
 
   let stopping: Promise<void> | null = null;
   return {
     db, url, api, dispatcher,
     stop() {
-      stopping ??= (async () => {
-        stopJanitor?.();
-        if (api) await api.close(); // stop taking requests first
-        if (dispatcher) await dispatcher.stop(config.shutdownGraceSeconds * 1000);
-        if (alertSender) await alertSender.stop();
-        // The dispatcher already waited out the grace period and released what was left.
-        if (sender) await sender.destroy();
-        if (metricsServer) await new Promise((r) => metricsServer!.close(r));
-        await db.close();
-      })();
+      stopping ??= shutdown();
       return stopping;
     },
   };

@@ -1,24 +1,40 @@
 import type { Db } from "./db/db.js";
 import { newId } from "./ids.js";
-import { countTenants, insertTenant, tenantByKey } from "./db/queries/tenants.js";
+import { addApiKey, countTenants, defaultTenant, insertTenant, tenantByKey } from "./db/queries/tenants.js";
 import { newApiKey } from "./api/routes/tenants.js";
 
+export interface Bootstrap {
+  /** A key made for a new default tenant (no SLUICE_API_KEY): shown once, never stored in clear. */
+  generatedKey?: string;
+  createdTenantId?: string;
+  /** SLUICE_API_KEY was new and became another key of this existing default tenant. */
+  addedKeyToTenantId?: string;
+}
+
 /**
- * The default tenant: with SLUICE_API_KEY, its key is made to exist; without, a key is
- * generated on the very first start only and returned so it can be printed once.
+ * The default tenant: with SLUICE_API_KEY, that key is made to exist — as a key of the default
+ * tenant, which is created if there is none; without, a key is generated on the very first start
+ * only and returned so it can be printed once. There is never a second default tenant.
  */
-export async function ensureDefaultTenant(db: Db, apiKey: string | undefined): Promise<{ generatedKey?: string; createdTenantId?: string }> {
+export async function ensureDefaultTenant(db: Db, apiKey: string | undefined): Promise<Bootstrap> {
   return db.tx(async (q) => {
     // Serialise first starts of several processes.
     await q.query("SELECT pg_advisory_xact_lock(7245002)");
+    const current = await defaultTenant(q);
     if (apiKey) {
       if (await tenantByKey(q, apiKey)) return {};
-      const t = await insertTenant(q, { id: newId("ten"), name: "default", alertEmail: null }, apiKey);
+      if (current) {
+        await addApiKey(q, current.id, apiKey);
+        return { addedKeyToTenantId: current.id };
+      }
+      const t = await insertTenant(q, { id: newId("ten"), name: "default", alertEmail: null, isDefault: true }, apiKey);
       return { createdTenantId: t.id };
     }
-    if ((await countTenants(q)) > 0) return {};
+    // A store with tenants but no default one (its default was renamed before defaults were
+    // marked) gets no generated key: nobody asked for one.
+    if (current || (await countTenants(q)) > 0) return {};
     const key = newApiKey();
-    const t = await insertTenant(q, { id: newId("ten"), name: "default", alertEmail: null }, key);
+    const t = await insertTenant(q, { id: newId("ten"), name: "default", alertEmail: null, isDefault: true }, key);
     return { generatedKey: key, createdTenantId: t.id };
   });
 }

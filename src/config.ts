@@ -39,6 +39,10 @@ export interface Config {
   smtpFrom: string;
   dbPoolSize: number;
   logLevel: string;
+  /** auto: human lines on a terminal, JSON otherwise. */
+  logFormat: "auto" | "json" | "pretty";
+  /** How long the first connection to a Postgres server is retried while it is unreachable. */
+  dbConnectWaitSeconds: number;
   shutdownGraceSeconds: number;
 }
 
@@ -51,6 +55,8 @@ interface Setting<K extends keyof Config> {
   default: Config[K];
   parse: Parser<Config[K]>;
   doc: string;
+  /** Holds a password or key: a bad value is not echoed in the error. */
+  secret?: boolean;
 }
 
 const int = (min: number, max: number): Parser<number> => (raw) => {
@@ -66,18 +72,36 @@ const bool: Parser<boolean> = (raw) => {
   throw new Error("must be 1/true/yes/on or 0/false/no/off");
 };
 
+/** DATABASE_URL: a postgres:// or postgresql:// URL. Errors never repeat the value (it holds a password). */
+const postgresUrl: Parser<string | undefined> = (raw) => {
+  if (raw === "") return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new Error(
+      "is not a URL; expected postgres://user:password@host:5432/database " +
+        "(characters such as @ : / # in the password must be percent-encoded, e.g. @ as %40)",
+    );
+  }
+  if (url.protocol !== "postgres:" && url.protocol !== "postgresql:") {
+    throw new Error(`is a ${url.protocol}// URL, not a Postgres one; expected postgres://user:password@host:5432/database`);
+  }
+  return raw;
+};
+
 function setting<K extends keyof Config>(s: Setting<K>): Setting<K> {
   return s;
 }
 
 export const SETTINGS = [
-  setting({ key: "databaseUrl", env: "DATABASE_URL", default: undefined, parse: optStr, doc: "Postgres server URL (14+). Unset: embedded PGlite in SLUICE_DATA_DIR." }),
+  setting({ key: "databaseUrl", env: "DATABASE_URL", default: undefined, parse: postgresUrl, secret: true, doc: "Postgres server URL (14+). Unset: embedded PGlite in SLUICE_DATA_DIR." }),
   setting({ key: "dataDir", env: "SLUICE_DATA_DIR", flag: "data-dir", default: "./.sluice", parse: str, doc: "Folder of the embedded store." }),
   setting({ key: "host", env: "SLUICE_HOST", flag: "host", default: "127.0.0.1", parse: str, doc: "Address the API listens on." }),
   setting({ key: "port", env: "SLUICE_PORT", flag: "port", default: 3000, parse: int(0, 65535), doc: "Port the API listens on." }),
   setting({ key: "metricsPort", env: "SLUICE_METRICS_PORT", flag: "metrics-port", default: undefined, parse: (r) => (r === "" ? undefined : int(0, 65535)(r)), doc: "Serve /metrics on this port instead of the API port." }),
-  setting({ key: "apiKey", env: "SLUICE_API_KEY", default: undefined, parse: optStr, doc: "Key of the default tenant, created on first start." }),
-  setting({ key: "adminKey", env: "SLUICE_ADMIN_KEY", default: undefined, parse: optStr, doc: "Enables POST /v1/tenants." }),
+  setting({ key: "apiKey", env: "SLUICE_API_KEY", default: undefined, parse: optStr, secret: true, doc: "Key of the default tenant, created on first start; a new key joins the existing default tenant." }),
+  setting({ key: "adminKey", env: "SLUICE_ADMIN_KEY", default: undefined, parse: optStr, secret: true, doc: "Enables POST /v1/tenants." }),
   setting({ key: "allowPrivateNetworks", env: "SLUICE_ALLOW_PRIVATE_NETWORKS", default: false, parse: bool, doc: "Allow delivery to loopback/private/link-local addresses." }),
   setting({ key: "allowedCidrs", env: "SLUICE_ALLOWED_CIDRS", default: [], parse: (r) => parseCidrList(r), doc: "Comma list of CIDRs delivery may reach even though private (e.g. 127.0.0.0/8)." }),
   setting({ key: "maxPayloadBytes", env: "SLUICE_MAX_PAYLOAD_BYTES", default: 1_048_576, parse: int(1, 64 * 1_048_576), doc: "Largest event payload (bytes of JSON)." }),
@@ -96,13 +120,19 @@ export const SETTINGS = [
   setting({ key: "healthMinSamples", env: "SLUICE_HEALTH_MIN_SAMPLES", default: 10, parse: int(1, 1000), doc: "Attempts in the window before the score can lower the status or pause." }),
   setting({ key: "pauseAfterFailures", env: "SLUICE_PAUSE_AFTER_FAILURES", default: 10, parse: int(1, 10_000), doc: "Consecutive failures that pause a destination." }),
   setting({ key: "pauseAfterAuthFailures", env: "SLUICE_PAUSE_AFTER_AUTH_FAILURES", default: 3, parse: int(1, 10_000), doc: "Consecutive 401/403/404 answers that pause a destination (they do not heal by themselves)." }),
-  setting({ key: "smtpUrl", env: "SLUICE_SMTP_URL", default: undefined, parse: optStr, doc: "smtp:// or smtps:// URL (user:password@host:port) for alert e-mails to each tenant's alert_email; unset: no e-mail." }),
+  setting({ key: "smtpUrl", env: "SLUICE_SMTP_URL", default: undefined, parse: optStr, secret: true, doc: "smtp:// or smtps:// URL (user:password@host:port) for alert e-mails to each tenant's alert_email; unset: no e-mail." }),
   setting({ key: "smtpFrom", env: "SLUICE_SMTP_FROM", default: "Sluice <sluice@localhost>", parse: str, doc: "From address of alert e-mails." }),
   setting({ key: "dbPoolSize", env: "SLUICE_DB_POOL_SIZE", default: 10, parse: int(1, 200), doc: "Connections per process to a Postgres server." }),
+  // Containers often start Sluice and Postgres together: wait for the server instead of failing.
+  setting({ key: "dbConnectWaitSeconds", env: "SLUICE_DB_CONNECT_WAIT_SECONDS", default: 30, parse: int(0, 3600), doc: "At start, how long to keep retrying an unreachable Postgres server before giving up. 0 = fail at once." }),
   setting({ key: "logLevel", env: "SLUICE_LOG_LEVEL", flag: "log-level", default: "info", parse: (r) => {
     if (!["fatal", "error", "warn", "info", "debug", "trace", "silent"].includes(r)) throw new Error("must be one of fatal, error, warn, info, debug, trace, silent");
     return r;
   }, doc: "pino log level." }),
+  setting({ key: "logFormat", env: "SLUICE_LOG_FORMAT", flag: "log-format", default: "auto", parse: (r) => {
+    if (r !== "auto" && r !== "json" && r !== "pretty") throw new Error("must be one of auto, json, pretty");
+    return r;
+  }, doc: "auto: readable lines on a terminal, JSON otherwise; json or pretty force one." }),
   setting({ key: "shutdownGraceSeconds", env: "SLUICE_SHUTDOWN_GRACE_SECONDS", default: 20, parse: int(0, 600), doc: "On SIGTERM, how long in-flight requests may finish before their leases are released." }),
 ] as const;
 
@@ -121,9 +151,72 @@ export function loadConfig(flags: Record<string, string | undefined> = {}, env: 
       out[s.key] = (s.parse as Parser<unknown>)(raw);
     } catch (err) {
       const where = fromFlag !== undefined ? `--${s.flag}` : s.env;
-      problems.push(`${where}=${JSON.stringify(raw)}: ${(err as Error).message}`);
+      const shown = s.secret ? "" : `=${JSON.stringify(raw)}`;
+      problems.push(`${where}${shown}: ${(err as Error).message}`);
     }
   }
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze(out as unknown as Config);
+}
+
+/**
+ * Edit distance with adjacent transpositions counting as one edit (optimal string alignment),
+ * so the common typo "prot" for "port" is 1 away, not 2.
+ */
+export function editDistance(a: string, b: string): number {
+  // d[i][j] = distance between a[0..i) and b[0..j); three rows are all the recurrence reads.
+  let prev2: number[] = [];
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, prev2[j - 2]! + 1);
+      cur.push(d);
+    }
+    prev2 = prev;
+    prev = cur;
+  }
+  return prev[b.length]!;
+}
+
+/** The candidate nearest to `word` (case-insensitive), if it is near enough to be a likely typo. */
+export function closestMatch(word: string, candidates: readonly string[]): string | undefined {
+  // Up to a third of the word may be wrong (at least 2 edits): "--prot" → "--port", but "--x" → nothing.
+  const limit = Math.max(2, Math.floor(word.length / 3));
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const c of candidates) {
+    const d = editDistance(word.toLowerCase(), c.toLowerCase());
+    if (d < bestDistance) {
+      best = c;
+      bestDistance = d;
+    }
+  }
+  return bestDistance <= limit ? best : undefined;
+}
+
+// SLUICE_* variables that are not settings but are read on purpose: by the test and bench
+// harnesses, and SLUICE_PG_FSYNC by scripts/pg-server.mjs.
+const NOT_SETTINGS = [/^SLUICE_TEST_/, /^SLUICE_BENCH_/, /^SLUICE_PG_FSYNC$/];
+
+export interface UnknownSetting {
+  name: string;
+  /** The real setting it is probably a typo of. */
+  suggestion: string | undefined;
+}
+
+/** SLUICE_* environment variables Sluice does not know: most likely typos, which would silently do nothing. */
+export function unknownEnvSettings(env: NodeJS.ProcessEnv = process.env): UnknownSetting[] {
+  const known: string[] = SETTINGS.map((s) => s.env);
+  // Compared without the shared prefix, which would otherwise make every name look close.
+  const suffixes = known.filter((k) => k.startsWith("SLUICE_")).map((k) => k.slice("SLUICE_".length));
+  return Object.keys(env)
+    .filter((name) => name.toUpperCase().startsWith("SLUICE_") && !known.includes(name) && !NOT_SETTINGS.some((re) => re.test(name)))
+    .sort()
+    .map((name) => {
+      const near = closestMatch(name.slice("SLUICE_".length), suffixes);
+      return { name, suggestion: near === undefined ? undefined : `SLUICE_${near}` };
+    });
 }

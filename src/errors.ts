@@ -67,3 +67,14 @@ export class StoreUnavailableError extends SluiceError {
     this.retryAfterSeconds = opts.retryAfterSeconds ?? 2;
   }
 }
+
+/**
+ * Sluice cannot start: the port is taken, the store is locked or unreachable, … The message says
+ * what is wrong and how to mend it, in a line or two; the CLI prints it without a stack trace.
+ */
+export class StartupError extends SluiceError {
+  constructor(code: string, message: string, opts: { cause?: unknown } = {}) {
+    super(code, message, opts);
+    this.name = "StartupError";
+  }
+}

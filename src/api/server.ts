@@ -22,6 +22,11 @@ export interface ApiContext {
   version: string;
   /** Set by buildApi when absent. */
   routing?: RoutingCache;
+  /**
+   * Start-up still to finish once the port is open (the default tenant is made only then, so a
+   * start that fails on a busy port has not spent its shown-once key): requests wait for it.
+   */
+  ready?: Promise<unknown>;
 }
 
 declare module "fastify" {
@@ -82,6 +87,15 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
       req.body = {};
     }
   });
+
+  if (ctx.ready) {
+    const ready = ctx.ready;
+    let open = false;
+    void ready.finally(() => (open = true)).catch(() => undefined);
+    app.addHook("onRequest", async () => {
+      if (!open) await ready.catch(() => undefined);
+    });
+  }
 
   // Authentication for /v1 (the admin-only tenant creation authenticates itself).
   const cache = new Map<string, { tenant: TenantRow; until: number }>();

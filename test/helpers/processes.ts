@@ -25,3 +25,20 @@ export function spawnSluice(command: "worker" | "api" | "start", env: Record<str
   const exited = new Promise<number | string>((resolve) => proc.on("exit", (code, sig) => resolve(code ?? sig ?? -1)));
   return { proc, exited, output: () => out, kill: (s) => proc.kill(s) };
 }
+
+/**
+ * Runs the CLI with any arguments (`migrate`, `audit rate …`, bad flags) in a clean environment:
+ * only PATH, HOME and `env` — no SLUICE_* or DATABASE_URL of the caller's.
+ */
+export function spawnSluiceCli(args: string[], env: Record<string, string> = {}): SluiceProcess {
+  const proc = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", SLUICE_LOG_LEVEL: "warn", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  proc.stdout!.on("data", (c) => (out += c));
+  proc.stderr!.on("data", (c) => (out += c));
+  const exited = new Promise<number | string>((resolve) => proc.on("exit", (code, sig) => resolve(code ?? sig ?? -1)));
+  return { proc, exited, output: () => out, kill: (s) => proc.kill(s) };
+}

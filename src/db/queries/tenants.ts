@@ -5,6 +5,8 @@ export interface TenantRow {
   id: string;
   name: string;
   alert_email: string | null;
+  /** The tenant SLUICE_API_KEY belongs to (at most one). */
+  is_default: boolean;
   created_at: Date;
   updated_at: Date;
 }
@@ -13,14 +15,31 @@ export function hashKey(key: string): string {
   return createHash("sha256").update(key).digest("hex");
 }
 
-/** Creates a tenant and its first API key (stored hashed). */
-export async function insertTenant(q: Queryable, t: { id: string; name: string; alertEmail: string | null }, apiKey: string): Promise<TenantRow> {
+/** Creates a tenant and its first API key (stored hashed); `isDefault` marks the default tenant. */
+export async function insertTenant(
+  q: Queryable,
+  t: { id: string; name: string; alertEmail: string | null; isDefault?: boolean },
+  apiKey: string,
+): Promise<TenantRow> {
   const rows = await q.query<TenantRow>(
-    "INSERT INTO tenants (id, name, alert_email) VALUES ($1, $2, $3) RETURNING *",
-    [t.id, t.name, t.alertEmail],
+    "INSERT INTO tenants (id, name, alert_email, is_default) VALUES ($1, $2, $3, $4) RETURNING *",
+    [t.id, t.name, t.alertEmail, t.isDefault ?? false],
   );
-  await q.query("INSERT INTO api_keys (key_hash, tenant_id) VALUES ($1, $2)", [hashKey(apiKey), t.id]);
+  await addApiKey(q, t.id, apiKey);
   return rows[0]!;
+}
+
+/** Adds another API key (stored hashed) to a tenant; a key it already has is left as it is. */
+export async function addApiKey(q: Queryable, tenantId: string, apiKey: string): Promise<void> {
+  await q.query(
+    "INSERT INTO api_keys (key_hash, tenant_id) VALUES ($1, $2) ON CONFLICT (key_hash) DO NOTHING",
+    [hashKey(apiKey), tenantId],
+  );
+}
+
+/** The default tenant, or null before the first start of an API. */
+export async function defaultTenant(q: Queryable): Promise<TenantRow | null> {
+  return (await q.query<TenantRow>("SELECT * FROM tenants WHERE is_default"))[0] ?? null;
 }
 
 /** The tenant owning an API key, or null. */
