@@ -148,7 +148,7 @@ async function oneRun(o: {
 
   const port = await freePort();
   const key = `sk_bench_outage_${o.label}`;
-  const child = spawnLogged(process.execPath, ["bin/sluice.js", "start"], {
+  const child = spawnLogged(process.execPath, ["--import", "tsx", "src/cli/main.ts", "start"], {
     cwd: REPO, logFile: o.logFile,
     env: { ...process.env, DATABASE_URL: o.url, SLUICE_PORT: String(port), SLUICE_API_KEY: key, SLUICE_ALLOW_PRIVATE_NETWORKS: "1", SLUICE_LOG_LEVEL: "info", SLUICE_LOG_FORMAT: "json" },
   });
