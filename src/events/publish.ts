@@ -3,7 +3,7 @@ import { ValidationError, SluiceError, type FieldError } from "../errors.js";
 import { newId } from "../ids.js";
 import { matchesEventType, SYSTEM_TYPE_PREFIX } from "../policy/event-match.js";
 import { scheduleApplies, currentQuietWindow } from "../policy/quiet-hours.js";
-import { routingTargets, routingVersion, insertEvents, insertDeliveries, type NewEvent, type NewDelivery, type RoutingTarget } from "../db/queries/events.js";
+import { routingTargets, routingVersion, insertEvents, insertDeliveries, type NewEvent, type NewDelivery, type RoutingTarget, type QuietHoldStart } from "../db/queries/events.js";
 
 // Fan-out: an event becomes one delivery per matching destination, all in the caller's
 // transaction. Used by the API and by Sluice itself (destination.* events).
@@ -58,6 +58,8 @@ export interface PublishOptions {
   system?: boolean;
   /** Field-name prefix for error details (e.g. "events[3]."). */
   fieldPrefix?: (index: number) => string;
+  /** Receives the destinations that began holding for quiet hours (to log after the commit). */
+  quietHoldsStarted?: QuietHoldStart[];
 }
 
 export async function publishEvents(q: Queryable, tenantId: string, inputs: EventInput[], opts: PublishOptions): Promise<Published[]> {
@@ -121,7 +123,8 @@ export async function publishEvents(q: Queryable, tenantId: string, inputs: Even
     out.push({ id: ev.id, deliveries: to.length });
   }
   await insertEvents(q, tenantId, events);
-  await insertDeliveries(q, tenantId, deliveries);
+  const started = await insertDeliveries(q, tenantId, deliveries);
+  opts.quietHoldsStarted?.push(...started);
   return out;
 }
 

@@ -145,7 +145,7 @@ for (const backend of BACKENDS) {
       assert.ok(rx.received.slice(-1)[0]!.receivedAt >= quietUntil - 50);
     });
 
-    test("deliveries published into an open quiet window log their release at its end", async () => {
+    test("deliveries published into an open quiet window log the hold once at ingest and the release at its end", async () => {
       rx.reset();
       rx.respondWith({ status: 200 });
       const d = (await s.api("POST", "/v1/destinations", {
@@ -153,7 +153,12 @@ for (const backend of BACKENDS) {
       })).body;
       assert.equal(d.status, "quiet");
       await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 2 }, (_, i) => ({ type: "qu.x", payload: { i } })) });
-      await waitFor(() => rx.received.length === 2, { message: () => `received ${rx.received.length}\n${dump(d.id)()}` });
+      await s.api("POST", "/v1/events", { type: "qu.x", payload: { i: 2 } });
+      const held = about(d.id, "quiet hours: holding deliveries");
+      assert.equal(held.length, 1, `one hold line for two publishes: ${dump(d.id)()}`);
+      assert.equal(held[0]!.quiet_until, d.quiet_until);
+      await waitFor(() => rx.received.length === 3, { message: () => `received ${rx.received.length}\n${dump(d.id)()}` });
+      assert.equal(about(d.id, "quiet hours: holding deliveries").length, 1, "the claim at the window's end does not log the hold again");
       const released = about(d.id, "quiet hours: releasing held deliveries");
       assert.equal(released.length, 1, dump(d.id)());
       assert.equal(released[0]!.quiet_until, d.quiet_until);

@@ -4,7 +4,7 @@ import type { Static } from "@sinclair/typebox";
 import type { ApiContext } from "../server.js";
 import { ConflictError, NotFoundError, ValidationError } from "../../errors.js";
 import { withRetry } from "../../db/db.js";
-import { findIdempotent, storeIdempotent, getEvent } from "../../db/queries/events.js";
+import { findIdempotent, storeIdempotent, getEvent, type QuietHoldStart } from "../../db/queries/events.js";
 import { listDeliveries } from "../../db/queries/deliveries.js";
 import { publishEvents, type Published } from "../../events/publish.js";
 import { WORK_CHANNEL } from "../../dispatch/dispatcher.js";
@@ -54,11 +54,14 @@ export function eventRoutes(ctx: ApiContext) {
   }
 
   async function run(req: FastifyRequest, inputs: Static<typeof EventIn>[], batch: boolean, idem: { key: string; hash: string } | undefined): Promise<Published[]> {
+    const quietHolds: QuietHoldStart[] = [];
     const result = await withRetry(ctx.db, async (q) => {
+      quietHolds.length = 0; // a retried transaction starts over
       const out = await publishEvents(q, req.tenant.id, inputs, {
         maxPayloadBytes: ctx.config.maxPayloadBytes,
         routing: ctx.routing,
         fieldPrefix: batch ? (i) => `events[${i}].` : undefined,
+        quietHoldsStarted: quietHolds,
       });
       if (idem) {
         const response = batch ? { events: out } : out[0];
@@ -67,6 +70,10 @@ export function eventRoutes(ctx: ApiContext) {
       }
       return out;
     });
+    // The claim at the window's end logs the release (docs/logs.md).
+    for (const h of quietHolds) {
+      ctx.log.info({ tenant_id: req.tenant.id, destination_id: h.destinationId, quiet_until: h.until.toISOString() }, "quiet hours: holding deliveries");
+    }
     metrics.eventsIngested.inc(result.length);
     metrics.deliveriesCreated.inc(result.reduce((n, r) => n + r.deliveries, 0));
     await ctx.db.notify(WORK_CHANNEL);

@@ -69,8 +69,8 @@ export async function insertEvents(q: Queryable, tenantId: string, events: NewEv
  * (never inside a throttle hold, never for a paused destination). Destinations are updated in
  * id order so concurrent writers lock them in the same order.
  */
-export async function insertDeliveries(q: Queryable, tenantId: string, ds: NewDelivery[]): Promise<void> {
-  if (ds.length === 0) return;
+export async function insertDeliveries(q: Queryable, tenantId: string, ds: NewDelivery[]): Promise<QuietHoldStart[]> {
+  if (ds.length === 0) return [];
   await q.query(
     `INSERT INTO deliveries (destination_id, id, event_id, tenant_id, status, occurred_at, next_attempt_at, quiet_hold)
      SELECT d."destinationId", d.id, d."eventId", $1, 'queued', coalesce(d."occurredAt", now()), coalesce(d."deliverAt", now()), d."quietHold"
@@ -93,6 +93,25 @@ export async function insertDeliveries(q: Queryable, tenantId: string, ds: NewDe
         AND (d.ready_at IS NULL OR d.ready_at > greatest(coalesce(u.at, now()), coalesce(d.throttled_until, now())))`,
     [jsonRows(ids.map((id) => ({ id, at: earliest.get(id) ?? null })))],
   );
+  // Deliveries held by a quiet window that is open now: the destination starts holding, unless it
+  // already was (then the claim at the window's end logs the release). Rare, so a statement apart.
+  const held = new Map<string, Date>();
+  for (const d of ds) if (d.quietHold && d.wakeAt) held.set(d.destinationId, d.wakeAt);
+  if (held.size === 0) return [];
+  const started = await q.query<{ id: string }>(
+    `UPDATE destinations SET quiet_holding = true
+      WHERE id = ANY($1::text[]) AND NOT quiet_holding AND paused_at IS NULL AND deleted_at IS NULL
+     RETURNING id`,
+    [[...held.keys()].sort()],
+  );
+  return started.map((r) => ({ destinationId: r.id, until: held.get(r.id)! }));
+}
+
+/** A destination that began holding deliveries for its quiet hours with this publish. */
+export interface QuietHoldStart {
+  destinationId: string;
+  /** The end of the quiet window. */
+  until: Date;
 }
 
 export interface StoredIdempotency {
