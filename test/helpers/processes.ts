@@ -14,16 +14,7 @@ export interface SluiceProcess {
 }
 
 export function spawnSluice(command: "worker" | "api" | "start", env: Record<string, string>, args: string[] = []): SluiceProcess {
-  const proc = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", command, ...args], {
-    cwd: ROOT,
-    env: { ...process.env, SLUICE_LOG_LEVEL: "warn", SLUICE_ALLOW_PRIVATE_NETWORKS: "1", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  proc.stdout!.on("data", (c) => (out += c));
-  proc.stderr!.on("data", (c) => (out += c));
-  const exited = new Promise<number | string>((resolve) => proc.on("exit", (code, sig) => resolve(code ?? sig ?? -1)));
-  return { proc, exited, output: () => out, kill: (s) => proc.kill(s) };
+  return spawnCli([command, ...args], { ...process.env, SLUICE_LOG_LEVEL: "warn", SLUICE_ALLOW_PRIVATE_NETWORKS: "1", ...env });
 }
 
 /**
@@ -31,11 +22,11 @@ export function spawnSluice(command: "worker" | "api" | "start", env: Record<str
  * only PATH, HOME and `env` — no SLUICE_* or DATABASE_URL of the caller's.
  */
 export function spawnSluiceCli(args: string[], env: Record<string, string> = {}): SluiceProcess {
-  const proc = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", SLUICE_LOG_LEVEL: "warn", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  return spawnCli(args, { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", SLUICE_LOG_LEVEL: "warn", ...env });
+}
+
+function spawnCli(args: string[], env: NodeJS.ProcessEnv): SluiceProcess {
+  const proc = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   proc.stdout!.on("data", (c) => (out += c));
   proc.stderr!.on("data", (c) => (out += c));

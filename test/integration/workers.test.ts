@@ -81,16 +81,7 @@ describe("worker processes on a Postgres server", () => {
   });
 
   test("invariant 2: max_concurrency holds at the receiver across two worker processes", async () => {
-    const current = new Map<string, number>();
-    const peak = new Map<string, number>();
-    const rx = await startReceiver(async (req: ReceivedRequest) => {
-      const n = (current.get(req.path) ?? 0) + 1;
-      current.set(req.path, n);
-      peak.set(req.path, Math.max(peak.get(req.path) ?? 0, n));
-      await sleep(25 + Math.random() * 25);
-      current.set(req.path, (current.get(req.path) ?? 1) - 1);
-      return { status: 200 };
-    });
+    const { rx, peak } = await peakReceiver();
     try {
       // 24 destinations with caps 1–4: claims lock many rows each, which widens the window in
       // which a stale in-flight count could over-grant.
@@ -125,7 +116,7 @@ describe("worker processes on a Postgres server", () => {
       const n = (current.get(req.path) ?? 0) + 1;
       current.set(req.path, n);
       peak.set(req.path, Math.max(peak.get(req.path) ?? 0, n));
-      await sleep(20 + Math.random() * 30);
+      await sleep(25 + Math.random() * 25);
       current.set(req.path, (current.get(req.path) ?? 1) - 1);
       return { status: 200 };
     });
