@@ -1,47 +1,95 @@
 import { parseArgs } from "node:util";
 import type { Logger } from "pino";
-import { closestMatch, loadConfig, SETTINGS, unknownEnvSettings, type UnknownSetting } from "../config.js";
+import { CLI_COMMANDS, closestMatch, loadConfig, SETTINGS, unknownEnvSettings, type CliCommand, type UnknownSetting } from "../config.js";
 import { ConfigError, SluiceError } from "../errors.js";
 import { openStore, run, VERSION } from "../app.js";
 import { migrate } from "../db/migrate.js";
 import { createLogger } from "../logger.js";
 import { auditRate, parseSince } from "./audit.js";
 
-const USAGE = `sluice ${VERSION} — outbound webhooks with per-destination flow control
+// The commands, and the options each takes beyond the settings' flags (config.ts SETTINGS).
+interface CommandSpec {
+  summary: string;
+  /** Arguments after the command, for the usage line. */
+  args?: string;
+  options?: Record<string, { type: "string" | "boolean"; arg?: string; doc: string }>;
+}
 
-Usage: sluice <command> [options]
+const COMMANDS: Record<CliCommand, CommandSpec> = {
+  start: {
+    summary: "API and delivery workers in one process (the default)",
+    options: { shard: { type: "string", arg: "I/N", doc: "serve only destinations whose id hashes to slice I of N" } },
+  },
+  api: { summary: "the HTTP API only" },
+  worker: {
+    summary: "delivery workers only (run any number against one DATABASE_URL)",
+    options: { shard: { type: "string", arg: "I/N", doc: "serve only destinations whose id hashes to slice I of N" } },
+  },
+  migrate: { summary: "apply database migrations and exit" },
+  audit: {
+    summary: "attempts per second against a destination's rate limit; exit 1 if any window is over",
+    args: "rate",
+    options: {
+      destination: { type: "string", arg: "ID", doc: "the destination to audit (required)" },
+      since: { type: "string", arg: "15m|2h|RFC 3339", doc: "from when (default 15m)" },
+      "jitter-ms": { type: "string", arg: "MS", doc: "tolerated send-time jitter when judging windows (default 100)" },
+      all: { type: "boolean", doc: "list every second, not only those over the limit" },
+    },
+  },
+};
+
+const FLAGGED = SETTINGS.filter((s) => s.flag !== undefined);
+
+/** Every option any command takes, for parseArgs; which command may use which is checked after. */
+const OPTIONS = {
+  ...Object.fromEntries(FLAGGED.map((s) => [s.flag!, { type: "string" as const }])),
+  ...Object.fromEntries(Object.values(COMMANDS).flatMap((c) => Object.entries(c.options ?? {}).map(([name, o]) => [name, { type: o.type }]))),
+  help: { type: "boolean" as const, short: "h" },
+  version: { type: "boolean" as const },
+};
+
+/** The flags `command` takes, as help lines. */
+function optionLines(command: CliCommand): [string, string][] {
+  const lines: [string, string][] = FLAGGED.filter((s) => s.commands === undefined || s.commands.includes(command)).map((s) => {
+    const def = s.default === undefined ? "" : `, default ${Array.isArray(s.default) ? s.default.join(",") || "none" : String(s.default)}`;
+    return [`--${s.flag} ${s.arg ?? "VALUE"}`, `${s.doc} (${s.env}${def})`];
+  });
+  for (const [name, o] of Object.entries(COMMANDS[command].options ?? {})) lines.push([`--${name}${o.arg ? ` ${o.arg}` : ""}`, o.doc]);
+  return lines;
+}
+
+function table(rows: [string, string][]): string {
+  const width = Math.max(...rows.map(([a]) => a.length)) + 2;
+  return rows.map(([a, b]) => `  ${a.padEnd(width)}${b}`).join("\n");
+}
+
+function usage(): string {
+  const common = optionLines("start");
+  return `sluice ${VERSION} — outbound webhooks with per-destination flow control
+
+Usage: sluice <command> [options]      sluice <command> --help for that command's options
 
 Commands:
-  start      API and delivery workers in one process (the default)
-  api        the HTTP API only
-  worker     delivery workers only (run any number against one DATABASE_URL)
-  migrate    apply database migrations and exit
-  audit rate --destination ID [--since 15m|RFC 3339] [--jitter-ms 100] [--all]
-             attempts per second against the destination's rate limit; exit 1 if any window is over
+${table(CLI_COMMANDS.map((c) => [`${c}${COMMANDS[c].args ? ` ${COMMANDS[c].args}` : ""}`, COMMANDS[c].summary]))}
 
-Options:
-  --host ADDR          listen address (SLUICE_HOST, default 127.0.0.1)
-  --port N             listen port (SLUICE_PORT, default 3000)
-  --metrics-port N     serve /metrics on this port (SLUICE_METRICS_PORT)
-  --data-dir DIR       embedded store folder (SLUICE_DATA_DIR, default ./.sluice)
-  --concurrency N      most requests in flight per worker process (SLUICE_WORKER_CONCURRENCY)
-  --shard I/N          worker only: serve destinations whose id hashes to slice I of N
-  --log-level LEVEL    fatal|error|warn|info|debug|trace|silent (SLUICE_LOG_LEVEL)
-  --log-format FORMAT  auto|json|pretty (SLUICE_LOG_FORMAT; auto: pretty on a terminal)
-  -h, --help           this text
+Options of sluice start (flags win over the environment):
+${table([...common, ["-h, --help", "this text"], ["--version", "the version"]])}
 
 Settings (environment):
-${SETTINGS.map((s) => `  ${s.env.padEnd(32)} ${s.doc}`).join("\n")}
+${table(SETTINGS.map((s) => [s.env, s.doc]))}
 `;
+}
 
-const COMMANDS = ["start", "api", "worker", "migrate", "audit"];
+function commandUsage(command: CliCommand): string {
+  const spec = COMMANDS[command];
+  return `sluice ${command}${spec.args ? ` ${spec.args}` : ""} [options] — ${spec.summary}
 
-const OPTIONS = {
-  host: { type: "string" }, port: { type: "string" }, "data-dir": { type: "string" },
-  concurrency: { type: "string" }, shard: { type: "string" }, "log-level": { type: "string" }, "log-format": { type: "string" },
-  "metrics-port": { type: "string" }, help: { type: "boolean", short: "h" }, version: { type: "boolean" },
-  destination: { type: "string" }, since: { type: "string" }, all: { type: "boolean" }, "jitter-ms": { type: "string" },
-} as const;
+Options:
+${table([...optionLines(command), ["-h, --help", "this text"]])}
+
+Every setting can also be given in the environment: sluice --help lists them.
+`;
+}
 
 /** A mistake on the command line: printed as is, exit code 2. */
 class UsageError extends Error {}
@@ -52,7 +100,10 @@ let verbose = ["debug", "trace"].includes(process.env.SLUICE_LOG_LEVEL ?? "");
 // SLUICE_* variables that are no setting; a misspelt one is often why a setting looks wrong.
 let unknown: UnknownSetting[] = [];
 
-function parse(argv: string[]) {
+/** Options as given: strings for valued ones, true for switches (parseArgs checked the types). */
+type Values = { help?: boolean; version?: boolean } & Record<string, string | boolean | undefined>;
+
+function parse(argv: string[]): { values: Values; positionals: string[] } {
   try {
     return parseArgs({ args: argv, allowPositionals: true, options: OPTIONS });
   } catch (err) {
@@ -75,23 +126,38 @@ function describeUnknown(u: UnknownSetting): string {
 
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv);
-  if (values["log-level"] !== undefined) verbose = ["debug", "trace"].includes(values["log-level"]);
-  if (values.help) {
-    process.stdout.write(USAGE);
-    return 0;
-  }
+  const text = (name: string): string | undefined => (typeof values[name] === "string" ? values[name] : undefined);
+  const level = text("log-level");
+  if (level !== undefined) verbose = ["debug", "trace"].includes(level);
   if (values.version) {
     process.stdout.write(`${VERSION}\n`);
     return 0;
   }
-  const command = positionals[0] ?? "start";
-  if (!COMMANDS.includes(command)) {
-    const near = closestMatch(command, COMMANDS);
+  const given = positionals[0];
+  if (given === undefined && values.help) {
+    process.stdout.write(usage());
+    return 0;
+  }
+  const command = (given ?? "start") as CliCommand;
+  if (!CLI_COMMANDS.includes(command)) {
+    const near = closestMatch(command, CLI_COMMANDS);
     throw new UsageError(`unknown command '${command}'${near ? `; did you mean '${near}'?` : ""} (sluice --help lists the commands)`);
   }
-  const { destination: _d, since: _s, all: _a, "jitter-ms": _j, ...flags } = values;
+  if (values.help) {
+    process.stdout.write(commandUsage(command));
+    return 0;
+  }
+  // An option another command takes is a mistake here (e.g. --port for a worker, which serves no API).
+  const allowed = new Set(optionLines(command).map(([flag]) => flag.split(" ")[0]!.slice(2)));
+  for (const name of Object.keys(values)) {
+    if (name !== "help" && name !== "version" && !allowed.has(name)) {
+      throw new UsageError(`sluice ${command} does not take --${name} (sluice ${command} --help lists its options)`);
+    }
+  }
+  const settingFlags = new Set(FLAGGED.map((s) => s.flag!));
+  const flags = Object.fromEntries([...settingFlags].map((name) => [name, text(name)]));
   unknown = unknownEnvSettings();
-  const config = loadConfig(flags as Record<string, string | undefined>);
+  const config = loadConfig(flags);
   verbose = ["debug", "trace"].includes(config.logLevel);
   const log = createLogger(config);
   logger = log;
@@ -108,31 +174,34 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (command === "audit") {
-    if (positionals[1] !== "rate" || !values.destination) {
+    const destination = text("destination");
+    if (positionals[1] !== "rate" || !destination) {
       throw new UsageError("usage: sluice audit rate --destination ID [--since 15m|2h|RFC 3339] [--jitter-ms 100] [--all]");
     }
-    const jitterMs = values["jitter-ms"] === undefined ? undefined : Number(values["jitter-ms"]);
+    const jitter = text("jitter-ms");
+    const jitterMs = jitter === undefined ? undefined : Number(jitter);
     if (jitterMs !== undefined && !(Number.isFinite(jitterMs) && jitterMs >= 0)) {
-      throw new UsageError(`audit: --jitter-ms takes a number of milliseconds ≥ 0, not '${values["jitter-ms"]}'`);
+      throw new UsageError(`audit: --jitter-ms takes a number of milliseconds ≥ 0, not '${jitter}'`);
     }
     let since: Date;
     try {
-      since = parseSince(values.since, Date.now());
+      since = parseSince(text("since"), Date.now());
     } catch (err) {
       throw new UsageError(`audit: ${(err as Error).message}`);
     }
     const store = await openStore(config, { command, log });
     try {
-      return await auditRate(store.db, { destinationId: values.destination, since, all: values.all ?? false, jitterMs }, (l) => process.stdout.write(l + "\n"));
+      return await auditRate(store.db, { destinationId: destination, since, all: values.all === true, jitterMs }, (l) => process.stdout.write(l + "\n"));
     } finally {
       await store.close();
     }
   }
   let shard: [number, number] | null = null;
-  if (values.shard !== undefined) {
-    const m = /^(\d+)\/(\d+)$/.exec(values.shard);
+  const shardFlag = text("shard");
+  if (shardFlag !== undefined) {
+    const m = /^(\d+)\/(\d+)$/.exec(shardFlag);
     if (!m || Number(m[2]) < 1 || Number(m[1]) >= Number(m[2])) {
-      throw new UsageError(`--shard takes I/N with 0 <= I < N (e.g. --shard 3/16), not '${values.shard}'`);
+      throw new UsageError(`--shard takes I/N with 0 <= I < N (e.g. --shard 3/16), not '${shardFlag}'`);
     }
     shard = [Number(m[1]), Number(m[2])];
   }

@@ -1,7 +1,7 @@
 // Quiet hours: when a destination's `delivery_schedule` holds a delivery, and until when.
 //
 // Pure: every instant is passed in as epoch ms. Time-zone data comes from Luxon (IANAZone
-// offsets, DateTime calendar fields); see docs/scheduling-dst.md for the DST semantics.
+// offsets, DateTime calendar fields); see docs/scheduling.md ("Daylight-saving time") for the DST semantics.
 //
 // A window is a contiguous interval of instants [start, end):
 //   start = the first instant at which the local wall clock reads >= quiet_start on a start day;

@@ -60,11 +60,6 @@ export function refill(b: Bucket, s: BucketState | undefined, nowMs: number): Bu
   return { tokens: Math.min(b.capacity, s.tokens + elapsed * b.ratePerMs), atMs: Math.max(nowMs, s.atMs) };
 }
 
-export interface Draw {
-  /** Sends allowed now (≤ wanted). */
-  allowed: number;
-}
-
 /** Whole tokens every bucket can give now, at most `wanted` — without spending them. */
 export function available(buckets: Bucket[], states: (BucketState | undefined)[], nowMs: number, wanted: number): number {
   let n = wanted;

@@ -23,7 +23,8 @@ for (const backend of BACKENDS) {
       const metrics = (await s.api("GET", "/metrics", undefined, { key: null })).body as string;
       const heldMetric = /sluice_held\{reason="rate_limited"\} (\d+)/.exec(metrics);
       assert.ok(heldMetric && Number(heldMetric[1]) > 0, "sluice_held{reason=rate_limited} counts the backlog");
-      assert.match(metrics, new RegExp(`sluice_inflight\\{destination="${d.id}"\\}|sluice_held`));
+      // The per-destination in-flight gauge is served (between two shaped sends it may have no sample for d).
+      assert.match(metrics, /^# TYPE sluice_inflight gauge$/m);
       const held = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}&status=held&limit=100`)).body.data;
       assert.ok(held.length > 0 && held.every((x: { hold_reason: string }) => x.hold_reason === "rate_limited"), JSON.stringify(held.slice(0, 2)));
       await waitFor(() => rx.received.length === 30, { timeoutMs: 15_000, message: () => `received ${rx.received.length}` });

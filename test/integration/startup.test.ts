@@ -8,6 +8,7 @@ import path from "node:path";
 import { spawnSluiceCli, type SluiceProcess } from "../helpers/processes.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { waitFor } from "../helpers/wait-for.js";
+import { SETTINGS } from "../../src/config.js";
 
 // The real CLI failing to start: each failure is a line or two that names what is wrong and the
 // setting that mends it, a non-zero exit code and no stack trace. And the embedded store's lock:
@@ -35,6 +36,30 @@ describe("start-up failures before the store opens", () => {
     assert.equal(code, 2, out);
     assert.match(out, /unknown option --prot; did you mean --port\?/);
     assert.doesNotMatch(out, STACK_LINE);
+  });
+
+  test("--help lists every setting's flag; each command's --help lists only its own options", async () => {
+    const all = await finished(spawnSluiceCli(["--help"]));
+    assert.equal(all.code, 0, all.out);
+    for (const s of SETTINGS) {
+      assert.ok(all.out.includes(s.env), `${s.env} in sluice --help`);
+      if (s.flag) assert.ok(all.out.includes(`--${s.flag} `), `--${s.flag} in sluice --help`);
+    }
+    const worker = await finished(spawnSluiceCli(["worker", "--help"]));
+    assert.equal(worker.code, 0, worker.out);
+    assert.match(worker.out, /^sluice worker \[options\]/);
+    assert.match(worker.out, /--shard I\/N/);
+    assert.match(worker.out, /--metrics-port N/);
+    assert.doesNotMatch(worker.out, /--port N|--destination/);
+    const audit = await finished(spawnSluiceCli(["audit", "--help"]));
+    assert.match(audit.out, /--destination ID/);
+    assert.doesNotMatch(audit.out, /--shard/);
+  });
+
+  test("an option of another command is refused with that command's help pointer, exit 2", async () => {
+    const { code, out } = await finished(spawnSluiceCli(["worker", "--port", "3000"]));
+    assert.equal(code, 2, out);
+    assert.match(out, /sluice worker does not take --port \(sluice worker --help lists its options\)/);
   });
 
   test("an unknown command names the closest real one and exits 2", async () => {

@@ -117,3 +117,10 @@ test("pretty log lines are for people: not JSON, level and message readable", as
   assert.throws(() => JSON.parse(text));
   assert.ok(!text.includes("\u001b["), "no colour codes when not on a terminal");
 });
+
+test("the loaded config is frozen all the way down", () => {
+  const c = loadConfig({}, { SLUICE_ALLOWED_CIDRS: "10.0.0.0/8" });
+  assert.ok(Object.isFrozen(c));
+  assert.ok(Object.isFrozen(c.allowedCidrs));
+  assert.throws(() => (c.allowedCidrs as string[]).push("0.0.0.0/0"), TypeError);
+});
