@@ -6,6 +6,7 @@ import type { Config } from "./config.js";
 import { describeServer, isStoreUnavailable, openDb, type Db } from "./db/db.js";
 import { acquireStoreLock, type StoreLock } from "./db/lock.js";
 import { migrate } from "./db/migrate.js";
+import { WORK_CHANNEL } from "./db/channels.js";
 import { buildApi } from "./api/server.js";
 import { Dispatcher } from "./dispatch/dispatcher.js";
 import { startJanitor } from "./dispatch/janitor.js";
@@ -13,7 +14,6 @@ import { Sender } from "./delivery/sender.js";
 import { ensureDefaultTenant } from "./bootstrap.js";
 import { registry, registerDatabaseGauges } from "./metrics.js";
 import { AlertSender } from "./alerts/alerts.js";
-import { WORK_CHANNEL } from "./dispatch/dispatcher.js";
 import { StartupError, StoreUnavailableError } from "./errors.js";
 import { createLogger } from "./logger.js";
 

@@ -1,7 +1,6 @@
 import type { Db } from "./db/db.js";
-import { newId } from "./ids.js";
-import { addApiKey, countTenants, defaultTenant, insertTenant, tenantByKey } from "./db/queries/tenants.js";
-import { newApiKey } from "./api/routes/tenants.js";
+import { newApiKey, newId } from "./ids.js";
+import { addApiKey, countTenants, defaultTenant, insertTenant, lockBootstrap, tenantByKey } from "./db/queries/tenants.js";
 
 export interface Bootstrap {
   /** A key made for a new default tenant (no SLUICE_API_KEY): shown once, never stored in clear. */
@@ -19,7 +18,7 @@ export interface Bootstrap {
 export async function ensureDefaultTenant(db: Db, apiKey: string | undefined): Promise<Bootstrap> {
   return db.tx(async (q) => {
     // Serialise first starts of several processes.
-    await q.query("SELECT pg_advisory_xact_lock(7245002)");
+    await lockBootstrap(q);
     const current = await defaultTenant(q);
     if (apiKey) {
       if (await tenantByKey(q, apiKey)) return {};

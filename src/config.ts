@@ -1,5 +1,5 @@
 import { ConfigError } from "./errors.js";
-import { parseCidrList } from "./delivery/network-guard.js";
+import { parseCidrList } from "./policy/cidr.js";
 
 // Every setting in one table: its env variable, flag, default and parser. Flags win over env,
 // env over defaults; every problem is reported at once; the result is frozen.
@@ -48,10 +48,20 @@ export interface Config {
 
 type Parser<T> = (raw: string) => T;
 
+/** The CLI's commands (src/cli/main.ts); a setting's flag is offered by those it names. */
+export const CLI_COMMANDS = ["start", "api", "worker", "migrate", "audit"] as const;
+export type CliCommand = (typeof CLI_COMMANDS)[number];
+const SERVES_API: readonly CliCommand[] = ["start", "api"];
+const RUNS_WORKERS: readonly CliCommand[] = ["start", "worker"];
+const RUNS: readonly CliCommand[] = ["start", "api", "worker"];
+
 interface Setting<K extends keyof Config> {
   key: K;
   env: string;
+  /** A command-line flag for it (`--<flag> <arg>`), offered by `commands` (default: every command). */
   flag?: string;
+  arg?: string;
+  commands?: readonly CliCommand[];
   default: Config[K];
   parse: Parser<Config[K]>;
   doc: string;
@@ -96,10 +106,10 @@ function setting<K extends keyof Config>(s: Setting<K>): Setting<K> {
 
 export const SETTINGS = [
   setting({ key: "databaseUrl", env: "DATABASE_URL", default: undefined, parse: postgresUrl, secret: true, doc: "Postgres server URL (14+). Unset: embedded PGlite in SLUICE_DATA_DIR." }),
-  setting({ key: "dataDir", env: "SLUICE_DATA_DIR", flag: "data-dir", default: "./.sluice", parse: str, doc: "Folder of the embedded store." }),
-  setting({ key: "host", env: "SLUICE_HOST", flag: "host", default: "127.0.0.1", parse: str, doc: "Address the API listens on." }),
-  setting({ key: "port", env: "SLUICE_PORT", flag: "port", default: 3000, parse: int(0, 65535), doc: "Port the API listens on." }),
-  setting({ key: "metricsPort", env: "SLUICE_METRICS_PORT", flag: "metrics-port", default: undefined, parse: (r) => (r === "" ? undefined : int(0, 65535)(r)), doc: "Serve /metrics on this port instead of the API port." }),
+  setting({ key: "dataDir", env: "SLUICE_DATA_DIR", flag: "data-dir", arg: "DIR", default: "./.sluice", parse: str, doc: "Folder of the embedded store." }),
+  setting({ key: "host", env: "SLUICE_HOST", flag: "host", arg: "ADDR", commands: SERVES_API, default: "127.0.0.1", parse: str, doc: "Address the API listens on." }),
+  setting({ key: "port", env: "SLUICE_PORT", flag: "port", arg: "N", commands: SERVES_API, default: 3000, parse: int(0, 65535), doc: "Port the API listens on." }),
+  setting({ key: "metricsPort", env: "SLUICE_METRICS_PORT", flag: "metrics-port", arg: "N", commands: RUNS, default: undefined, parse: (r) => (r === "" ? undefined : int(0, 65535)(r)), doc: "Serve /metrics on this port instead of the API port." }),
   setting({ key: "apiKey", env: "SLUICE_API_KEY", default: undefined, parse: optStr, secret: true, doc: "Key of the default tenant, created on first start; a new key joins the existing default tenant." }),
   setting({ key: "adminKey", env: "SLUICE_ADMIN_KEY", default: undefined, parse: optStr, secret: true, doc: "Enables POST /v1/tenants." }),
   setting({ key: "allowPrivateNetworks", env: "SLUICE_ALLOW_PRIVATE_NETWORKS", default: false, parse: bool, doc: "Allow delivery to loopback/private/link-local addresses." }),
@@ -107,7 +117,7 @@ export const SETTINGS = [
   setting({ key: "maxPayloadBytes", env: "SLUICE_MAX_PAYLOAD_BYTES", default: 1_048_576, parse: int(1, 64 * 1_048_576), doc: "Largest event payload (bytes of JSON)." }),
   setting({ key: "maxBatchBytes", env: "SLUICE_MAX_BATCH_BYTES", default: 32 * 1_048_576, parse: int(1024, 1024 * 1_048_576), doc: "Largest POST /v1/events/batch body." }),
   setting({ key: "retentionHours", env: "SLUICE_RETENTION_HOURS", default: 168, parse: int(1, 24 * 3650), doc: "Finished deliveries, their attempts and events are pruned after this many hours." }),
-  setting({ key: "workerConcurrency", env: "SLUICE_WORKER_CONCURRENCY", flag: "concurrency", default: 512, parse: int(1, 20_000), doc: "Most requests in flight from one worker process." }),
+  setting({ key: "workerConcurrency", env: "SLUICE_WORKER_CONCURRENCY", flag: "concurrency", arg: "N", commands: RUNS_WORKERS, default: 512, parse: int(1, 20_000), doc: "Most requests in flight from one worker process." }),
   setting({ key: "maxSocketsPerOrigin", env: "SLUICE_MAX_SOCKETS_PER_ORIGIN", default: 256, parse: int(1, 10_000), doc: "Most sockets from one worker to one origin (host:port), shared by the destinations on it." }),
   setting({ key: "claimLoops", env: "SLUICE_CLAIM_LOOPS", default: 2, parse: int(1, 16), doc: "Claim transactions one worker runs at once; overlapping them hides database latency." }),
   // Small on purpose: a claim holds its destinations' row locks for its whole transaction, and
@@ -125,11 +135,11 @@ export const SETTINGS = [
   setting({ key: "dbPoolSize", env: "SLUICE_DB_POOL_SIZE", default: 10, parse: int(1, 200), doc: "Connections per process to a Postgres server." }),
   // Containers often start Sluice and Postgres together: wait for the server instead of failing.
   setting({ key: "dbConnectWaitSeconds", env: "SLUICE_DB_CONNECT_WAIT_SECONDS", default: 30, parse: int(0, 3600), doc: "At start, how long to keep retrying an unreachable Postgres server before giving up. 0 = fail at once." }),
-  setting({ key: "logLevel", env: "SLUICE_LOG_LEVEL", flag: "log-level", default: "info", parse: (r) => {
+  setting({ key: "logLevel", env: "SLUICE_LOG_LEVEL", flag: "log-level", arg: "LEVEL", default: "info", parse: (r) => {
     if (!["fatal", "error", "warn", "info", "debug", "trace", "silent"].includes(r)) throw new Error("must be one of fatal, error, warn, info, debug, trace, silent");
     return r;
-  }, doc: "pino log level." }),
-  setting({ key: "logFormat", env: "SLUICE_LOG_FORMAT", flag: "log-format", default: "auto", parse: (r) => {
+  }, doc: "Log level: fatal, error, warn, info, debug (adds each delivered attempt and stack traces of start-up errors), trace or silent." }),
+  setting({ key: "logFormat", env: "SLUICE_LOG_FORMAT", flag: "log-format", arg: "FORMAT", default: "auto", parse: (r) => {
     if (r !== "auto" && r !== "json" && r !== "pretty") throw new Error("must be one of auto, json, pretty");
     return r;
   }, doc: "auto: readable lines on a terminal, JSON otherwise; json or pretty force one." }),
@@ -156,7 +166,16 @@ export function loadConfig(flags: Record<string, string | undefined> = {}, env: 
     }
   }
   if (problems.length) throw new ConfigError(problems);
-  return Object.freeze(out as unknown as Config);
+  return deepFreeze(out as unknown as Config);
+}
+
+/** Settings are read once: nothing may change them afterwards, not even inside a list. */
+function deepFreeze<T>(value: T): Readonly<T> {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
 }
 
 /**

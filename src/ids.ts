@@ -35,3 +35,6 @@ function randomHex12(): string {
 export function randomToken(bytes = 24): string {
   return randomBytes(bytes).toString("base64url");
 }
+
+/** A new tenant API key; it is shown once and stored only hashed. */
+export const newApiKey = (): string => `sk_${randomToken(24)}`;

@@ -2,6 +2,7 @@ import client from "prom-client";
 import type { Db } from "./db/db.js";
 import { inflightByDestination, heldByReason, destinationsByHealth, scheduledDestinations } from "./db/queries/stats.js";
 import { currentQuietWindow } from "./policy/quiet-hours.js";
+import { HEALTH_STATUSES, HOLD_REASONS } from "./policy/statuses.js";
 
 // Process-wide Prometheus metrics. One registry per process; /metrics serves it.
 
@@ -46,8 +47,6 @@ export const metrics = {
 // Gauges read from the database when /metrics is scraped (at most every SAMPLE_MS): the truth
 // across every worker process, not one process's view.
 const SAMPLE_MS = 5_000;
-const HOLD_REASONS = ["paused", "throttled", "quiet_hours", "scheduled", "rate_limited"] as const;
-const HEALTH_STATUSES = ["healthy", "degraded", "critical", "unhealthy"] as const;
 
 export function registerDatabaseGauges(db: Db): void {
   // One process may start Sluice more than once (tests): the latest store wins.

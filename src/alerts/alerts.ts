@@ -2,7 +2,10 @@ import type { Logger } from "pino";
 import nodemailer, { type Transporter } from "nodemailer";
 import type { Db, Queryable } from "../db/db.js";
 import { isStoreUnavailable } from "../db/db.js";
-import { jsonRows } from "../db/json-rows.js";
+import {
+  insertAlerts, lockUnpublishedAlerts, markAlertPublished, lockPendingAlertEmails, markAlertEmailSkipped, markAlertEmailSent,
+  markAlertEmailFailed, type AlertType, type AlertPayload, type PendingAlert,
+} from "../db/queries/alerts.js";
 import { newId } from "../ids.js";
 import { publishEvents, RoutingCache } from "../events/publish.js";
 import { metrics } from "../metrics.js";
@@ -12,26 +15,11 @@ import { metrics } from "../metrics.js";
 // and e-mailed to the tenant's alert address. A crash between the two loses nothing: the rows
 // stay pending until a worker finishes them.
 
-export type AlertType = "destination.degraded" | "destination.paused" | "destination.resumed";
-
 export interface AlertInput {
   tenantId: string;
   destinationId: string;
   type: AlertType;
   payload: AlertPayload;
-}
-
-export interface AlertPayload {
-  destination_id: string;
-  destination_name: string;
-  url: string;
-  /** degraded | paused | resumed */
-  transition: string;
-  reason: string;
-  health: { status: string; score: number; consecutive_failures: number };
-  /** RFC 3339 time of the transition. */
-  at: string;
-  [extra: string]: unknown;
 }
 
 /** One alert about destination `d` (its tenant, id, name and URL), with the reason and health. */
@@ -56,12 +44,7 @@ export function alertInput(
 /** Records alerts in the caller's transaction. */
 export async function recordAlerts(q: Queryable, alerts: AlertInput[]): Promise<void> {
   if (alerts.length === 0) return;
-  await q.query(
-    `INSERT INTO alerts (id, tenant_id, destination_id, type, payload)
-     SELECT a.id, a."tenantId", a."destinationId", a.type, a.payload
-       FROM json_to_recordset($1::json) AS a(id text, "tenantId" text, "destinationId" text, type text, payload jsonb)`,
-    [jsonRows(alerts.map((a) => ({ id: newId("alr"), ...a })))],
-  );
+  await insertAlerts(q, alerts.map((a) => ({ id: newId("alr"), ...a })));
   for (const a of alerts) metrics.alerts.inc({ type: a.type });
 }
 
@@ -73,18 +56,6 @@ export interface AlertSenderOptions {
   pollMs?: number;
   /** Called after alert events were published (their deliveries want a dispatcher). */
   onPublished?: () => Promise<void>;
-}
-
-interface PendingAlert {
-  id: string;
-  tenant_id: string;
-  destination_id: string;
-  type: AlertType;
-  payload: AlertPayload;
-  published_at: Date | null;
-  email_state: string;
-  email_attempts: number;
-  alert_email: string | null;
 }
 
 const MAX_EMAIL_ATTEMPTS = 10;
@@ -137,13 +108,10 @@ export class AlertSender {
 
   private async pass(): Promise<void> {
     const published = await this.db.tx(async (q) => {
-      const rows = await q.query<PendingAlert>(
-        `SELECT a.id, a.tenant_id, a.destination_id, a.type, a.payload FROM alerts a
-          WHERE a.published_at IS NULL ORDER BY a.created_at LIMIT 100 FOR UPDATE SKIP LOCKED`,
-      );
+      const rows = await lockUnpublishedAlerts(q);
       for (const a of rows) {
         const [ev] = await publishEvents(q, a.tenant_id, [{ type: a.type, payload: a.payload }], { maxPayloadBytes: this.opts.maxPayloadBytes, system: true, routing: this.routing });
-        await q.query("UPDATE alerts SET published_at = now(), event_id = $2 WHERE id = $1", [a.id, ev!.id]);
+        await markAlertPublished(q, a.id, ev!.id);
       }
       return rows.length;
     });
@@ -151,10 +119,7 @@ export class AlertSender {
 
     for (;;) {
       const sent = await this.db.tx(async (q) => {
-        const rows = await q.query<PendingAlert>(
-          `SELECT a.id, a.type, a.payload, a.email_attempts, t.alert_email FROM alerts a JOIN tenants t ON t.id = a.tenant_id
-            WHERE a.email_state = 'pending' ORDER BY a.created_at LIMIT 20 FOR UPDATE OF a SKIP LOCKED`,
-        );
+        const rows = await lockPendingAlertEmails(q);
         for (const a of rows) await this.email(q, a);
         return rows.length;
       });
@@ -164,17 +129,17 @@ export class AlertSender {
 
   private async email(q: Queryable, a: PendingAlert): Promise<void> {
     if (!this.mailer || !a.alert_email) {
-      await q.query("UPDATE alerts SET email_state = 'skipped' WHERE id = $1", [a.id]);
+      await markAlertEmailSkipped(q, a.id);
       return;
     }
     try {
       await this.mailer.sendMail({ from: this.opts.smtpFrom, to: a.alert_email, subject: subjectOf(a), text: textOf(a) });
-      await q.query("UPDATE alerts SET email_state = 'sent', email_attempts = email_attempts + 1, email_error = NULL WHERE id = $1", [a.id]);
+      await markAlertEmailSent(q, a.id);
       metrics.alertEmails.inc({ outcome: "sent" });
     } catch (err) {
       const attempts = a.email_attempts + 1;
       const state = attempts >= MAX_EMAIL_ATTEMPTS ? "failed" : "pending";
-      await q.query("UPDATE alerts SET email_state = $2, email_attempts = $3, email_error = $4 WHERE id = $1", [a.id, state, attempts, (err as Error).message]);
+      await markAlertEmailFailed(q, a.id, state, attempts, (err as Error).message);
       metrics.alertEmails.inc({ outcome: "failed" });
       this.log.warn({ err, alert_id: a.id, attempts }, "alert e-mail failed");
     }

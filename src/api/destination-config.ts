@@ -1,5 +1,6 @@
 import { IANAZone } from "luxon";
 import type { FieldError } from "../errors.js";
+import type { DestinationConfig } from "../db/queries/destinations.js";
 import { literalHostRefusal, type NetworkPolicy } from "../delivery/network-guard.js";
 import { DEFAULT_RETRY_SCHEDULE_SECONDS } from "../policy/retry-schedule.js";
 import { DEFAULT_THROTTLE_SCHEDULE_SECONDS } from "../policy/throttle.js";
@@ -7,25 +8,6 @@ import type { DestinationCreate, DestinationPatch } from "./schemas.js";
 
 // Destination config: defaults and the checks JSON Schema cannot express. Refused values never
 // reach the database (a rejected request writes nothing).
-
-export interface DestinationConfig {
-  name: string;
-  url: string;
-  event_types: string[];
-  timeout_seconds: number;
-  max_concurrency: number;
-  ordered: boolean;
-  rate_limit: { max_per_second?: number; max_per_minute?: number; burst_capacity?: number } | null;
-  delivery_schedule: {
-    timezone: string; quiet_start: string; quiet_end: string;
-    days?: string[]; applies_to?: string[]; bypass_event_types?: string[];
-  } | null;
-  retry_schedule_seconds: number[];
-  throttle_schedule_seconds: number[];
-  probe_interval_seconds: number;
-  replay_on_resume: boolean;
-  paused_retention_hours: number;
-}
 
 export const DESTINATION_DEFAULTS: Omit<DestinationConfig, "url"> = {
   name: "",

@@ -1,4 +1,5 @@
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
+import { API_DELIVERY_STATUSES, DESTINATION_STATUSES, HEALTH_STATUSES } from "../policy/statuses.js";
 
 // Request and response schemas: the same objects validate requests (ajv, all errors at once,
 // unknown fields refused) and generate the OpenAPI document at /openapi.json.
@@ -78,7 +79,7 @@ export const DestinationPatch = Type.Partial(DestinationCreate, { additionalProp
 export type DestinationPatch = Static<typeof DestinationPatch>;
 
 export const Health = Type.Object({
-  status: Type.Union([Type.Literal("healthy"), Type.Literal("degraded"), Type.Literal("critical"), Type.Literal("unhealthy")]),
+  status: Type.Union(HEALTH_STATUSES.map((s) => Type.Literal(s))),
   score: Type.Number(),
   consecutive_failures: Type.Integer(),
 });
@@ -87,7 +88,7 @@ export const Destination = Type.Object({
   id: Type.String(),
   ...destinationConfig,
   secret: Type.Optional(destinationConfig.secret),
-  status: Type.Union(["active", "throttled", "rate_limited", "quiet", "paused"].map((s) => Type.Literal(s))),
+  status: Type.Union(DESTINATION_STATUSES.map((s) => Type.Literal(s))),
   throttled_until: Nullable(Type.String({ format: "date-time" })),
   throttle_reason: Nullable(Type.String()),
   paused_at: Nullable(Type.String({ format: "date-time" })),
@@ -137,7 +138,7 @@ export const Delivery = Type.Object({
   id: Type.String(),
   event_id: Type.String(),
   destination_id: Type.String(),
-  status: Type.Union(["queued", "held", "delivering", "retry_scheduled", "delivered", "dead", "discarded"].map((s) => Type.Literal(s))),
+  status: Type.Union(API_DELIVERY_STATUSES.map((s) => Type.Literal(s))),
   attempts: Type.Integer(),
   next_attempt_at: Nullable(Type.String({ format: "date-time" })),
   hold_reason: Nullable(Type.String()),
@@ -170,7 +171,7 @@ export const DeliveryListQuery = Type.Object(
     cursor: Type.Optional(Type.String({ maxLength: 200 })),
     destination_id: Type.Optional(Type.String({ maxLength: 100 })),
     event_id: Type.Optional(Type.String({ maxLength: 100 })),
-    status: Type.Optional(Type.Union(["queued", "held", "delivering", "retry_scheduled", "delivered", "dead", "discarded"].map((s) => Type.Literal(s)))),
+    status: Type.Optional(Type.Union(API_DELIVERY_STATUSES.map((s) => Type.Literal(s)))),
   },
   { additionalProperties: false },
 );

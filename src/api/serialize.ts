@@ -4,6 +4,8 @@ import type { EventRow } from "../db/queries/events.js";
 import type { TenantRow } from "../db/queries/tenants.js";
 import { currentQuietWindow, nextQuietStartMs, type DeliverySchedule } from "../policy/quiet-hours.js";
 import { healthView, type HealthStatus } from "../policy/health.js";
+import { holdReason, type HoldFacts } from "../policy/hold-reason.js";
+import { isWaiting, type ApiDeliveryStatus, type DestinationStatus, type WaitingStatus } from "../policy/statuses.js";
 
 // Rows → API objects. Live state that is not stored per delivery (held because the destination
 // is paused or throttled) is derived here, at read time: holding a destination writes nothing
@@ -17,7 +19,7 @@ export function tenantView(t: TenantRow) {
 
 type StatusInput = Pick<DestinationRow, "paused_at" | "throttled_until" | "rate_limited" | "rate_limit" | "delivery_schedule" | "now">;
 
-export function destinationStatus(row: StatusInput, quiet = quietWindowOf(row), waiting = 1): string {
+export function destinationStatus(row: StatusInput, quiet = quietWindowOf(row), waiting = 1): DestinationStatus {
   if (row.paused_at) return "paused";
   if (row.throttled_until && row.throttled_until > row.now) return "throttled";
   if (quiet) return "quiet";
@@ -75,34 +77,9 @@ export function destinationView(row: DestinationRow, counts: DestinationCounts |
 }
 
 export function deliveryView(r: DeliveryRow) {
-  let status = r.status;
-  let holdReason: string | null = null;
-  const waiting = r.status === "queued" || r.status === "retry_scheduled";
-  if (waiting) {
-    if (r.d_paused_at) {
-      status = "held";
-      holdReason = "paused";
-    } else if (r.d_throttled_until && r.d_throttled_until > r.now) {
-      status = "held";
-      holdReason = "throttled";
-    } else if (r.quiet_hold && r.d_delivery_schedule && r.next_attempt_at <= r.now &&
-               currentQuietWindow(r.d_delivery_schedule as DeliverySchedule, r.now.getTime())) {
-      status = "held";
-      holdReason = "quiet_hours";
-    } else if (r.status === "queued" && r.next_attempt_at > r.now && r.attempts === 0) {
-      status = "held";
-      holdReason = "scheduled";
-    } else if (r.behind) {
-      status = "held";
-      holdReason = "ordering";
-    } else if (r.at_cap && r.next_attempt_at <= r.now) {
-      status = "held";
-      holdReason = "concurrency";
-    } else if (r.d_rate_limited && r.next_attempt_at <= r.now) {
-      status = "held";
-      holdReason = "rate_limited";
-    }
-  }
+  const waiting = isWaiting(r.status);
+  const reason = isWaiting(r.status) ? holdReason(deliveryHoldFacts(r, r.status)) : null;
+  const status: ApiDeliveryStatus = reason ? "held" : r.status;
   return {
     id: r.id,
     event_id: r.event_id,
@@ -110,11 +87,28 @@ export function deliveryView(r: DeliveryRow) {
     status,
     attempts: r.attempts,
     next_attempt_at: waiting ? iso(r.next_attempt_at) : null,
-    hold_reason: holdReason,
+    hold_reason: reason,
     last_error: r.last_error,
     last_status_code: r.last_status_code,
     created_at: iso(r.created_at),
     updated_at: iso(r.updated_at),
+  };
+}
+
+/** What holds a waiting delivery back, from its row and its destination's live state at the row's `now`. */
+export function deliveryHoldFacts(r: DeliveryRow, status: WaitingStatus): HoldFacts {
+  const due = r.next_attempt_at <= r.now;
+  return {
+    status,
+    attempted: r.attempts > 0,
+    due,
+    paused: r.d_paused_at !== null,
+    throttled: r.d_throttled_until !== null && r.d_throttled_until > r.now,
+    quiet: r.quiet_hold && r.d_delivery_schedule !== null &&
+      currentQuietWindow(r.d_delivery_schedule as DeliverySchedule, r.now.getTime()) !== null,
+    behind: r.behind,
+    atCap: r.at_cap,
+    rateLimited: r.d_rate_limited,
   };
 }
 

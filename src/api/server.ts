@@ -1,38 +1,20 @@
 import { RoutingCache } from "../events/publish.js";
-import Fastify, { type FastifyInstance, type FastifyRequest, type FastifyError, type FastifyBaseLogger } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyError, type FastifyBaseLogger } from "fastify";
 import swagger from "@fastify/swagger";
 import { Ajv } from "ajv";
 import addFormats from "ajv-formats";
-import type { Logger } from "pino";
-import type { Db } from "../db/db.js";
-import type { Config } from "../config.js";
 import { SluiceError, StoreUnavailableError, ValidationError, type FieldError } from "../errors.js";
 import { registry } from "../metrics.js";
-import { tenantByKey, type TenantRow } from "../db/queries/tenants.js";
+import { ping } from "../db/queries/stats.js";
+import type { ApiContext } from "./context.js";
+import { registerAuth } from "./auth.js";
 import { tenantRoutes } from "./routes/tenants.js";
 import { TIME_OF_DAY, EVENT_TYPE, EVENT_TYPE_PATTERN, URL_PATTERN, SECRET_PATTERN } from "./schemas.js";
 import { destinationRoutes } from "./routes/destinations.js";
 import { eventRoutes } from "./routes/events.js";
 import { deliveryRoutes } from "./routes/deliveries.js";
 
-export interface ApiContext {
-  db: Db;
-  config: Readonly<Config>;
-  log: Logger;
-  version: string;
-  /** Set by buildApi when absent. */
-  routing?: RoutingCache;
-  /**
-   * Start-up still to finish once the port is open (the default tenant is made only then, so a
-   * start that fails on a busy port has not spent its shown-once key): requests wait for it.
-   */
-  ready?: Promise<unknown>;
-}
-
 declare module "fastify" {
-  interface FastifyRequest {
-    tenant: TenantRow;
-  }
   interface FastifyContextConfig {
     /** The route's body may be absent; it is then validated as {}. */
     optionalBody?: boolean;
@@ -97,28 +79,13 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     });
   }
 
-  // Authentication for /v1 (the admin-only tenant creation authenticates itself).
-  const cache = new Map<string, { tenant: TenantRow; until: number }>();
-  app.decorateRequest("tenant", null as unknown as TenantRow);
-  app.addHook("onRequest", async (req) => {
-    if (!req.url.startsWith("/v1/") || (req.method === "POST" && req.url.split("?")[0] === "/v1/tenants")) return;
-    const key = bearer(req);
-    const hit = cache.get(key);
-    if (hit && hit.until > Date.now()) {
-      req.tenant = hit.tenant;
-      return;
-    }
-    const tenant = await tenantByKey(ctx.db, key);
-    if (!tenant) throw unauthorized("This API key is not known. Use the key printed at first start or returned by POST /v1/tenants.");
-    if (cache.size > 10_000) cache.clear();
-    cache.set(key, { tenant, until: Date.now() + 5_000 });
-    req.tenant = tenant;
-  });
+  // After the start-up wait above: the default tenant's key must exist before it is looked up.
+  registerAuth(app, ctx);
 
   // Ready = the API serves, migrations ran (before listen) and the store answers now.
   app.get("/healthz", { schema: { hide: true } }, async (_req, reply) => {
     try {
-      await ctx.db.query("SELECT 1");
+      await ping(ctx.db);
       return { status: "ok" };
     } catch (err) {
       const { status, body } = toErrorBody(err as Error);
@@ -139,17 +106,6 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
   await app.register(eventRoutes(ctx));
   await app.register(deliveryRoutes(ctx));
   return app;
-}
-
-export function bearer(req: FastifyRequest): string {
-  const h = req.headers.authorization;
-  const m = h ? /^Bearer\s+(\S+)\s*$/i.exec(h) : null;
-  if (!m) throw unauthorized("Send the header 'Authorization: Bearer <api key>'.");
-  return m[1]!;
-}
-
-function unauthorized(message: string): SluiceError {
-  return new SluiceError("SLUICE_AUTH_INVALID_KEY", message, { statusCode: 401 });
 }
 
 /** Maps any error to the contract's error body. Bad input is never a 500. */

@@ -1,6 +1,6 @@
 import type { Db } from "../db/db.js";
-import { attemptTimes } from "../db/queries/stats.js";
-import { bucketsFor, type RateLimit } from "../policy/token-bucket.js";
+import { attemptTimes, destinationLimits } from "../db/queries/stats.js";
+import { bucketsFor } from "../policy/token-bucket.js";
 import { auditBucket, perSecond } from "../policy/rate-audit.js";
 
 // `sluice audit rate --destination ID [--since 15m|2h|RFC 3339] [--jitter-ms N] [--all]`: the attempts made to a
@@ -23,11 +23,7 @@ export const DEFAULT_JITTER_MS = 100;
 
 export async function auditRate(db: Db, opts: { destinationId: string; since: Date; all: boolean; jitterMs?: number }, out: (line: string) => void): Promise<number> {
   const jitterMs = opts.jitterMs ?? DEFAULT_JITTER_MS;
-  const rows = await db.query<{ rate_limit: RateLimit | null; max_concurrency: number }>(
-    "SELECT rate_limit, max_concurrency FROM destinations WHERE id = $1",
-    [opts.destinationId],
-  );
-  const dest = rows[0];
+  const dest = await destinationLimits(db, opts.destinationId);
   if (!dest) {
     out(`sluice audit: no destination '${opts.destinationId}' in this store (check DATABASE_URL / SLUICE_DATA_DIR)`);
     return 2;

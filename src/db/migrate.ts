@@ -1,12 +1,13 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { Db } from "./db.js";
+import { StartupError } from "../errors.js";
+import { MIGRATIONS_LOCK } from "./locks.js";
 
 // Numbered, append-only .sql files, applied in order under an advisory lock and recorded in a
 // ledger, so any number of processes may start at once against one server.
 
 const MIGRATIONS_DIR = fileURLToPath(new URL("../../migrations/", import.meta.url));
-const LOCK_KEY = 7_245_001; // arbitrary, fixed: the advisory lock id of Sluice migrations
 
 export interface Migration {
   version: number;
@@ -25,12 +26,16 @@ export function loadMigrations(dir = MIGRATIONS_DIR): Migration[] {
 export async function migrate(db: Db, migrations = loadMigrations()): Promise<string[]> {
   return db.tx(async (q) => {
     // Transaction-scoped lock: released by the COMMIT/ROLLBACK, even if this process dies.
-    await q.query("SELECT pg_advisory_xact_lock($1)", [LOCK_KEY]);
+    await q.query("SELECT pg_advisory_xact_lock($1)", [MIGRATIONS_LOCK]);
     await q.query(`CREATE TABLE IF NOT EXISTS sluice_migrations (
       version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-    const done = new Set(
-      (await q.query<{ version: number }>("SELECT version FROM sluice_migrations")).map((r) => r.version),
-    );
+    const recorded = await q.query<{ version: number; name: string }>("SELECT version, name FROM sluice_migrations ORDER BY version");
+    const known = new Set(migrations.map((m) => m.version));
+    const unknown = recorded.filter((r) => !known.has(r.version)).map((r) => r.name);
+    // A newer Sluice migrated this database: its queries may rely on columns and constraints
+    // this one does not know of, and this one's would fail against them. Nothing is changed.
+    if (unknown.length > 0) throw newerSchemaError(unknown, migrations);
+    const done = new Set(recorded.map((r) => r.version));
     const applied: string[] = [];
     for (const m of migrations) {
       if (done.has(m.version)) continue;
@@ -40,4 +45,14 @@ export async function migrate(db: Db, migrations = loadMigrations()): Promise<st
     }
     return applied;
   });
+}
+
+function newerSchemaError(unknown: string[], migrations: Migration[]): StartupError {
+  const latest = migrations[migrations.length - 1]?.name ?? "none";
+  const which = unknown.length === 1 ? `migration ${unknown[0]}` : `migrations ${unknown.join(", ")}`;
+  return new StartupError(
+    "SLUICE_STORE_SCHEMA_NEWER",
+    `The database was migrated by a newer Sluice: it has ${which}, which this version does not know (its latest is ${latest}).\n` +
+      "Upgrade Sluice to the version that migrated it (or newer); an older Sluice cannot run against a newer schema.",
+  );
 }

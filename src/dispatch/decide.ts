@@ -2,7 +2,7 @@ import { classify, type Outcome } from "../policy/outcome.js";
 import { retryDelaySeconds } from "../policy/retry-schedule.js";
 import { retryAfterWaitSeconds } from "../policy/retry-after.js";
 import { throttleHoldSeconds, throttleReason } from "../policy/throttle.js";
-import { applyOutcomes, healthClass, DEFAULT_HEALTH_CONFIG, type HealthConfig, type HealthStatus } from "../policy/health.js";
+import { applyOutcomes, healthClass, DEFAULT_HEALTH_CONFIG, type HealthConfig } from "../policy/health.js";
 import type { DeliveryUpdate, AttemptRow, DestinationUpdate, LockedDestinationState } from "../db/queries/results.js";
 import type { SendResult } from "../delivery/sender.js";
 
@@ -100,7 +100,7 @@ export function decideDestination(
   healthConfig: HealthConfig = DEFAULT_HEALTH_CONFIG,
 ): DestinationUpdate {
   const health = applyOutcomes(
-    { window: state.health_window, consecutiveFailures: state.consecutive_failures, consecutiveAuthFailures: state.consecutive_auth_failures, status: state.health_status as HealthStatus },
+    { window: state.health_window, consecutiveFailures: state.consecutive_failures, consecutiveAuthFailures: state.consecutive_auth_failures, status: state.health_status },
     outcomes.map((o) => ({ ...o.outcome, errorMessage: o.errorMessage ?? null })),
     healthConfig,
     { paused: state.paused_at !== null },

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { Db } from "../db/db.js";
 import { withRetry, isStoreUnavailable } from "../db/db.js";
+import { WORK_CHANNEL } from "../db/channels.js";
 import { nextReadyDelayMs } from "../db/queries/claim.js";
 import type { ClaimedDestination, LeasedDelivery } from "../db/queries/claim.js";
 import {
@@ -16,8 +17,6 @@ import { buildDeliveryHeaders, type Sender } from "../delivery/sender.js";
 import { metrics } from "../metrics.js";
 import { claim, type HoldTransition } from "./claim.js";
 import { decideDelivery, decideDestination, type Decision, type FinishedSend } from "./decide.js";
-
-export const WORK_CHANNEL = "sluice_work";
 
 /** Longest back-off between claims that failed (e.g. while the store is away). */
 const CLAIM_RETRY_MAX_MS = 1_000;

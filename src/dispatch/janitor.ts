@@ -2,51 +2,24 @@ import type { Logger } from "pino";
 import type { Db } from "../db/db.js";
 import { isStoreUnavailable } from "../db/db.js";
 import { wakeStranded } from "../db/queries/events.js";
+import {
+  tryRetentionLock, pruneAttempts, pruneDeliveries, pruneEvents, discardHeldPastPausedRetention, pruneIdempotencyKeys,
+} from "../db/queries/retention.js";
 
 // Retention: finished deliveries, their attempts, events with nothing left to deliver, and old
 // idempotency keys are pruned; deliveries held too long for a paused destination are discarded in small batches, by one worker at a time (advisory lock).
 
-const LOCK_KEY = 7_245_003;
 const BATCH = 5_000;
 
 export async function pruneOnce(db: Db, retentionHours: number): Promise<{ deliveries: number; attempts: number; events: number; keys: number; pausedDiscarded: number } | null> {
   return db.tx(async (q) => {
-    const got = await q.query<{ ok: boolean }>("SELECT pg_try_advisory_xact_lock($1) AS ok", [LOCK_KEY]);
-    if (!got[0]?.ok) return null;
-    const cutoff = `now() - make_interval(hours => $1)`;
-    const attempts = await q.query<{ n: number }>(
-      `WITH d AS (DELETE FROM attempts WHERE ctid IN (SELECT ctid FROM attempts WHERE started_at < ${cutoff} LIMIT $2) RETURNING 1)
-       SELECT count(*)::int AS n FROM d`, [retentionHours, BATCH]);
-    const deliveries = await q.query<{ n: number }>(
-      `WITH d AS (DELETE FROM deliveries WHERE (destination_id, id) IN (
-          SELECT destination_id, id FROM deliveries WHERE finished_at < ${cutoff} AND status IN ('delivered', 'discarded', 'dead') LIMIT $2)
-        RETURNING 1)
-       SELECT count(*)::int AS n FROM d`, [retentionHours, BATCH]);
-    const events = await q.query<{ n: number }>(
-      `WITH d AS (DELETE FROM events WHERE id IN (
-          SELECT e.id FROM events e WHERE e.created_at < ${cutoff}
-             AND NOT EXISTS (SELECT 1 FROM deliveries dl WHERE dl.event_id = e.id) LIMIT $2)
-        RETURNING 1)
-       SELECT count(*)::int AS n FROM d`, [retentionHours, BATCH]);
-    // Held for a paused destination longer than its paused_retention_hours: discarded, with the
-    // reason on each delivery (still retryable by id). Destination rows are locked first.
-    const pausedDiscarded = await q.query<{ n: number }>(
-      `WITH p AS (
-         SELECT id, paused_at, paused_retention_hours FROM destinations
-          WHERE paused_at IS NOT NULL AND paused_at < now() - make_interval(hours => paused_retention_hours)
-          ORDER BY id FOR UPDATE SKIP LOCKED
-       ), d AS (
-         UPDATE deliveries dl
-            SET status = 'discarded', finished_at = now(), updated_at = now(),
-                last_error = 'discarded: held for over ' || p.paused_retention_hours || ' h while the destination was paused'
-           FROM p
-          WHERE dl.destination_id = p.id AND dl.status IN ('queued', 'retry_scheduled')
-            AND greatest(dl.created_at, p.paused_at) < now() - make_interval(hours => p.paused_retention_hours)
-         RETURNING 1)
-       SELECT count(*)::int AS n FROM d`);
-    const keys = await q.query<{ n: number }>(
-      `WITH d AS (DELETE FROM idempotency_keys WHERE created_at < now() - interval '24 hours' RETURNING 1) SELECT count(*)::int AS n FROM d`);
-    return { deliveries: deliveries[0]!.n, attempts: attempts[0]!.n, events: events[0]!.n, keys: keys[0]!.n, pausedDiscarded: pausedDiscarded[0]!.n };
+    if (!(await tryRetentionLock(q))) return null;
+    const attempts = await pruneAttempts(q, retentionHours, BATCH);
+    const deliveries = await pruneDeliveries(q, retentionHours, BATCH);
+    const events = await pruneEvents(q, retentionHours, BATCH);
+    const pausedDiscarded = await discardHeldPastPausedRetention(q);
+    const keys = await pruneIdempotencyKeys(q);
+    return { deliveries, attempts, events, keys, pausedDiscarded };
   });
 }
 

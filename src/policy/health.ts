@@ -1,4 +1,5 @@
 import type { Outcome } from "./outcome.js";
+import type { HealthStatus, PauseCauseStored } from "./statuses.js";
 
 // A destination's health: a sliding-window success rate plus failure runs, kept incrementally in a
 // few columns (no aggregation over the attempts table), and the auto-pause and alert decisions that
@@ -50,13 +51,14 @@ import type { Outcome } from "./outcome.js";
 // * On resume (manual or after a successful probe) the caller should store emptyHealth(): the old
 //   window and run would otherwise re-pause on the first failure after the resume.
 
-export type HealthStatus = "healthy" | "degraded" | "critical" | "unhealthy";
+export type { HealthStatus };
 
 export type HealthClass =
   | "success" | "throttle" | "gone" | "client_error" | "auth_or_missing" | "redirect"
   | "server_error" | "timeout" | "connection" | "tls" | "dns" | "blocked" | "invalid_response";
 
-export type PauseCause = "transient" | "permanent";
+/** The automatic pause causes (a person's pause is "manual"). */
+export type PauseCause = Exclude<PauseCauseStored, "manual">;
 
 export interface PauseDecision {
   /** For the customer, prefixed "auto: ". */

@@ -66,7 +66,7 @@ describe("decideDelivery", () => {
 describe("decideDestination", () => {
   const state = (over: Partial<Parameters<typeof decideDestination>[0]> = {}) => ({
     id: "dst_1", tenant_id: "ten_1", name: "", url: "http://x", max_concurrency: 5, probe_interval_seconds: 300, ramp_limit: null as number | null, pause_cause: null,
-    health_window: "", health_status: "healthy", consecutive_auth_failures: 0,
+    health_window: "", health_status: "healthy" as const, consecutive_auth_failures: 0,
     consecutive_failures: 0, consecutive_throttles: 0, throttled_until: null as Date | null, paused_at: null as Date | null, deleted_at: null, now: new Date(NOW), ...over,
   });
   const o = (kind: Outcome["kind"], retryAfterSeconds: number | null = null, startedAt = NOW - 100) => ({

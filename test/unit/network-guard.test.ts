@@ -8,9 +8,9 @@ import {
   isAddressAllowed,
   isLocalhostName,
   literalHostRefusal,
-  parseCidrList,
   type NetworkPolicy,
 } from "../../src/delivery/network-guard.js";
+import { parseCidrList } from "../../src/policy/cidr.js";
 
 const strict: NetworkPolicy = { allowPrivateNetworks: false, allowedCidrs: [] };
 const open: NetworkPolicy = { allowPrivateNetworks: true, allowedCidrs: [] };

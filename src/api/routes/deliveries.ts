@@ -1,17 +1,19 @@
 import type { FastifyInstance } from "fastify";
 import type { Static } from "@sinclair/typebox";
-import type { ApiContext } from "../server.js";
+import type { ApiContext } from "../context.js";
 import { ConflictError, NotFoundError } from "../../errors.js";
 import { getDelivery, listDeliveries, listAttempts, requeueDelivery } from "../../db/queries/deliveries.js";
-import { WORK_CHANNEL } from "../../dispatch/dispatcher.js";
+import { lockDestination } from "../../db/queries/destinations.js";
+import { WORK_CHANNEL } from "../../db/channels.js";
 import { DeliveryListQuery, IdParams } from "../schemas.js";
 import { deliveryView, attemptView, decodeCursor, page } from "../serialize.js";
 import { badCursor } from "./destinations.js";
+import { WAITING_STATUSES, type ApiDeliveryStatus, type DeliveryStatus } from "../../policy/statuses.js";
 
 // API status → stored statuses it can come from ("held" is derived from the destination).
-const STORED: Record<string, string[]> = {
+const STORED: Record<ApiDeliveryStatus, readonly DeliveryStatus[]> = {
   queued: ["queued"],
-  held: ["queued", "retry_scheduled"],
+  held: WAITING_STATUSES,
   retry_scheduled: ["retry_scheduled"],
   delivering: ["delivering"],
   delivered: ["delivered"],
@@ -55,7 +57,7 @@ export function deliveryRoutes(ctx: ApiContext) {
         const d = await getDelivery(q, req.tenant.id, req.params.id);
         if (!d) throw new NotFoundError("delivery", req.params.id);
         // Waiting deliveries of a destination change only under its row lock.
-        await q.query("SELECT id FROM destinations WHERE id = $1 FOR UPDATE", [d.destination_id]);
+        await lockDestination(q, d.destination_id);
         if (!(await requeueDelivery(q, d.destination_id, d.id))) {
           throw new ConflictError("SLUICE_DELIVERY_NOT_RETRYABLE", `Delivery '${d.id}' is ${d.status}; only dead or discarded deliveries can be retried.`);
         }

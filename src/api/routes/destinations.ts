@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import type { Static } from "@sinclair/typebox";
-import type { ApiContext } from "../server.js";
+import type { ApiContext } from "../context.js";
 import { destinationTimeline } from "../../db/queries/deliveries.js";
 import { alertInput, recordAlerts, type AlertInput } from "../../alerts/alerts.js";
 import { metrics } from "../../metrics.js";
@@ -10,10 +10,10 @@ import { generateSecret } from "../../delivery/sign.js";
 import type { NetworkPolicy } from "../../delivery/network-guard.js";
 import {
   insertDestination, getDestination, listDestinations, destinationCounts, updateDestinationConfig,
-  deleteDestination, pauseDestination, resumeDestination, recomputeQuietHold, type SecretEntry, type DestinationRow,
+  deleteDestination, pauseDestination, resumeDestination, recomputeQuietHold, setDestinationSecrets, type SecretEntry, type DestinationRow,
 } from "../../db/queries/destinations.js";
 import type { Queryable } from "../../db/db.js";
-import { WORK_CHANNEL } from "../../dispatch/dispatcher.js";
+import { WORK_CHANNEL } from "../../db/channels.js";
 import { DestinationCreate, DestinationPatch, IdParams, ListQuery, PauseBody, ResumeBody, RotateSecretBody, TimelineQuery } from "../schemas.js";
 import { withDefaults, applyPatch, checkDestinationConfig } from "../destination-config.js";
 import { destinationView, decodeCursor, page, attemptView } from "../serialize.js";
@@ -93,7 +93,7 @@ export function destinationRoutes(ctx: ApiContext) {
           const current = await mustGet(q, req.tenant.id, req.params.id, true);
           const secret = req.body.secret ?? generateSecret();
           const secrets = rotate(current.secrets, secret, req.body.grace_seconds ?? DEFAULT_ROTATION_GRACE_SECONDS);
-          await q.query("UPDATE destinations SET secrets = $2, updated_at = now() WHERE id = $1", [current.id, JSON.stringify(secrets)]);
+          await setDestinationSecrets(q, current.id, secrets);
           return { secret, previous: secrets.slice(1) };
         });
       },

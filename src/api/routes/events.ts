@@ -1,13 +1,13 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { createHash } from "node:crypto";
 import type { Static } from "@sinclair/typebox";
-import type { ApiContext } from "../server.js";
+import type { ApiContext } from "../context.js";
 import { ConflictError, NotFoundError, ValidationError } from "../../errors.js";
 import { withRetry } from "../../db/db.js";
 import { findIdempotent, storeIdempotent, getEvent, type QuietHoldStart } from "../../db/queries/events.js";
 import { listDeliveries } from "../../db/queries/deliveries.js";
 import { publishEvents, type Published } from "../../events/publish.js";
-import { WORK_CHANNEL } from "../../dispatch/dispatcher.js";
+import { WORK_CHANNEL } from "../../db/channels.js";
 import { metrics } from "../../metrics.js";
 import { EventIn, EventBatch, IdParams } from "../schemas.js";
 import { eventView, deliveryView } from "../serialize.js";

@@ -1,15 +1,13 @@
 import type { FastifyInstance } from "fastify";
 import { timingSafeEqual, createHash } from "node:crypto";
-import type { ApiContext } from "../server.js";
-import { bearer } from "../server.js";
+import type { ApiContext } from "../context.js";
+import { bearer } from "../auth.js";
 import { SluiceError } from "../../errors.js";
-import { newId, randomToken } from "../../ids.js";
+import { newApiKey, newId } from "../../ids.js";
 import { insertTenant, updateTenant } from "../../db/queries/tenants.js";
 import { TenantCreate, TenantPatch } from "../schemas.js";
 import { tenantView } from "../serialize.js";
 import type { Static } from "@sinclair/typebox";
-
-export const newApiKey = (): string => `sk_${randomToken(24)}`;
 
 export function tenantRoutes(ctx: ApiContext) {
   return async (app: FastifyInstance) => {

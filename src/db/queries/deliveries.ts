@@ -1,11 +1,13 @@
 import type { Queryable } from "../db.js";
+import type { DeliveryStatus } from "../../policy/statuses.js";
+import { readyAtLaterThan, readyAtOutsideHold, wakeable } from "./ready-at.js";
 
 export interface DeliveryRow {
   id: string;
   destination_id: string;
   event_id: string;
   tenant_id: string;
-  status: string;
+  status: DeliveryStatus;
   attempts: number;
   failures: number;
   occurred_at: Date;
@@ -47,7 +49,7 @@ export interface DeliveryFilter {
   destinationId?: string | undefined;
   eventId?: string | undefined;
   /** Stored statuses to include (the API's "held" maps onto queued). */
-  statuses?: string[] | undefined;
+  statuses?: readonly DeliveryStatus[] | undefined;
 }
 
 /** Newest first, by id; `before` is the last id of the previous page. */
@@ -109,8 +111,8 @@ export async function requeueDelivery(q: Queryable, destinationId: string, id: s
   );
   if (rows.length === 0) return false;
   await q.query(
-    `UPDATE destinations SET ready_at = greatest(now(), coalesce(throttled_until, now()))
-      WHERE id = $1 AND paused_at IS NULL AND deleted_at IS NULL AND (ready_at IS NULL OR ready_at > now())`,
+    `UPDATE destinations SET ready_at = ${readyAtOutsideHold("now()")}
+      WHERE id = $1 AND ${wakeable()} AND ${readyAtLaterThan("now()")}`,
     [destinationId],
   );
   return true;

@@ -1,7 +1,33 @@
 import type { Queryable } from "../db.js";
-import type { DestinationConfig } from "../../api/destination-config.js";
 import { scheduleApplies, type DeliverySchedule } from "../../policy/quiet-hours.js";
 import { bumpRoutingVersion } from "./events.js";
+import { emptyHealth } from "../../policy/health.js";
+import { setHealth } from "./health.js";
+import { READY_AT_IDLE, READY_AT_NOW, readyAtNoLaterThan, readyAtOutsideHold } from "./ready-at.js";
+import type { HealthStatus, PauseCauseStored } from "../../policy/statuses.js";
+
+// Destinations: their config as the API sets it (defaults and checks in api/destination-config.ts),
+// their signing secrets, pause and resume, and the locks that guard their waiting deliveries.
+
+/** The settable part of a destination, one column each. */
+export interface DestinationConfig {
+  name: string;
+  url: string;
+  event_types: string[];
+  timeout_seconds: number;
+  max_concurrency: number;
+  ordered: boolean;
+  rate_limit: { max_per_second?: number; max_per_minute?: number; burst_capacity?: number } | null;
+  delivery_schedule: {
+    timezone: string; quiet_start: string; quiet_end: string;
+    days?: string[]; applies_to?: string[]; bypass_event_types?: string[];
+  } | null;
+  retry_schedule_seconds: number[];
+  throttle_schedule_seconds: number[];
+  probe_interval_seconds: number;
+  replay_on_resume: boolean;
+  paused_retention_hours: number;
+}
 
 export interface SecretEntry {
   secret: string;
@@ -21,9 +47,9 @@ export interface DestinationRow extends DestinationConfig {
   consecutive_failures: number;
   rate_limited: boolean;
   health_window: string;
-  health_status: string;
+  health_status: HealthStatus;
   consecutive_auth_failures: number;
-  pause_cause: string | null;
+  pause_cause: PauseCauseStored | null;
   next_probe_at: Date | null;
   ramp_limit: number | null;
   deleted_at: Date | null;
@@ -104,7 +130,7 @@ export async function updateDestinationConfig(q: Queryable, id: string, c: Desti
   const sets = CONFIG_COLUMNS.map((col, i) => `${col} = $${i + 3}`).join(", ");
   const rows = await q.query<DestinationRow>(
     `UPDATE destinations SET ${sets}, secrets = coalesce($2::jsonb, secrets), updated_at = now(),
-            ready_at = CASE WHEN paused_at IS NULL THEN least(coalesce(ready_at, now()), greatest(now(), coalesce(throttled_until, now())))
+            ready_at = CASE WHEN paused_at IS NULL THEN ${readyAtNoLaterThan(readyAtOutsideHold("now()"))}
                             ELSE ready_at END -- paused: keep its probe schedule
       WHERE id = $1 RETURNING *, now() AS now`,
     [id, secrets === null ? null : JSON.stringify(secrets), ...configParams(c)],
@@ -115,7 +141,7 @@ export async function updateDestinationConfig(q: Queryable, id: string, c: Desti
 
 /** Soft-deletes; waiting deliveries are discarded (in-flight ones finish). */
 export async function deleteDestination(q: Queryable, id: string): Promise<void> {
-  const [d] = await q.query<{ tenant_id: string }>("UPDATE destinations SET deleted_at = now(), ready_at = NULL, updated_at = now() WHERE id = $1 RETURNING tenant_id", [id]);
+  const [d] = await q.query<{ tenant_id: string }>(`UPDATE destinations SET deleted_at = now(), ready_at = ${READY_AT_IDLE}, updated_at = now() WHERE id = $1 RETURNING tenant_id`, [id]);
   if (d) await bumpRoutingVersion(q, d.tenant_id);
   await q.query(
     `UPDATE deliveries SET status = 'discarded', finished_at = now(), updated_at = now(), last_error = 'destination deleted'
@@ -127,7 +153,7 @@ export async function deleteDestination(q: Queryable, id: string): Promise<void>
 export async function pauseDestination(q: Queryable, id: string, reason: string): Promise<void> {
   await q.query(
     `UPDATE destinations SET paused_at = coalesce(paused_at, now()), pause_reason = $2, pause_cause = 'manual', next_probe_at = NULL,
-            ready_at = NULL, updated_at = now() WHERE id = $1`,
+            ready_at = ${READY_AT_IDLE}, updated_at = now() WHERE id = $1`,
     [id, reason],
   );
 }
@@ -146,15 +172,26 @@ export async function resumeDestination(q: Queryable, id: string, replay: boolea
     );
     discarded = rows[0]!.n;
   }
+  // Fresh health: the old window and failure run would otherwise re-pause on the first failure.
+  const health = setHealth(emptyHealth(), 2);
   await q.query(
-    // Fresh health: the old window and failure run would otherwise re-pause on the first failure.
     `UPDATE destinations SET paused_at = NULL, pause_reason = NULL, pause_cause = NULL, next_probe_at = NULL, ramp_limit = NULL,
-            consecutive_failures = 0, consecutive_auth_failures = 0, health_window = '', health_status = 'healthy',
-            ready_at = now(), updated_at = now()
+            ${health.sql},
+            ready_at = ${READY_AT_NOW}, updated_at = now()
       WHERE id = $1`,
-    [id],
+    [id, ...health.params],
   );
   return discarded;
+}
+
+/** Replaces the signing secrets (newest first); the caller holds the destination's row lock. */
+export async function setDestinationSecrets(q: Queryable, id: string, secrets: SecretEntry[]): Promise<void> {
+  await q.query("UPDATE destinations SET secrets = $2, updated_at = now() WHERE id = $1", [id, JSON.stringify(secrets)]);
+}
+
+/** Takes a destination's row lock (whoever changes its waiting deliveries holds it first). */
+export async function lockDestination(q: Queryable, id: string): Promise<void> {
+  await q.query("SELECT id FROM destinations WHERE id = $1 FOR UPDATE", [id]);
 }
 
 /**

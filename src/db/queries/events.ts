@@ -1,6 +1,7 @@
 import type { Queryable } from "../db.js";
 import { jsonRows, recordset } from "../json-rows.js";
 import type { DeliverySchedule } from "../../policy/quiet-hours.js";
+import { READY_AT_NOW, readyAtLaterThan, readyAtOutsideHold, wakeable } from "./ready-at.js";
 
 // Durable ingest: events, their fan-out into deliveries, and waking the destinations — one
 // transaction, so a 202 means every delivery exists.
@@ -85,12 +86,12 @@ export async function insertDeliveries(q: Queryable, tenantId: string, ds: NewDe
     else if (prev !== null && (at === null || at < prev)) earliest.set(d.destinationId, at);
   }
   const ids = [...earliest.keys()].sort();
+  const readyAt = readyAtOutsideHold("coalesce(u.at, now())", "d.throttled_until");
   await q.query(
     `UPDATE destinations d
-        SET ready_at = greatest(coalesce(u.at, now()), coalesce(d.throttled_until, now())), idle_recheck = false
+        SET ready_at = ${readyAt}, idle_recheck = false
        FROM (SELECT * FROM ${recordset("$1", "id text, at timestamptz", ids.length)} AS x ORDER BY id) u
-      WHERE d.id = u.id AND d.paused_at IS NULL AND d.deleted_at IS NULL
-        AND (d.ready_at IS NULL OR d.ready_at > greatest(coalesce(u.at, now()), coalesce(d.throttled_until, now())))`,
+      WHERE d.id = u.id AND ${wakeable("d.")} AND ${readyAtLaterThan(readyAt, "d.")}`,
     [jsonRows(ids.map((id) => ({ id, at: earliest.get(id) ?? null })))],
   );
   // Deliveries held by a quiet window that is open now: the destination starts holding, unless it
@@ -167,8 +168,8 @@ export async function getEvent(q: Queryable, tenantId: string, id: string): Prom
  */
 export async function wakeStranded(q: Queryable): Promise<number> {
   const rows = await q.query<{ id: string }>(
-    `UPDATE destinations d SET ready_at = now()
-      WHERE d.ready_at IS NULL AND d.paused_at IS NULL AND d.deleted_at IS NULL
+    `UPDATE destinations d SET ready_at = ${READY_AT_NOW}
+      WHERE d.ready_at IS NULL AND ${wakeable("d.")}
         AND EXISTS (SELECT 1 FROM deliveries x
                      WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled') AND x.next_attempt_at <= now())
      RETURNING d.id`,

@@ -1,5 +1,9 @@
 import type { Queryable } from "../db.js";
 import { jsonRows, recordset } from "../json-rows.js";
+import { emptyHealth, type HealthStatus, type HealthTransition, type PauseCause } from "../../policy/health.js";
+import { setHealth } from "./health.js";
+import { READY_AT_IDLE, READY_AT_NOW, nextProbeAt, noHoldInForce, readyAtOutsideHold, wakeable } from "./ready-at.js";
+import type { AttemptOutcome, PauseCauseStored, ResultStatus } from "../../policy/statuses.js";
 
 // Writing attempt results back, in batches. A result lands only if its lease is still the
 // delivery's lease (compare-and-set): a late answer from an expired lease never overwrites
@@ -13,9 +17,9 @@ export interface LockedDestinationState {
   max_concurrency: number;
   probe_interval_seconds: number;
   ramp_limit: number | null;
-  pause_cause: string | null;
+  pause_cause: PauseCauseStored | null;
   health_window: string;
-  health_status: string;
+  health_status: HealthStatus;
   consecutive_auth_failures: number;
   consecutive_failures: number;
   consecutive_throttles: number;
@@ -41,7 +45,7 @@ export interface DeliveryUpdate {
   destinationId: string;
   id: string;
   leaseToken: string;
-  status: "delivered" | "queued" | "retry_scheduled" | "dead";
+  status: ResultStatus;
   /** Seconds from now until the next attempt; null keeps next_attempt_at (due now). */
   delaySeconds: number | null;
   failed: boolean;
@@ -55,7 +59,7 @@ export interface AttemptRow {
   attemptNo: number;
   startedAt: Date;
   latencyMs: number;
-  outcome: "success" | "failure" | "throttled";
+  outcome: AttemptOutcome;
   statusCode: number | null;
   errorClass: string | null;
   errorMessage: string | null;
@@ -107,7 +111,7 @@ export interface DestinationUpdate {
   consecutiveFailures: number;
   consecutiveAuthFailures: number;
   healthWindow: string;
-  healthStatus: string;
+  healthStatus: HealthStatus;
   consecutiveThrottles: number;
   /** Seconds from now the destination is throttled for; null leaves throttled_until as is. */
   throttleSeconds: number | null;
@@ -115,9 +119,9 @@ export interface DestinationUpdate {
   /** Set to pause the destination now with this reason. */
   pauseReason: string | null;
   /** transient: probed every probe_interval_seconds; permanent: waits for a resume. */
-  pauseCause: "transient" | "permanent" | null;
+  pauseCause: PauseCause | null;
   pauseCode: string | null;
-  transition: "degraded" | "paused" | null;
+  transition: HealthTransition;
   score: number;
   rampLimit: number | null;
 }
@@ -132,7 +136,7 @@ export async function updateDestinationsAfterResults(q: Queryable, updates: Dest
   const until = `CASE WHEN u."throttleSeconds" IS NULL THEN d.throttled_until
                       ELSE greatest(coalesce(d.throttled_until, now()), now() + make_interval(secs => u."throttleSeconds")) END`;
   // A new pause: a transient one is probed after probe_interval_seconds, a permanent one never.
-  const probeAt = `CASE WHEN u."pauseCause" = 'transient' THEN now() + make_interval(secs => d.probe_interval_seconds) END`;
+  const probeAt = `CASE WHEN u."pauseCause" = 'transient' THEN ${nextProbeAt("d.")} END`;
   await q.query(
     `UPDATE destinations d
         SET consecutive_failures = u."consecutiveFailures",
@@ -149,10 +153,10 @@ export async function updateDestinationsAfterResults(q: Queryable, updates: Dest
             next_probe_at = CASE WHEN u."pauseReason" IS NULL THEN d.next_probe_at ELSE ${probeAt} END,
             -- ready now: whatever the last claim planned, the next one is not a re-check
             idle_recheck = false,
-            ready_at = CASE WHEN d.deleted_at IS NOT NULL THEN NULL
+            ready_at = CASE WHEN d.deleted_at IS NOT NULL THEN ${READY_AT_IDLE}
                             WHEN d.paused_at IS NOT NULL THEN d.ready_at
                             WHEN u."pauseReason" IS NOT NULL THEN ${probeAt}
-                            ELSE greatest(now(), coalesce(${until}, now())) END,
+                            ELSE ${readyAtOutsideHold("now()", until)} END,
             updated_at = now()
        FROM ${recordset("$1", `id text, "consecutiveFailures" int, "consecutiveAuthFailures" int, "healthWindow" text, "healthStatus" text,
               "rampLimit" int, "consecutiveThrottles" int, "throttleSeconds" float8, "throttleReason" text, "pauseReason" text,
@@ -201,9 +205,8 @@ export async function abandonClaims(q: Queryable, leaseTokens: string[]): Promis
 async function wakeDestinations(q: Queryable, destinationIds: string[]): Promise<void> {
   if (destinationIds.length === 0) return;
   await q.query(
-    `UPDATE destinations SET ready_at = now()
-      WHERE id = ANY($1::text[]) AND paused_at IS NULL AND deleted_at IS NULL
-        AND (throttled_until IS NULL OR throttled_until <= now())`,
+    `UPDATE destinations SET ready_at = ${READY_AT_NOW}
+      WHERE id = ANY($1::text[]) AND ${wakeable()} AND ${noHoldInForce()}`,
     [[...new Set(destinationIds)].sort()],
   );
 }
@@ -242,20 +245,20 @@ export async function applyProbe(q: Queryable, p: ProbeRecord): Promise<ProbeApp
   );
   if (!d || d.deleted_at || !d.paused_at || d.pause_cause !== "transient") return { resumed: false, destination: d ?? null, nextProbeAt: null };
   if (p.ok) {
+    const health = setHealth(emptyHealth(), 2);
     await q.query(
       `UPDATE destinations
           SET paused_at = NULL, pause_reason = NULL, pause_cause = NULL, next_probe_at = NULL,
               ramp_limit = CASE WHEN max_concurrency > 1 THEN 1 END,
-              health_window = '', health_status = 'healthy', consecutive_failures = 0, consecutive_auth_failures = 0,
-              ready_at = now(), updated_at = now()
+              ${health.sql},
+              ready_at = ${READY_AT_NOW}, updated_at = now()
         WHERE id = $1`,
-      [d.id],
+      [d.id, ...health.params],
     );
     return { resumed: true, destination: d, nextProbeAt: null };
   }
   const [next] = await q.query<{ next_probe_at: Date }>(
-    `UPDATE destinations SET next_probe_at = now() + make_interval(secs => probe_interval_seconds),
-            ready_at = now() + make_interval(secs => probe_interval_seconds), updated_at = now()
+    `UPDATE destinations SET next_probe_at = ${nextProbeAt()}, ready_at = ${nextProbeAt()}, updated_at = now()
       WHERE id = $1 RETURNING next_probe_at`,
     [d.id],
   );

@@ -1,7 +1,15 @@
 import type { Queryable } from "../db.js";
 import type { DeliverySchedule } from "../../policy/quiet-hours.js";
+import type { RateLimit } from "../../policy/token-bucket.js";
+import { holdReason } from "../../policy/hold-reason.js";
+import type { HoldReason, WaitingStatus } from "../../policy/statuses.js";
 
-// Read-only aggregates for metrics and audits.
+// Read-only aggregates for metrics and audits, and the readiness probe.
+
+/** Throws unless the store answers (GET /healthz). */
+export async function ping(q: Queryable): Promise<void> {
+  await q.query("SELECT 1");
+}
 
 /** Live leases per destination (only destinations with something in flight). */
 export async function inflightByDestination(q: Queryable): Promise<{ destination_id: string; n: number }[]> {
@@ -9,26 +17,72 @@ export async function inflightByDestination(q: Queryable): Promise<{ destination
 }
 
 /**
- * Waiting deliveries by why they wait, and the age of the oldest in each group. The reasons are
- * derived as the API derives hold_reason: paused, throttled, quiet_hours (for the destinations
- * whose window is open now, worked out by the caller), scheduled, rate_limited.
+ * Waiting deliveries by why they wait, and the age of the oldest in each group: every waiting
+ * delivery is reduced to the facts policy/hold-reason.ts decides on (the same facts the API
+ * derives for one delivery), grouped by them — a few dozen groups at most, whatever the backlog —
+ * and each group is classified by holdReason(). `quietDestinationIds`: those whose quiet window
+ * is open now, worked out by the caller. Unheld deliveries are left out.
  */
-export async function heldByReason(q: Queryable, quietDestinationIds: string[] = []): Promise<{ reason: string; n: number; oldest_age_s: number }[]> {
-  return q.query(
-    `SELECT reason, count(*)::int AS n, coalesce(max(extract(epoch FROM now() - created_at)), 0)::float8 AS oldest_age_s
-       FROM (SELECT dl.created_at,
-                    CASE WHEN d.paused_at IS NOT NULL THEN 'paused'
-                         WHEN d.throttled_until > now() THEN 'throttled'
-                         WHEN dl.quiet_hold AND dl.destination_id = ANY($1::text[]) AND dl.next_attempt_at <= now() THEN 'quiet_hours'
-                         WHEN dl.status = 'queued' AND dl.attempts = 0 AND dl.next_attempt_at > now() THEN 'scheduled'
-                         WHEN d.rate_limited AND dl.next_attempt_at <= now() THEN 'rate_limited'
-                    END AS reason
-               FROM deliveries dl JOIN destinations d ON d.id = dl.destination_id
-              WHERE dl.status IN ('queued', 'retry_scheduled')) w
-      WHERE reason IS NOT NULL
-      GROUP BY reason`,
+export async function heldByReason(q: Queryable, quietDestinationIds: string[] = []): Promise<{ reason: HoldReason; n: number; oldest_age_s: number }[]> {
+  const groups = await q.query<HoldFactsRow>(
+    // at_cap and behind as in deliveries.ts's SELECT, worked out once per destination instead of
+    // once per delivery: live leases per destination, and each ordered destination's first
+    // unfinished delivery (every later waiting one is behind it).
+    `WITH inflight AS (
+       SELECT destination_id, count(*) AS n FROM deliveries WHERE status = 'delivering' GROUP BY destination_id
+     ), first_unfinished AS (
+       SELECT d.id AS destination_id, f.occurred_at, f.id
+         FROM destinations d
+         CROSS JOIN LATERAL (SELECT x.occurred_at, x.id FROM deliveries x
+                              WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled', 'delivering')
+                              ORDER BY x.occurred_at, x.id LIMIT 1) f
+        WHERE d.ordered
+     )
+     SELECT dl.status, dl.attempts > 0 AS attempted, dl.next_attempt_at <= now() AS due,
+            d.paused_at IS NOT NULL AS paused, coalesce(d.throttled_until > now(), false) AS throttled,
+            (dl.quiet_hold AND dl.destination_id = ANY($1::text[])) AS quiet,
+            coalesce((f.occurred_at, f.id) < (dl.occurred_at, dl.id), false) AS behind,
+            coalesce(c.n, 0) >= CASE WHEN d.ordered THEN 1 ELSE least(d.max_concurrency, coalesce(d.ramp_limit, d.max_concurrency)) END AS at_cap,
+            d.rate_limited,
+            count(*)::int AS n, coalesce(max(extract(epoch FROM now() - dl.created_at)), 0)::float8 AS oldest_age_s
+       FROM deliveries dl
+       JOIN destinations d ON d.id = dl.destination_id
+       LEFT JOIN inflight c ON c.destination_id = dl.destination_id
+       LEFT JOIN first_unfinished f ON f.destination_id = dl.destination_id
+      WHERE dl.status IN ('queued', 'retry_scheduled')
+      GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9`,
     [quietDestinationIds],
   );
+  const byReason = new Map<HoldReason, { reason: HoldReason; n: number; oldest_age_s: number }>();
+  for (const g of groups) {
+    const reason = holdReason({
+      status: g.status, attempted: g.attempted, due: g.due, paused: g.paused, throttled: g.throttled,
+      quiet: g.quiet, behind: g.behind, atCap: g.at_cap, rateLimited: g.rate_limited,
+    });
+    if (reason === null) continue;
+    const sum = byReason.get(reason);
+    if (sum) {
+      sum.n += g.n;
+      sum.oldest_age_s = Math.max(sum.oldest_age_s, g.oldest_age_s);
+    } else {
+      byReason.set(reason, { reason, n: g.n, oldest_age_s: g.oldest_age_s });
+    }
+  }
+  return [...byReason.values()];
+}
+
+interface HoldFactsRow {
+  status: WaitingStatus;
+  attempted: boolean;
+  due: boolean;
+  paused: boolean;
+  throttled: boolean;
+  quiet: boolean;
+  behind: boolean;
+  at_cap: boolean;
+  rate_limited: boolean;
+  n: number;
+  oldest_age_s: number;
 }
 
 export interface AttemptTime {
@@ -42,6 +96,15 @@ export async function attemptTimes(q: Queryable, destinationId: string, since: D
     "SELECT started_at, outcome FROM attempts WHERE destination_id = $1 AND started_at >= $2 ORDER BY started_at",
     [destinationId, since],
   );
+}
+
+/** The limits `sluice audit rate` checks a destination's attempts against, or null if there is no such destination. */
+export async function destinationLimits(q: Queryable, destinationId: string): Promise<{ rate_limit: RateLimit | null; max_concurrency: number } | null> {
+  const rows = await q.query<{ rate_limit: RateLimit | null; max_concurrency: number }>(
+    "SELECT rate_limit, max_concurrency FROM destinations WHERE id = $1",
+    [destinationId],
+  );
+  return rows[0] ?? null;
 }
 
 /** Live destinations per health status. */

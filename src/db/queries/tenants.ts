@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Queryable } from "../db.js";
+import { BOOTSTRAP_LOCK } from "../locks.js";
 
 export interface TenantRow {
   id: string;
@@ -51,10 +52,6 @@ export async function tenantByKey(q: Queryable, apiKey: string): Promise<TenantR
   return rows[0] ?? null;
 }
 
-export async function getTenant(q: Queryable, id: string): Promise<TenantRow | null> {
-  return (await q.query<TenantRow>("SELECT * FROM tenants WHERE id = $1", [id]))[0] ?? null;
-}
-
 export async function updateTenant(q: Queryable, id: string, patch: { name?: string; alert_email?: string | null }): Promise<TenantRow> {
   const rows = await q.query<TenantRow>(
     `UPDATE tenants SET name = coalesce($2, name),
@@ -67,4 +64,9 @@ export async function updateTenant(q: Queryable, id: string, patch: { name?: str
 
 export async function countTenants(q: Queryable): Promise<number> {
   return (await q.query<{ n: number }>("SELECT count(*)::int AS n FROM tenants"))[0]!.n;
+}
+
+/** Waits for, then holds until the caller's transaction ends, the lock of default-tenant creation. */
+export async function lockBootstrap(q: Queryable): Promise<void> {
+  await q.query("SELECT pg_advisory_xact_lock($1)", [BOOTSTRAP_LOCK]);
 }

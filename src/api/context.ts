@@ -1,0 +1,20 @@
+import type { Logger } from "pino";
+import type { Db } from "../db/db.js";
+import type { Config } from "../config.js";
+import type { RoutingCache } from "../events/publish.js";
+
+// What the API's routes are built with: shared by server.ts and every file in routes/.
+
+export interface ApiContext {
+  db: Db;
+  config: Readonly<Config>;
+  log: Logger;
+  version: string;
+  /** Set by buildApi when absent. */
+  routing?: RoutingCache;
+  /**
+   * Start-up still to finish once the port is open (the default tenant is made only then, so a
+   * start that fails on a busy port has not spent its shown-once key): requests wait for it.
+   */
+  ready?: Promise<unknown>;
+}

@@ -1,0 +1,12 @@
+// Advisory-lock keys: every key Sluice takes, in one place, so no two uses share one by accident.
+// Arbitrary but fixed (other processes on the same store must agree on them); all are
+// transaction-scoped (pg_advisory_xact_lock), released by COMMIT or ROLLBACK even if the process dies.
+
+/** Applying migrations: one process at a time, so many may start at once against one server. */
+export const MIGRATIONS_LOCK = 7_245_001;
+
+/** Making the default tenant: serialises first starts of several processes. */
+export const BOOTSTRAP_LOCK = 7_245_002;
+
+/** Retention pruning: one worker at a time (the others skip their turn rather than wait). */
+export const RETENTION_LOCK = 7_245_003;

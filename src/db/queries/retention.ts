@@ -1,0 +1,73 @@
+import type { Queryable } from "../db.js";
+import { RETENTION_LOCK } from "../locks.js";
+
+// Retention, run by dispatch/janitor.ts: attempts, finished deliveries and events with nothing
+// left to deliver are deleted past retention in batches of `batch` rows, idempotency keys after
+// 24 h, and deliveries held too long for a paused destination are discarded. Each statement
+// returns how many rows it removed or changed.
+
+const cutoff = `now() - make_interval(hours => $1)`;
+
+/** Takes the retention lock for the caller's transaction; false when another worker holds it. */
+export async function tryRetentionLock(q: Queryable): Promise<boolean> {
+  const got = await q.query<{ ok: boolean }>("SELECT pg_try_advisory_xact_lock($1) AS ok", [RETENTION_LOCK]);
+  return got[0]?.ok ?? false;
+}
+
+/** Attempts started more than `retentionHours` ago. */
+export async function pruneAttempts(q: Queryable, retentionHours: number, batch: number): Promise<number> {
+  const rows = await q.query<{ n: number }>(
+    `WITH d AS (DELETE FROM attempts WHERE ctid IN (SELECT ctid FROM attempts WHERE started_at < ${cutoff} LIMIT $2) RETURNING 1)
+     SELECT count(*)::int AS n FROM d`, [retentionHours, batch]);
+  return rows[0]!.n;
+}
+
+/** Deliveries delivered, discarded or dead more than `retentionHours` ago. */
+export async function pruneDeliveries(q: Queryable, retentionHours: number, batch: number): Promise<number> {
+  const rows = await q.query<{ n: number }>(
+    `WITH d AS (DELETE FROM deliveries WHERE (destination_id, id) IN (
+        SELECT destination_id, id FROM deliveries WHERE finished_at < ${cutoff} AND status IN ('delivered', 'discarded', 'dead') LIMIT $2)
+      RETURNING 1)
+     SELECT count(*)::int AS n FROM d`, [retentionHours, batch]);
+  return rows[0]!.n;
+}
+
+/** Events older than `retentionHours` that no delivery refers to any more. */
+export async function pruneEvents(q: Queryable, retentionHours: number, batch: number): Promise<number> {
+  const rows = await q.query<{ n: number }>(
+    `WITH d AS (DELETE FROM events WHERE id IN (
+        SELECT e.id FROM events e WHERE e.created_at < ${cutoff}
+           AND NOT EXISTS (SELECT 1 FROM deliveries dl WHERE dl.event_id = e.id) LIMIT $2)
+      RETURNING 1)
+     SELECT count(*)::int AS n FROM d`, [retentionHours, batch]);
+  return rows[0]!.n;
+}
+
+/**
+ * Held for a paused destination longer than its paused_retention_hours: discarded, with the
+ * reason on each delivery (still retryable by id). Destination rows are locked first.
+ */
+export async function discardHeldPastPausedRetention(q: Queryable): Promise<number> {
+  const rows = await q.query<{ n: number }>(
+    `WITH p AS (
+       SELECT id, paused_at, paused_retention_hours FROM destinations
+        WHERE paused_at IS NOT NULL AND paused_at < now() - make_interval(hours => paused_retention_hours)
+        ORDER BY id FOR UPDATE SKIP LOCKED
+     ), d AS (
+       UPDATE deliveries dl
+          SET status = 'discarded', finished_at = now(), updated_at = now(),
+              last_error = 'discarded: held for over ' || p.paused_retention_hours || ' h while the destination was paused'
+         FROM p
+        WHERE dl.destination_id = p.id AND dl.status IN ('queued', 'retry_scheduled')
+          AND greatest(dl.created_at, p.paused_at) < now() - make_interval(hours => p.paused_retention_hours)
+       RETURNING 1)
+     SELECT count(*)::int AS n FROM d`);
+  return rows[0]!.n;
+}
+
+/** Idempotency keys older than 24 hours (the window a retried POST is recognised in). */
+export async function pruneIdempotencyKeys(q: Queryable): Promise<number> {
+  const rows = await q.query<{ n: number }>(
+    `WITH d AS (DELETE FROM idempotency_keys WHERE created_at < now() - interval '24 hours' RETURNING 1) SELECT count(*)::int AS n FROM d`);
+  return rows[0]!.n;
+}

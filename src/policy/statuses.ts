@@ -1,0 +1,50 @@
+// Every status-like value Sluice stores or shows, named once. SQL text may spell them as literals;
+// migrations/0005_checks.sql holds the database to the same sets with CHECK constraints, and
+// test/unit/statuses.test.ts keeps the two in step.
+
+/** A delivery's stored status. Waiting: queued, retry_scheduled; final: delivered, dead, discarded. */
+export const DELIVERY_STATUSES = ["queued", "retry_scheduled", "delivering", "delivered", "dead", "discarded"] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+/** Stored statuses of deliveries that wait for a claim (the partial indexes of 0001 list the same). */
+export const WAITING_STATUSES = ["queued", "retry_scheduled"] as const satisfies readonly DeliveryStatus[];
+export type WaitingStatus = (typeof WAITING_STATUSES)[number];
+
+export function isWaiting(status: string): status is WaitingStatus {
+  return (WAITING_STATUSES as readonly string[]).includes(status);
+}
+
+/** The statuses a result write-back may set (leaving `delivering`). */
+export type ResultStatus = Exclude<DeliveryStatus, "delivering" | "discarded">;
+
+/** What the API shows: a stored status, or "held" for a waiting delivery something holds back. */
+export const API_DELIVERY_STATUSES = ["queued", "held", "delivering", "retry_scheduled", "delivered", "dead", "discarded"] as const;
+export type ApiDeliveryStatus = (typeof API_DELIVERY_STATUSES)[number];
+
+/** Why a waiting delivery is held, in the order they are tested (see hold-reason.ts). */
+export const HOLD_REASONS = ["paused", "throttled", "quiet_hours", "scheduled", "ordering", "concurrency", "rate_limited"] as const;
+export type HoldReason = (typeof HOLD_REASONS)[number];
+
+/** An attempt's outcome, as stored in attempts.outcome. */
+export const ATTEMPT_OUTCOMES = ["success", "failure", "throttled"] as const;
+export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
+
+/** A destination's health status (destinations.health_status), best first. */
+export const HEALTH_STATUSES = ["healthy", "degraded", "critical", "unhealthy"] as const;
+export type HealthStatus = (typeof HEALTH_STATUSES)[number];
+
+/** Why a destination is paused (destinations.pause_cause): by a person, or automatically (probed or not). */
+export const PAUSE_CAUSES = ["manual", "transient", "permanent"] as const;
+export type PauseCauseStored = (typeof PAUSE_CAUSES)[number];
+
+/** A destination's status as the API shows it (derived from its live state, never stored). */
+export const DESTINATION_STATUSES = ["active", "throttled", "rate_limited", "quiet", "paused"] as const;
+export type DestinationStatus = (typeof DESTINATION_STATUSES)[number];
+
+/** alerts.type: the destination.* events a health transition publishes. */
+export const ALERT_TYPES = ["destination.degraded", "destination.paused", "destination.resumed"] as const;
+export type AlertTypeName = (typeof ALERT_TYPES)[number];
+
+/** alerts.email_state. */
+export const EMAIL_STATES = ["pending", "sent", "skipped", "failed"] as const;
+export type EmailState = (typeof EMAIL_STATES)[number];

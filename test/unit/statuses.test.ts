@@ -1,0 +1,75 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import {
+  ALERT_TYPES, ATTEMPT_OUTCOMES, DELIVERY_STATUSES, EMAIL_STATES, HEALTH_STATUSES, HOLD_REASONS, PAUSE_CAUSES, WAITING_STATUSES,
+} from "../../src/policy/statuses.js";
+import { holdReason, type HoldFacts } from "../../src/policy/hold-reason.js";
+
+// The statuses are named once in src/policy/statuses.ts; the database holds the same sets with
+// CHECK constraints (migrations/0005_checks.sql) and the partial indexes of 0001 list the waiting ones.
+
+const MIGRATIONS = fileURLToPath(new URL("../../migrations/", import.meta.url));
+const read = (name: string) => readFileSync(MIGRATIONS + name, "utf8");
+
+/** The values of `CHECK (column IN ('a', 'b'))` for `table`.`column` in the migration's SQL. */
+function checkList(sql: string, table: string, column: string): string[] {
+  const m = new RegExp(`ALTER TABLE ${table} ADD CONSTRAINT \\w+\\s+CHECK \\(${column} IN \\(([^)]*)\\)\\)`).exec(sql);
+  assert.ok(m, `no CHECK on ${table}.${column}`);
+  return [...m[1]!.matchAll(/'([^']*)'/g)].map((x) => x[1]!);
+}
+
+describe("statuses", () => {
+  test("each CHECK constraint lists exactly the values named in statuses.ts", () => {
+    const sql = read("0005_checks.sql");
+    assert.deepEqual(checkList(sql, "deliveries", "status"), [...DELIVERY_STATUSES]);
+    assert.deepEqual(checkList(sql, "attempts", "outcome"), [...ATTEMPT_OUTCOMES]);
+    assert.deepEqual(checkList(sql, "destinations", "health_status"), [...HEALTH_STATUSES]);
+    assert.deepEqual(checkList(sql, "destinations", "pause_cause"), [...PAUSE_CAUSES]);
+    assert.deepEqual(checkList(sql, "alerts", "type"), [...ALERT_TYPES]);
+    assert.deepEqual(checkList(sql, "alerts", "email_state"), [...EMAIL_STATES]);
+    assert.equal([...sql.matchAll(/ADD CONSTRAINT/g)].length, 6, "a new CHECK needs its list compared here");
+  });
+
+  test("the waiting partial indexes of 0001 cover exactly WAITING_STATUSES", () => {
+    const sql = read("0001_init.sql");
+    const lists = [...sql.matchAll(/WHERE status IN \(([^)]*)\)/g)].map((m) => [...m[1]!.matchAll(/'([^']*)'/g)].map((x) => x[1]));
+    assert.equal(lists.length, 2);
+    for (const l of lists) assert.deepEqual(l, [...WAITING_STATUSES]);
+  });
+});
+
+describe("holdReason", () => {
+  const none: HoldFacts = {
+    status: "queued", attempted: false, due: true, paused: false, throttled: false, quiet: false, behind: false, atCap: false, rateLimited: false,
+  };
+
+  test("nothing holds a due delivery with free capacity", () => {
+    assert.equal(holdReason(none), null);
+    assert.equal(holdReason({ ...none, status: "retry_scheduled", attempted: true }), null);
+  });
+
+  test("the first reason in HOLD_REASONS order wins", () => {
+    const all: HoldFacts = { ...none, due: false, paused: true, throttled: true, quiet: true, behind: true, atCap: true, rateLimited: true };
+    assert.equal(holdReason(all), "paused");
+    assert.equal(holdReason({ ...all, paused: false }), "throttled");
+    assert.equal(holdReason({ ...all, paused: false, throttled: false, due: true }), "quiet_hours");
+    assert.equal(holdReason({ ...all, paused: false, throttled: false }), "scheduled");
+    assert.equal(holdReason({ ...all, paused: false, throttled: false, attempted: true }), "ordering");
+    assert.equal(holdReason({ ...all, paused: false, throttled: false, due: true, quiet: false, behind: false }), "concurrency");
+    assert.equal(holdReason({ ...none, rateLimited: true }), "rate_limited");
+    // Every reason is reachable, in the listed order.
+    const seen = [
+      holdReason(all), holdReason({ ...all, paused: false }), holdReason({ ...all, paused: false, throttled: false, due: true }),
+      holdReason({ ...all, paused: false, throttled: false }), holdReason({ ...all, paused: false, throttled: false, attempted: true }),
+      holdReason({ ...all, paused: false, throttled: false, due: true, quiet: false, behind: false }), holdReason({ ...none, rateLimited: true }),
+    ];
+    assert.deepEqual(seen, [...HOLD_REASONS]);
+  });
+
+  test("quiet hours, capacity and the rate limit hold only due work; a retry waiting for its time is not 'scheduled'", () => {
+    assert.equal(holdReason({ ...none, due: false, attempted: true, status: "retry_scheduled", quiet: true, atCap: true, rateLimited: true }), null);
+    assert.equal(holdReason({ ...none, due: false, attempted: true, status: "queued" }), null);
+  });
+});
