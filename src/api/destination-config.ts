@@ -26,12 +26,12 @@ export const DESTINATION_DEFAULTS: Omit<DestinationConfig, "url"> = {
 
 export function withDefaults(input: DestinationCreate): DestinationConfig {
   const { secret: _secret, ...rest } = input;
-  return { ...DESTINATION_DEFAULTS, ...rest } as DestinationConfig;
+  return { ...DESTINATION_DEFAULTS, ...rest };
 }
 
 export function applyPatch(current: DestinationConfig, patch: DestinationPatch): DestinationConfig {
   const { secret: _secret, ...rest } = patch;
-  return { ...current, ...rest } as DestinationConfig;
+  return { ...current, ...rest };
 }
 
 /**

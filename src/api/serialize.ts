@@ -3,7 +3,7 @@ import type { DeliveryRow, AttemptRowOut } from "../db/queries/deliveries.js";
 import type { EventRow } from "../db/queries/events.js";
 import type { TenantRow } from "../db/queries/tenants.js";
 import { currentQuietWindow, nextQuietStartMs, type DeliverySchedule } from "../policy/quiet-hours.js";
-import { healthView, type HealthStatus } from "../policy/health.js";
+import { healthView } from "../policy/health.js";
 import { holdReason, type HoldFacts } from "../policy/hold-reason.js";
 import { isWaiting, type ApiDeliveryStatus, type DestinationStatus, type WaitingStatus } from "../policy/statuses.js";
 
@@ -29,20 +29,20 @@ export function destinationStatus(row: StatusInput, quiet = quietWindowOf(row), 
 }
 
 function quietWindowOf(row: Pick<DestinationRow, "delivery_schedule" | "now">) {
-  return row.delivery_schedule ? currentQuietWindow(row.delivery_schedule as DeliverySchedule, row.now.getTime()) : null;
+  return row.delivery_schedule ? currentQuietWindow(row.delivery_schedule, row.now.getTime()) : null;
 }
 
 function healthOf(row: DestinationRow) {
   return healthView({
     window: row.health_window, consecutiveFailures: row.consecutive_failures,
-    consecutiveAuthFailures: row.consecutive_auth_failures, status: row.health_status as HealthStatus,
+    consecutiveAuthFailures: row.consecutive_auth_failures, status: row.health_status,
   });
 }
 
 export function destinationView(row: DestinationRow, counts: DestinationCounts | undefined, opts: { withSecret?: boolean } = {}) {
   const throttled = row.throttled_until !== null && row.throttled_until > row.now;
   const quiet = quietWindowOf(row);
-  const nextQuiet = row.delivery_schedule ? nextQuietStartMs(row.delivery_schedule as DeliverySchedule, row.now.getTime()) : null;
+  const nextQuiet = row.delivery_schedule ? nextQuietStartMs(row.delivery_schedule, row.now.getTime()) : null;
   return {
     id: row.id,
     name: row.name,

@@ -267,14 +267,14 @@ class EmbeddedDb implements Db {
   }
 
   async query<R>(sql: string, params: unknown[] = []): Promise<R[]> {
-    const res = await this.pglite.query<R>(sql, params as unknown[]);
+    const res = await this.pglite.query<R>(sql, params);
     return res.rows;
   }
 
   async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
     return this.pglite.transaction(async (t) => {
       const q: Queryable = {
-        query: async <R>(sql: string, params: unknown[] = []) => (await t.query<R>(sql, params as unknown[])).rows,
+        query: async <R>(sql: string, params: unknown[] = []) => (await t.query<R>(sql, params)).rows,
         exec: async (sql: string) => {
           await t.exec(sql);
         },

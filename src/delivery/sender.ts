@@ -256,7 +256,7 @@ export function classifyError(err: unknown): ErrorClass {
       if (found === null && name === "HTTPParserError") found = "invalid_response";
     }
     if (cause !== undefined) queue.push(cause);
-    if (Array.isArray(errors)) queue.push(...errors);
+    if (Array.isArray(errors)) queue.push(...(errors as unknown[]));
   }
   return found ?? "connection";
 }

@@ -38,9 +38,11 @@ export function startJanitor(db: Db, retentionHours: number, log: Logger, everyM
     } catch (err) {
       log[isStoreUnavailable(err) ? "debug" : "warn"]({ err }, "pruning failed; will try again");
     }
-    if (!stopped) timer = setTimeout(tick, everyMs);
+    if (!stopped) timer = setTimeout(run, everyMs);
   };
-  timer = setTimeout(tick, Math.min(everyMs, 30_000));
+  // tick catches everything it can throw; the timer only needs a function that returns nothing.
+  const run = () => void tick();
+  timer = setTimeout(run, Math.min(everyMs, 30_000));
   // A wake-up lost to a race the claim's idle re-check did not cover is found here.
   const sweep = setInterval(() => {
     void db.tx((q) => wakeStranded(q))

@@ -2,6 +2,7 @@
 // (scripts/run-tests.mjs), so tests can run in parallel without seeing each other's rows.
 import { randomBytes } from "node:crypto";
 import pg from "pg";
+import { openDb, type Db } from "../../src/db/db.js";
 
 export interface TestDatabase {
   /** Connection string for the new, empty database. */
@@ -54,6 +55,26 @@ export async function createTestDatabase(): Promise<TestDatabase> {
         // FORCE also covers a connection that slipped in after the terminate.
         await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       });
+    },
+  };
+}
+
+/**
+ * A bare store (no Sluice running): an in-memory PGlite, or a fresh database on the throwaway
+ * server. `close` also drops the server database.
+ */
+export async function openTestStore(backend: "embedded" | "server"): Promise<{ db: Db; close: () => Promise<void> }> {
+  if (backend === "embedded") {
+    const db = await openDb({ dataDir: "memory://" });
+    return { db, close: () => db.close() };
+  }
+  const tdb = await createTestDatabase();
+  const db = await openDb({ databaseUrl: tdb.url, poolSize: 2 });
+  return {
+    db,
+    close: async () => {
+      await db.close();
+      await tdb.drop();
     },
   };
 }

@@ -28,8 +28,8 @@ export function spawnSluiceCli(args: string[], env: Record<string, string> = {})
 function spawnCli(args: string[], env: NodeJS.ProcessEnv): SluiceProcess {
   const proc = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
-  proc.stdout!.on("data", (c) => (out += c));
-  proc.stderr!.on("data", (c) => (out += c));
+  proc.stdout.on("data", (c) => (out += c));
+  proc.stderr.on("data", (c) => (out += c));
   const exited = new Promise<number | string>((resolve) => proc.on("exit", (code, sig) => resolve(code ?? sig ?? -1)));
   return { proc, exited, output: () => out, kill: (s) => proc.kill(s) };
 }

@@ -38,7 +38,7 @@ for (const backend of BACKENDS) {
     });
 
     test("ordered: one in flight, occurred_at order, a failing head blocks the rest until it succeeds", async () => {
-      const { s, rx } = ctx;
+      const { s } = ctx;
       let inflight = 0;
       let peak = 0;
       let first = true;

@@ -94,7 +94,7 @@ describe("destination health", () => {
       const deliveries = after.slice(probe + 1).filter((r) => (r.json as { type: string }).type !== "webhook.probe");
       assert.equal(deliveries[0]!.inflightAtArrival, 1, "the first delivery after the probe went alone");
       const firstFour = deliveries.slice(0, 3).map((r) => r.inflightAtArrival);
-      assert.ok(Math.max(...firstFour) <= 3, `ramp: ${firstFour}`);
+      assert.ok(Math.max(...firstFour) <= 3, `ramp: ${firstFour.join(",")}`);
       assert.ok(Math.max(...deliveries.map((r) => r.inflightAtArrival)) <= 5);
       await waitFor(async () => {
         const v = (await s.api("GET", `/v1/destinations/${d.id}`)).body;
@@ -209,7 +209,7 @@ describe("health alerts", () => {
       await waitFor(async () => (await s.api("GET", `/v1/destinations/${d.id}`)).body.status === "paused", { timeoutMs: 10_000 });
       await s.api("POST", `/v1/destinations/${d.id}/resume`, { replay: false });
       const types = () => watcher.received.map((r) => (r.json as { type: string }).type);
-      await waitFor(() => watcher.received.length >= 3 && mails.length >= 3, { timeoutMs: 10_000, message: () => `alerts ${types()} mails ${mails.length}` });
+      await waitFor(() => watcher.received.length >= 3 && mails.length >= 3, { timeoutMs: 10_000, message: () => `alerts ${types().join(",")} mails ${mails.length}` });
       await sleep(2500); // a duplicate would have arrived by now (the alert poll is 2 s)
       assert.deepEqual(types(), ["destination.degraded", "destination.paused", "destination.resumed"]);
       const paused = watcher.received[1]!;

@@ -1,27 +1,17 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { openDb, type Db } from "../../src/db/db.js";
+import type { Db } from "../../src/db/db.js";
 import { migrate } from "../../src/db/migrate.js";
 import { getDelivery } from "../../src/db/queries/deliveries.js";
 import { heldByReason, scheduledDestinations } from "../../src/db/queries/stats.js";
 import { deliveryView } from "../../src/api/serialize.js";
 import { currentQuietWindow } from "../../src/policy/quiet-hours.js";
 import { HOLD_REASONS } from "../../src/policy/statuses.js";
-import { BACKENDS, type Backend } from "../helpers/sluice.js";
-import { createTestDatabase } from "../helpers/db.js";
+import { BACKENDS } from "../helpers/sluice.js";
+import { openTestStore } from "../helpers/db.js";
 
 // One classification of why a delivery waits: the API's hold_reason (one delivery) and the
 // sluice_held gauge (an aggregate over all of them) must agree on the same rows.
-
-async function openBackend(backend: Backend): Promise<{ db: Db; close(): Promise<void> }> {
-  if (backend === "embedded") {
-    const db = await openDb({ dataDir: "memory://" });
-    return { db, close: () => db.close() };
-  }
-  const tdb = await createTestDatabase();
-  const db = await openDb({ databaseUrl: tdb.url, poolSize: 2 });
-  return { db, close: async () => { await db.close(); await tdb.drop(); } };
-}
 
 const hhmm = (ms: number) => new Date(ms).toISOString().slice(11, 16);
 
@@ -76,7 +66,7 @@ async function seed(db: Db, destinations: [Dst, Dlv[]][]): Promise<string[]> {
 for (const backend of BACKENDS) {
   describe(`hold reasons on ${backend} Postgres`, () => {
     test("the sluice_held aggregate counts each waiting delivery under the hold_reason the API shows", async () => {
-      const { db, close } = await openBackend(backend);
+      const { db, close } = await openTestStore(backend);
       try {
         await migrate(db);
         const ids = await seed(db, [

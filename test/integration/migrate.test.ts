@@ -3,24 +3,14 @@ import assert from "node:assert/strict";
 import { openDb, type Db } from "../../src/db/db.js";
 import { loadMigrations, migrate } from "../../src/db/migrate.js";
 import { StartupError } from "../../src/errors.js";
-import { createTestDatabase, onServer } from "../helpers/db.js";
+import { createTestDatabase, onServer, openTestStore } from "../helpers/db.js";
 import { spawnSluiceCli } from "../helpers/processes.js";
-import { BACKENDS, startSluice, type Backend } from "../helpers/sluice.js";
+import { BACKENDS, startSluice } from "../helpers/sluice.js";
 
 // Schema safety: migrations apply once however many processes start together, a database
 // migrated by a newer Sluice is refused untouched, and CHECK constraints hold the statuses.
 
 const ALL = loadMigrations().map((m) => m.name);
-
-async function openBackend(backend: Backend): Promise<{ db: Db; close(): Promise<void> }> {
-  if (backend === "embedded") {
-    const db = await openDb({ dataDir: "memory://" });
-    return { db, close: () => db.close() };
-  }
-  const tdb = await createTestDatabase();
-  const db = await openDb({ databaseUrl: tdb.url, poolSize: 2 });
-  return { db, close: async () => { await db.close(); await tdb.drop(); } };
-}
 
 const ledger = (db: Db) => db.query<{ version: number; name: string }>("SELECT version, name FROM sluice_migrations ORDER BY version");
 
@@ -74,7 +64,7 @@ describe("migrate on a Postgres server", () => {
 for (const backend of BACKENDS) {
   describe(`migrate on ${backend} Postgres`, () => {
     test("a database with migrations this Sluice does not know is refused and left unchanged", async () => {
-      const { db, close } = await openBackend(backend);
+      const { db, close } = await openTestStore(backend);
       try {
         // Migrated by a newer Sluice: two migrations beyond ours, one of ours not yet applied by it.
         const older = loadMigrations().slice(0, -1);
@@ -94,7 +84,7 @@ for (const backend of BACKENDS) {
     });
 
     test("CHECK constraints refuse a status Sluice does not know", async () => {
-      const { db, close } = await openBackend(backend);
+      const { db, close } = await openTestStore(backend);
       try {
         await migrate(db);
         await db.query("INSERT INTO tenants (id, name) VALUES ('ten_1', 't')");

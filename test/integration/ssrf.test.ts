@@ -1,6 +1,6 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { startSluice, type TestSluice } from "../helpers/sluice.js";
+import { startSluice, type ApiAnswer, type TestSluice } from "../helpers/sluice.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
 
@@ -33,7 +33,7 @@ const OTHER_REFUSED: [string, RegExp][] = [
   ["https://hooks.localhost/x", /^hooks\.localhost is a loopback name/],
 ];
 
-function assertRefused(r: { status: number; body: any }, message: RegExp, url: string): void {
+function assertRefused(r: ApiAnswer, message: RegExp, url: string): void {
   assert.equal(r.status, 422, `${url}: ${JSON.stringify(r.body)}`);
   assert.equal(r.body.error.code, "SLUICE_VALIDATION_FAILED");
   assert.equal(r.body.error.details.length, 1, JSON.stringify(r.body));

@@ -273,7 +273,7 @@ describe("separate api and worker processes", () => {
         const res = await fetch(url + path, {
           method, headers: { authorization: "Bearer sk_split_test", "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body),
         });
-        return { status: res.status, body: (await res.json()) as any };
+        return { status: res.status, body: (await res.json()) };
       };
       assert.equal((await fetch(url + "/healthz")).status, 200);
       await call("POST", "/v1/destinations", { url: `${rx.url}/split` });

@@ -58,7 +58,7 @@ function intlOffsetMs(zone: string, ms: number): number {
   const sec = Math.floor(ms / 1000) * 1000;
   const p: Record<string, number> = {};
   for (const part of f.formatToParts(new Date(sec))) if (part.type !== "literal") p[part.type] = Number(part.value);
-  return Date.UTC(p.year!, p.month! - 1, p.day!, p.hour! % 24, p.minute!, p.second!) - sec;
+  return Date.UTC(p.year!, p.month! - 1, p.day, p.hour! % 24, p.minute, p.second) - sec;
 }
 const intlWall = (zone: string, ms: number) => ms + intlOffsetMs(zone, ms);
 

@@ -71,7 +71,7 @@ export function destinationRoutes(ctx: ApiContext) {
         const row = await ctx.db.tx(async (q) => {
           const current = await mustGet(q, req.tenant.id, req.params.id, true);
           const config = applyPatch(current, req.body);
-          const problems = checkDestinationConfig(req.body as Partial<typeof config>, networkPolicy(ctx));
+          const problems = checkDestinationConfig(req.body, networkPolicy(ctx));
           if (problems.length) throw new ValidationError(`Invalid destination: ${problems.map((p) => `${p.field} ${p.message}`).join("; ")}`, problems);
           const secrets = req.body.secret ? rotate(current.secrets, req.body.secret, DEFAULT_ROTATION_GRACE_SECONDS) : null;
           const updated = await updateDestinationConfig(q, current.id, config, secrets);
