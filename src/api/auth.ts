@@ -40,5 +40,5 @@ export function bearer(req: FastifyRequest): string {
 }
 
 function unauthorized(message: string): SluiceError {
-  return new SluiceError("SLUICE_AUTH_INVALID_KEY", message, { statusCode: 401 });
+  return new SluiceError("SLUICE_AUTH_INVALID_KEY", message);
 }

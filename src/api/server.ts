@@ -3,7 +3,7 @@ import Fastify, { type FastifyInstance, type FastifyError, type FastifyBaseLogge
 import swagger from "@fastify/swagger";
 import { Ajv } from "ajv";
 import addFormats from "ajv-formats";
-import { SluiceError, StoreUnavailableError, ValidationError, type FieldError } from "../errors.js";
+import { SluiceError, StoreUnavailableError, ValidationError, statusOf, type ErrorCode, type FieldError } from "../errors.js";
 import { registry } from "../metrics.js";
 import { ping } from "../db/queries/stats.js";
 import type { ApiContext } from "./context.js";
@@ -60,7 +60,8 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     void reply.status(status).send(body);
   });
   app.setNotFoundHandler((req, reply) => {
-    void reply.status(404).send({ error: { code: "SLUICE_ROUTE_NOT_FOUND", message: `No route ${req.method} ${req.url.split("?")[0]}; see GET /openapi.json for the API.` } });
+    const { status, body } = errorBody("SLUICE_ROUTE_NOT_FOUND", `No route ${req.method} ${req.url.split("?")[0]}; see GET /openapi.json for the API.`);
+    void reply.status(status).send(body);
   });
 
   // Optional bodies (pause, resume, …) arrive empty: treat that as {}.
@@ -123,21 +124,21 @@ export function toErrorBody(err: FastifyError | Error): { status: number; body: 
   }
   const code = fe.code ?? "";
   if (code === "FST_ERR_CTP_BODY_TOO_LARGE") {
-    return { status: 413, body: { error: { code: "SLUICE_REQUEST_TOO_LARGE", message: "The request body is larger than allowed. An event payload may be at most SLUICE_MAX_PAYLOAD_BYTES (default 1 MiB); split large batches." } } };
+    return errorBody("SLUICE_REQUEST_TOO_LARGE", "The request body is larger than allowed. An event payload may be at most SLUICE_MAX_PAYLOAD_BYTES (default 1 MiB); split large batches.");
   }
   if (code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
-    return { status: 415, body: { error: { code: "SLUICE_REQUEST_UNSUPPORTED_MEDIA_TYPE", message: "Send JSON with 'Content-Type: application/json'." } } };
+    return errorBody("SLUICE_REQUEST_UNSUPPORTED_MEDIA_TYPE", "Send JSON with 'Content-Type: application/json'.");
   }
   if (code === "FST_ERR_CTP_EMPTY_JSON_BODY") {
-    return { status: 400, body: { error: { code: "SLUICE_REQUEST_EMPTY_BODY", message: "The body is empty but Content-Type says JSON; send a JSON object." } } };
+    return errorBody("SLUICE_REQUEST_EMPTY_BODY", "The body is empty but Content-Type says JSON; send a JSON object.");
   }
   if (fe.statusCode === 400 || err instanceof SyntaxError || code.startsWith("FST_ERR_CTP")) {
-    return { status: 400, body: { error: { code: "SLUICE_REQUEST_MALFORMED_JSON", message: `The body is not valid JSON (${err.message}). Check quoting and trailing commas.` } } };
+    return errorBody("SLUICE_REQUEST_MALFORMED_JSON", `The body is not valid JSON (${err.message}). Check quoting and trailing commas.`);
   }
   if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
-    return { status: fe.statusCode, body: { error: { code: "SLUICE_REQUEST_INVALID", message: err.message } } };
+    return errorBody("SLUICE_REQUEST_INVALID", err.message, fe.statusCode);
   }
-  return { status: 500, body: { error: { code: "SLUICE_INTERNAL", message: "Sluice hit an internal error; it is logged. Retrying is safe." } } };
+  return errorBody("SLUICE_INTERNAL", "Sluice hit an internal error; it is logged. Retrying is safe.");
 }
 
 /**
@@ -193,4 +194,9 @@ function fieldError(v: AjvLikeError, part?: string): FieldError {
     if (hint) return { field: prefix + (path || "body"), message: hint };
   }
   return { field: prefix + (path || "body"), message: v.message ?? "is invalid" };
+}
+
+/** An error answer for a code of the catalogue (its status, unless Fastify named a more exact 4xx). */
+function errorBody(code: ErrorCode, message: string, status = statusOf(code)): { status: number; body: { error: { code: ErrorCode; message: string } } } {
+  return { status, body: { error: { code, message } } };
 }

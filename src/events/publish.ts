@@ -72,7 +72,7 @@ export async function publishEvents(q: Queryable, tenantId: string, inputs: Even
     }
     const payload = JSON.stringify(e.payload);
     if (Buffer.byteLength(payload) > opts.maxPayloadBytes) {
-      throw new SluiceError("SLUICE_EVENT_PAYLOAD_TOO_LARGE", `${prefix(i)}payload is ${Buffer.byteLength(payload)} bytes; at most ${opts.maxPayloadBytes} are allowed (SLUICE_MAX_PAYLOAD_BYTES). Send a reference (an id or URL) instead of the whole document.`, { statusCode: 413 });
+      throw new SluiceError("SLUICE_EVENT_PAYLOAD_TOO_LARGE", `${prefix(i)}payload is ${Buffer.byteLength(payload)} bytes; at most ${opts.maxPayloadBytes} are allowed (SLUICE_MAX_PAYLOAD_BYTES). Send a reference (an id or URL) instead of the whole document.`);
     }
     events.push({
       id: newId("evt"),
