@@ -8,10 +8,10 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { runMigrations } from "graphile-worker";
-import type { BenchEvent, SystemUnderTest } from "./harness.js";
+import type { BenchEvent, SystemUnderTest } from "./run.js";
 import type { Receiver } from "./receiver.js";
 import type { DeliverPayload } from "./graphile-worker-process.js";
-import { forkLogged, stopChild } from "./procs.js";
+import { firstMessage, forkLogged, stopChild } from "./procs.js";
 
 const WORKER_MODULE = fileURLToPath(new URL("./graphile-worker-process.ts", import.meta.url));
 
@@ -31,7 +31,7 @@ const ADD_JOBS = `
   SELECT count(*)::int AS n FROM graphile_worker.add_jobs(
     (SELECT array_agg(s) FROM json_populate_recordset(null::graphile_worker.job_spec, $1::json) AS s))`;
 
-export async function setupGraphile(receiver: Receiver, _deadline: number, o: BaselineOptions): Promise<SystemUnderTest> {
+export async function setupGraphile(receiver: Receiver, o: BaselineOptions): Promise<SystemUnderTest> {
   const notes: string[] = [];
   // graphile-worker warns below concurrency; +1 for the connection its LISTEN holds.
   let maxPoolSize = o.concurrency + 1;
@@ -48,16 +48,7 @@ export async function setupGraphile(receiver: Receiver, _deadline: number, o: Ba
     for (let i = 0; i < o.workers; i++) {
       const child = forkLogged(WORKER_MODULE, [o.databaseUrl, String(o.concurrency), String(maxPoolSize)], join(o.logDir, `graphile-${o.scenario}-worker${i}.log`));
       workers.push(child);
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error("graphile-worker did not start within 60 s")), 60_000);
-        child.on("message", (m: { type?: string }) => {
-          if (m.type === "ready") {
-            clearTimeout(timer);
-            resolve();
-          }
-        });
-        child.once("exit", (code) => reject(new Error(`graphile-worker exited early (code ${code})`)));
-      });
+      await firstMessage(child, "ready", "graphile-worker", 60_000);
     }
     await publisher.connect();
   } catch (err) {
@@ -81,7 +72,7 @@ export async function setupGraphile(receiver: Receiver, _deadline: number, o: Ba
     async publishBatch(batch: BenchEvent[]) {
       const specs = batch.map((e) => {
         const payload: DeliverPayload = {
-          url: receiver.url(e.dest), id: `evt_${randomUUID()}`, type: "bench.event",
+          url: receiver.destUrl(e.dest), id: `evt_${randomUUID()}`, type: "bench.event",
           timestamp: new Date(e.sentAt).toISOString(), dest: e.dest,
           data: { seq: e.seq, dest: e.dest, sent_at: e.sentAt },
         };
@@ -96,9 +87,7 @@ export async function setupGraphile(receiver: Receiver, _deadline: number, o: Ba
                 coalesce(sum(attempts), 0)::int AS attempts FROM graphile_worker.jobs`)).rows[0];
       return { "jobs.remaining": row?.left ?? 0, "jobs.with_error": row?.failed ?? 0, "attempts.of_remaining": row?.attempts ?? 0 };
     },
-    async engineMetrics() {
-      return null;
-    },
+    engineMetrics: () => Promise.resolve(null),
     async stop() {
       await publisher.end().catch(() => undefined);
       await Promise.all(workers.map((w) => stopChild(w, 15_000)));

@@ -62,7 +62,7 @@ const deliver: Task = async (raw) => {
 };
 
 // Only warnings and errors: per-job info lines would cost more than the jobs.
-const logger = new Logger(() => (level, message) => {
+const logger = new Logger(() => (level: string, message) => {
   if (level === "error" || level === "warning") process.stderr.write(`[graphile-worker ${level}] ${message}\n`);
 });
 

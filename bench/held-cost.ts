@@ -1,26 +1,28 @@
-// Shared by bench/quiet.ts (its "cost" part) and bench/paused.ts: what do destinations holding a
-// backlog they may not send — inside quiet hours, or paused — cost the active destinations beside
-// them? One run = a fresh database with `sluice api` + N × `sluice worker`:
+// Shared by bench/quiet.ts (its "cost" part), bench/paused.ts and bench/isolation.ts: what do
+// destinations holding a backlog they may not send — inside quiet hours, paused, or throttled by
+// 429s — cost the active destinations beside them? One run = a fresh database with `sluice api` +
+// N × `sluice worker`:
 //   1. the active destinations and (in the run "with") the held ones are created through the API:
 //      quiet ones with a quiet window open for the whole run, paused ones paused through the API;
 //   2. the workers start and the same warm-up goes through in both runs;
 //   3. ("with" only) the held backlog is published through the API, round-robin over the held
 //      destinations, and the bench waits until none of them is ready (quiet: parked until their
-//      window's end; paused: ready_at NULL);
+//      window's end; paused: ready_at NULL; throttled: status "throttled");
 //   4. VACUUM ANALYZE, CHECKPOINT, a quiet machine; snapshots of the held destinations' row
 //      versions, of pg_stat_user_tables/indexes and of the workers' metrics;
 //   5. the active workload is published with deliver_at = T, a moment after publishing will have
 //      finished: every active delivery becomes due at once with the workers warm and idle, so only
-//      delivery is timed (first → last arrival at the receiver), not ingest.
-import pg from "pg";
+//      delivery is timed (first → last arrival at the receiver), not ingest. (Isolation instead
+//      publishes it while timing: first publish → last arrival, latency from each batch's publish.)
+import type pg from "pg";
 import { DateTime } from "luxon";
-import { CpuSampler, machineBusyPct, sleep } from "./procs.js";
-import type { CountReport } from "./count-receiver.js";
-import { CountReceiver, SluiceCluster, fmt, rates, table, waitQuiet, type ApiResponse } from "./sluice-cluster.js";
-export { intFlag } from "./sluice-cluster.js";
+import { connect, deliveriesByStatus, diffStats, tableStats } from "./pg.js";
+import { CpuSampler, sleep, waitQuiet } from "./procs.js";
+import type { Receiver } from "./receiver.js";
+import { cpuPct, dbWorkTable, fmt, mark, rates, ratio, table } from "./report.js";
+import { SluiceCluster } from "./sluice.js";
 
 export const BATCH = 1000;
-
 
 /**
  * --order: the runs, in order; the comparison uses the LAST run of each label and every run is
@@ -28,8 +30,8 @@ export const BATCH = 1000;
  * first run on a fresh server measured 5-15 % slower than the next whatever its kind (cold
  * receiver, Postgres server and OS caches), which would flatter B. "AB", "BA", "ABAB", … to check.
  */
-export function parseRunOrder(v: string | undefined): ("A" | "B")[] {
-  const o = (v ?? "AAB").toUpperCase();
+export function parseRunOrder(v: string): ("A" | "B")[] {
+  const o = v.toUpperCase();
   if (!/^[AB]+$/.test(o) || !o.includes("A") || !o.includes("B")) throw new Error(`--order takes a string of A and B runs with at least one of each (AAB, AB, BA, ABAB, …), not '${v}'`);
   return [...o] as ("A" | "B")[];
 }
@@ -42,41 +44,9 @@ export function lastRuns<T extends { label: string }>(runs: T[]): [T, T] {
   return [a, b];
 }
 
-/** SluiceCluster.call with any method (its type admits GET and POST; the request passes the method through). */
-export function callApi(cluster: SluiceCluster, method: "GET" | "POST" | "PATCH", path: string, body?: unknown): Promise<ApiResponse> {
-  const call = cluster.call.bind(cluster) as (m: string, p: string, b?: unknown) => Promise<ApiResponse>;
-  return call(method, path, body);
-}
-
-/** Runs `f(0 … n−1)` with `parallel` requests in flight. */
-export async function forEachParallel(n: number, parallel: number, f: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: Math.min(parallel, n) }, async () => {
-    for (let i = next++; i < n; i = next++) await f(i);
-  }));
-}
-
 /** Wall clock `offsetMs` from now in `zone`, as the HH:MM:SS a delivery_schedule takes. */
 export function wallTime(zone: string, offsetMs: number): string {
   return DateTime.now().plus({ milliseconds: offsetMs }).setZone(zone).toFormat("HH:mm:ss");
-}
-
-// ---- Postgres counters -------------------------------------------------------------------------
-
-export type Stats = Map<string, { rows: number; scans: number }>;
-
-/** Cumulative rows read by sequential scans per table and fetched through each index (pg_stat_*). */
-export async function tableStats(db: pg.Client): Promise<Stats> {
-  const rows = (await db.query<{ name: string; rows: string; scans: string }>(
-    `SELECT 'seq scan ' || relname AS name, coalesce(seq_tup_read, 0) AS rows, coalesce(seq_scan, 0) AS scans FROM pg_stat_user_tables
-     UNION ALL
-     SELECT 'index ' || indexrelname, coalesce(idx_tup_read, 0), coalesce(idx_scan, 0) FROM pg_stat_user_indexes`)).rows;
-  return new Map(rows.map((r) => [r.name, { rows: Number(r.rows), scans: Number(r.scans) }]));
-}
-
-export function diffStats(a: Stats, b: Stats): { name: string; rows: number; scans: number }[] {
-  return [...b].map(([name, v]) => ({ name, rows: v.rows - (a.get(name)?.rows ?? 0), scans: v.scans - (a.get(name)?.scans ?? 0) }))
-    .filter((x) => x.rows > 0 || x.scans > 0).sort((x, y) => y.rows - x.rows);
 }
 
 /** Row versions: a claim that locks a row (FOR UPDATE) sets its xmax, one that writes it makes a new xmin. */
@@ -107,139 +77,64 @@ function claimDiff(a: Record<string, number> | null, b: Record<string, number> |
 
 // ---- one run ---------------------------------------------------------------------------------
 
-export type HeldKind = "quiet" | "paused";
-
 export interface HeldSpec {
-  kind: HeldKind;
+  /** quiet: a quiet window open for the whole run; paused: paused through the API; throttled: its path answers 429 (bench/isolation.ts). */
+  kind: "quiet" | "paused" | "throttled";
   destinations: number;
   perDestination: number;
   /** Quiet only: the zone of the window (open from 1 min before creation for `windowHours`). */
-  timezone: string;
-  windowHours: number;
+  timezone?: string;
+  windowHours?: number;
 }
 
-export interface HeldRunOptions {
-  label: string;
-  url: string;
-  receiver: CountReceiver;
-  active: number;
-  activeEvents: number;
-  held: HeldSpec | null;
-  workers: number;
-  warmup: number;
-  timeoutMs: number;
-  waitQuietMs: number;
-  logPrefix: string;
-  postmaster: () => number | null;
-}
+export type HeldRunOutcome = Awaited<ReturnType<typeof heldRun>>;
 
-export interface HeldOutcome {
-  kind: HeldKind;
-  destinations: number;
-  perDestination: number;
-  deliveries: number;
-  schedule: unknown;
-  createS: number;
-  backlogPublishS: number;
-  /** Backlog published → no held destination ready (quiet: all parked). */
-  settleS: number;
-  settled: boolean;
-  claimsWhileSettling: ClaimFigures | null;
-  /** destinations rows updated (n_tup_upd) while the backlog was published and settled. */
-  destinationUpdatesWhileSettling: number;
-  requestsWhileSettling: number;
-  /** Quiet: the end of the open window, as GET /v1/destinations/{id} shows quiet_until. */
-  windowEnd: string | null;
-  statusAtStart: unknown;
-  statusAtEnd: unknown;
-  /** During the timed active workload. */
-  duringRun: { requests: number; rowsLocked: number; rowsRewritten: number; maxReady: number };
-  atEnd: { byStatus: Record<string, number>; attempts: number; readyAtWindowEnd: number; readyAtNull: number; readyNow: number; readyOther: number };
-}
-
-export interface HeldRunOutcome {
-  label: string;
-  activeDestinations: number;
-  held: HeldOutcome | null;
-  warmup: { events: number; publishMs: number };
-  machineBusyBeforePct: number;
-  publish: { ms: number; eventsPerSec: number; deliverAt: string; leadMs: number; finishedBeforeDue: boolean };
-  received: number;
-  expected: number;
-  duplicates: number;
-  complete: boolean;
-  /** First → last arrival. */
-  deliveriesPerSec: number | null;
-  steadyPerSec: number | null;
-  spanS: number | null;
-  /** deliver_at → last arrival. */
-  fromDuePerSec: number | null;
-  firstArrivalAfterDueMs: number | null;
-  /** Arrival − deliver_at. */
-  latencyMs: CountReport["latencyMs"];
-  /** destinations with ready_at <= now(), sampled twice a second during the timed workload. */
-  ready: { samples: number; max: number; mean: number; maxHeld: number };
-  claims: ClaimFigures | null;
-  engine: Record<string, number> | null;
-  cpu: ReturnType<CpuSampler["end"]>;
-  dbWork: { name: string; rows: number; scans: number }[];
-  endState: Record<string, number>;
-}
-
-export async function heldRun(o: HeldRunOptions): Promise<HeldRunOutcome> {
+export async function heldRun(o: {
+  label: string; url: string; receiver: Receiver; active: number; activeEvents: number; held: HeldSpec | null;
+  workers: number; warmup: number; timeoutMs: number; waitQuietMs: number; logPrefix: string; postmaster: () => number | null;
+  /** Publish the active workload while timing (at `publishRate`/s; 0 = as fast as the API takes it), each batch's sent_at its publish time — instead of with one deliver_at after publishing. */
+  timed?: { publishRate: number };
+}) {
   const { receiver, held } = o;
-  const cluster = new SluiceCluster(o.url, o.logPrefix);
-  const db = new pg.Client({ connectionString: o.url });
-  db.on("error", () => undefined); // the server going away (Ctrl-C) surfaces as a failed query instead
+  const cluster = new SluiceCluster({ databaseUrl: o.url, logPrefix: o.logPrefix });
+  const db = await connect(o.url);
   const heldPattern = held ? `${held.kind}-%` : "held-none-%";
   const log = (s: string): void => void process.stderr.write(`  [${o.label}] ${s}\n`);
+  const status = async (id: string): Promise<{ status?: string; quiet_until?: string | null }> => (await cluster.call("GET", `/v1/destinations/${id}`)).json as { status?: string };
   try {
     await cluster.startApi();
-    await db.connect();
-    const ids = new Array<string>(o.active);
-    await forEachParallel(o.active, 8, async (i) => {
-      ids[i] = await cluster.createDestination({ url: receiver.url(`/d/${i}`), name: `active-${i}` });
-    });
+    const ids = await cluster.createDestinations(o.active, (i) => ({ url: receiver.url(`/d/${i}`), name: `active-${i}` }));
 
     // Held destinations: the receiver counts any request to them as "malformed" (no "seq").
     let heldIds: string[] = [];
     let createS = 0;
-    let schedule: Record<string, unknown> | null = null;
+    const schedule = held?.kind === "quiet"
+      ? { timezone: held.timezone, quiet_start: wallTime(held.timezone!, -60_000), quiet_end: wallTime(held.timezone!, held.windowHours! * 3_600_000) } : null;
     if (held) {
       const t0 = Date.now();
-      schedule = held.kind === "quiet"
-        ? { timezone: held.timezone, quiet_start: wallTime(held.timezone, -60_000), quiet_end: wallTime(held.timezone, held.windowHours * 3_600_000) }
-        : null;
-      heldIds = new Array<string>(held.destinations);
-      await forEachParallel(held.destinations, 8, async (i) => {
-        heldIds[i] = await cluster.createDestination({
-          url: receiver.url(`/d/${held.kind}-${i}`), name: `${held.kind}-${i}`, ...(schedule ? { delivery_schedule: schedule } : {}),
-        });
-        if (held.kind === "paused") {
-          const res = await cluster.call("POST", `/v1/destinations/${heldIds[i]}/pause`, { reason: "bench" });
-          if (res.status !== 200) throw new Error(`pause answered ${res.status}: ${JSON.stringify(res.json)}`);
-        }
+      heldIds = await cluster.createDestinations(held.destinations, (i) => ({
+        url: receiver.url(held.kind === "throttled" ? "/throttled" : `/d/${held.kind}-${i}`), name: `${held.kind}-${i}`, ...(schedule ? { delivery_schedule: schedule } : {}),
+      }), async (id) => {
+        if (held.kind !== "paused") return;
+        const res = await cluster.call("POST", `/v1/destinations/${id}/pause`, { reason: "bench" });
+        if (res.status !== 200) throw new Error(`pause answered ${res.status}: ${JSON.stringify(res.json)}`);
       });
       createS = (Date.now() - t0) / 1000;
     }
     await cluster.startWorkers(o.workers, true);
     log(`${fmt(o.active)} active destinations${held ? ` + ${fmt(held.destinations)} ${held.kind} (created in ${createS.toFixed(1)} s)` : ""}; sluice api + ${o.workers} workers running`);
 
-    // Warm-up, the same in both runs (API, workers, connection pools); its publish rate sizes
-    // the lead before the timed workload comes due.
+    // Warm-up, the same in every run (API, workers, connection pools, JIT) — in run B the backlog
+    // would otherwise warm them for B alone; its publish rate sizes the lead before deliver_at.
     await receiver.reset(0);
     const w0 = Date.now();
-    for (let off = 0; off < o.warmup; off += BATCH) {
-      const n = Math.min(BATCH, o.warmup - off);
-      await cluster.publishBatch(Array.from({ length: n }, (_, k) => ({ type: "bench.warmup", payload: { warmup: off + k }, destination_ids: [ids[(off + k) % o.active]!] })));
-    }
+    await cluster.publishAll(o.warmup, (i) => ({ type: "bench.warmup", payload: { warmup: i }, destination_ids: [ids[i % o.active]!] }));
     const warmupPublishMs = Date.now() - w0;
-    for (const until = Date.now() + 120_000; (await receiver.progress()).total < o.warmup;) {
+    for (const until = Date.now() + 120_000; (await receiver.progress()).total < o.warmup; await sleep(200)) {
       if (Date.now() > until) throw new Error("the warm-up deliveries did not all arrive within 120 s");
-      await sleep(200);
     }
 
-    let heldOut: HeldOutcome | null = null;
+    let backlog = null;
     if (held) {
       await receiver.reset(0);
       await sleep(1100); // table statistics are flushed at most once a second
@@ -247,112 +142,105 @@ export async function heldRun(o: HeldRunOptions): Promise<HeldRunOutcome> {
       const mBefore = await cluster.engineMetrics();
       const total = held.destinations * held.perDestination;
       const t0 = Date.now();
-      for (let off = 0; off < total; off += BATCH) {
-        const n = Math.min(BATCH, total - off);
-        await cluster.publishBatch(Array.from({ length: n }, (_, k) => ({ type: "bench.held", payload: { held: off + k }, destination_ids: [heldIds[(off + k) % held.destinations]!] })));
-      }
+      await cluster.publishAll(total, (i) => ({ type: "bench.held", payload: { held: i }, destination_ids: [heldIds[i % held.destinations]!] }));
       const published = Date.now();
-      log(`held backlog: ${fmt(total)} deliveries published in ${((published - t0) / 1000).toFixed(1)} s; waiting until no ${held.kind} destination is ready`);
+      // Settled: quiet ones parked until their window's end, paused ones idle, the throttled one showing status "throttled".
+      const what = held.kind === "throttled" ? `status "throttled"` : `no ${held.kind} destination is ready`;
+      log(`held backlog: ${fmt(total)} deliveries published in ${((published - t0) / 1000).toFixed(1)} s; waiting until ${what}`);
       let settled = false;
-      for (const until = published + 300_000; Date.now() < until;) {
-        const r = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM destinations WHERE name LIKE $1 AND ready_at <= now()", [heldPattern]);
-        if (r.rows[0]!.n === 0) {
-          settled = true;
-          break;
-        }
-        await sleep(200);
+      for (const until = published + (held.kind === "throttled" ? 60_000 : 300_000); !settled && Date.now() < until; await sleep(200)) {
+        settled = held.kind === "throttled" ? (await status(heldIds[0]!)).status === "throttled"
+          : (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM destinations WHERE name LIKE $1 AND ready_at <= now()", [heldPattern])).rows[0]!.n === 0;
       }
       const settleS = (Date.now() - published) / 1000;
+      if (!settled && held.kind === "throttled") throw new Error(`the 429 destination did not show status "throttled" within 60 s: ${JSON.stringify(await status(heldIds[0]!))}`);
       if (!settled) log(`✗ ${held.kind} destinations still ready ${settleS.toFixed(0)} s after their backlog was published`);
       await sleep(1100);
       const mAfter = await cluster.engineMetrics();
-      const statusAtStart = (await cluster.call("GET", `/v1/destinations/${heldIds[0]}`)).json as { quiet_until?: string | null };
-      heldOut = {
-        kind: held.kind, destinations: held.destinations, perDestination: held.perDestination, deliveries: total, schedule, createS,
-        backlogPublishS: (published - t0) / 1000, settleS, settled, claimsWhileSettling: claimDiff(mBefore, mAfter),
+      backlog = {
+        deliveries: total, createS, publishS: (published - t0) / 1000, settleS, settled, claimsWhileSettling: claimDiff(mBefore, mAfter),
+        /** destinations rows updated (n_tup_upd) while the backlog was published and settled. */
         destinationUpdatesWhileSettling: (await destinationUpdates(db)) - updBefore,
-        requestsWhileSettling: (await receiver.progress()).total,
-        windowEnd: statusAtStart.quiet_until ?? null, statusAtStart, statusAtEnd: null,
-        duringRun: { requests: 0, rowsLocked: 0, rowsRewritten: 0, maxReady: 0 },
-        atEnd: { byStatus: {}, attempts: 0, readyAtWindowEnd: 0, readyAtNull: 0, readyNow: 0, readyOther: 0 },
+        requestsWhileSettling: held.kind === "throttled" ? 0 : (await receiver.progress()).total,
       };
     }
 
-    // The same preparation in both runs: fresh statistics, no pending checkpoint, a quiet machine.
-    await db.query("VACUUM ANALYZE destinations, events, deliveries, attempts");
-    await db.query("CHECKPOINT");
-    const busy = o.waitQuietMs > 0 ? await waitQuiet(o.waitQuietMs) : await machineBusyPct(1000);
-    const versionsBefore = held ? await rowVersions(db, heldPattern) : null;
+    const busy = await prepare(db, o.waitQuietMs);
+    const throttledBefore = (await receiver.progress()).throttledAll;
+    const versionsBefore = await rowVersions(db, heldPattern);
+    const statusAtStart = held ? await status(heldIds[0]!) : null;
     // A /metrics scrape runs database-wide queries (held deliveries by reason, …): before the
     // counters are read, so that its rows are not charged to the workload.
     const mBefore = await cluster.engineMetrics();
     await sleep(1100); // table statistics are flushed at most once a second
     const statsBefore = await tableStats(db);
     await receiver.reset(o.activeEvents);
-
-    // deliver_at: long enough after now for the whole workload to be published (twice the
-    // warm-up's publish rate says, + 2 s), so that nothing is due while publishing.
-    const warmRate = o.warmup / Math.max(0.001, warmupPublishMs / 1000);
-    const leadMs = Math.round(Math.min(120_000, Math.max(3000, (2 * o.activeEvents / warmRate) * 1000 + 2000)));
-    const publishStart = Date.now();
-    const dueMs = publishStart + leadMs;
-    const deliverAt = new Date(dueMs).toISOString();
-    for (let off = 0; off < o.activeEvents; off += BATCH) {
-      const n = Math.min(BATCH, o.activeEvents - off);
-      await cluster.publishBatch(Array.from({ length: n }, (_, k) => {
-        const seq = off + k;
-        return { type: "bench.event", payload: { seq, sent_at: dueMs }, destination_ids: [ids[seq % o.active]!], deliver_at: deliverAt };
-      }));
-    }
-    const publishMs = Date.now() - publishStart;
-    const finishedBeforeDue = Date.now() < dueMs;
-    log(`active workload: ${fmt(o.activeEvents)} events published in ${(publishMs / 1000).toFixed(1)} s with deliver_at ${(leadMs / 1000).toFixed(1)} s after the first` +
-      `${finishedBeforeDue ? "" : " — ✗ publishing outlasted deliver_at: delivery overlapped ingest"}`);
     const cpu = new CpuSampler(() => ({
       sluice: { pids: cluster.pids(), tree: true },
       postgres: { pids: [o.postmaster() ?? -1], tree: true },
       receiver: { pids: [receiver.pid], tree: false },
-      "bench": { pids: [process.pid], tree: false },
+      bench: { pids: [process.pid], tree: false },
     }));
-    if (finishedBeforeDue) await sleep(Math.max(0, dueMs - Date.now() - 500));
-    cpu.begin();
-
-    // Ready destinations, twice a second (the partial index on ready_at: a cheap count).
-    const readySamples: { all: number; held: number }[] = [];
+    // Ready destinations, and whether the held ones are held (throttled_until > now), twice a
+    // second (the partial index on ready_at, a few rows: cheap; GET /v1/destinations/{id} would count a whole backlog).
+    const samples: { all: number; held: number; throttled: boolean }[] = [];
     let sampling = true;
-    const sampler = (async () => {
-      while (sampling) {
-        const r = await db.query<{ n_all: number; n_held: number }>(
-          "SELECT count(*)::int AS n_all, (count(*) FILTER (WHERE name LIKE $1))::int AS n_held FROM destinations WHERE ready_at <= now()", [heldPattern]);
-        readySamples.push({ all: r.rows[0]!.n_all, held: r.rows[0]!.n_held });
-        await sleep(500);
+    const sampler = async (): Promise<void> => {
+      for (; sampling; await sleep(500)) {
+        const r = (await db.query<{ n_all: number; n_held: number; throttled: boolean }>(
+          `SELECT count(*) FILTER (WHERE ready_at <= now())::int AS n_all, count(*) FILTER (WHERE ready_at <= now() AND name LIKE $1)::int AS n_held,
+                  coalesce(bool_or(throttled_until > now()) FILTER (WHERE name LIKE $1), false) AS throttled FROM destinations`, [heldPattern])).rows[0]!;
+        samples.push({ all: r.n_all, held: r.n_held, throttled: r.throttled });
       }
-    })();
-    const deadline = dueMs + o.timeoutMs;
-    let lastPrint = 0;
-    for (;;) {
-      const p = await receiver.progress();
-      if (p.unique >= o.activeEvents || Date.now() > deadline) break;
-      if (Date.now() - lastPrint > 5000) {
-        log(`received ${fmt(p.unique)}/${fmt(o.activeEvents)}  t=${((Date.now() - dueMs) / 1000).toFixed(0)}s after deliver_at`);
-        lastPrint = Date.now();
+    };
+
+    const publishStart = Date.now();
+    let dueMs = publishStart, leadMs = 0;
+    let sampled = Promise.resolve();
+    if (o.timed) {
+      cpu.begin();
+      sampled = sampler();
+      for (let off = 0; off < o.activeEvents && Date.now() < publishStart + o.timeoutMs; off += BATCH) {
+        const due = publishStart + (off / o.timed.publishRate) * 1000;
+        if (o.timed.publishRate > 0 && due > Date.now()) await sleep(due - Date.now());
+        const sentAt = Date.now();
+        await cluster.publishBatch(Array.from({ length: Math.min(BATCH, o.activeEvents - off) }, (_, k) => (
+          { type: "bench.event", payload: { seq: off + k, sent_at: sentAt }, destination_ids: [ids[(off + k) % o.active]!] })));
       }
-      await sleep(200);
+    } else {
+      // deliver_at: long enough after now for the whole workload to be published (twice the
+      // warm-up's publish rate says, + 2 s), so that nothing is due while publishing.
+      const warmRate = o.warmup / Math.max(0.001, warmupPublishMs / 1000);
+      leadMs = Math.round(Math.min(120_000, Math.max(3000, (2 * o.activeEvents / warmRate) * 1000 + 2000)));
+      dueMs = publishStart + leadMs;
+      const deliverAt = new Date(dueMs).toISOString();
+      await cluster.publishAll(o.activeEvents, (seq) => ({ type: "bench.event", payload: { seq, sent_at: dueMs }, destination_ids: [ids[seq % o.active]!], deliver_at: deliverAt }));
     }
+    const publishMs = Date.now() - publishStart;
+    const finishedBeforeDue = o.timed ? true : Date.now() < dueMs;
+    log(`active workload: ${fmt(o.activeEvents)} events published in ${(publishMs / 1000).toFixed(1)} s` + (o.timed ? "" : ` with deliver_at ${(leadMs / 1000).toFixed(1)} s after the first` +
+      `${finishedBeforeDue ? "" : " — ✗ publishing outlasted deliver_at: delivery overlapped ingest"}`));
+    if (!o.timed) {
+      if (finishedBeforeDue) await sleep(Math.max(0, dueMs - Date.now() - 500));
+      cpu.begin();
+      sampled = sampler();
+    }
+    await receiver.waitFor((p) => p.unique >= o.activeEvents, (o.timed ? publishStart : dueMs) + o.timeoutMs,
+      (p) => `  [${o.label}] received ${fmt(p.unique)}/${fmt(o.activeEvents)}${held?.kind === "throttled" ? `, 429s ${p.throttled}` : ""}  t=${((Date.now() - dueMs) / 1000).toFixed(0)}s${o.timed ? "" : " after deliver_at"}`);
     const cpuUse = cpu.end();
     sampling = false;
-    await sampler;
+    await sampled;
     const rep = await receiver.report();
     await sleep(1100);
     const dbWork = diffStats(statsBefore, await tableStats(db));
     const mAfter = await cluster.engineMetrics();
-    const r = rates(rep, rep.firstAt ?? dueMs);
-    const fromDue = rates(rep, dueMs);
+    const r = rates(rep, o.timed ? publishStart : rep.firstAt ?? dueMs);
 
-    if (held && heldOut) {
+    let heldOut = null;
+    if (held && backlog) {
       const after = await rowVersions(db, heldPattern);
       let locked = 0, rewritten = 0;
-      for (const [id, v] of versionsBefore!) {
+      for (const [id, v] of versionsBefore) {
         const a = after.get(id);
         if (!a || a.xmin !== v.xmin) rewritten++;
         else if (a.xmax !== v.xmax) locked++;
@@ -363,34 +251,59 @@ export async function heldRun(o: HeldRunOptions): Promise<HeldRunOutcome> {
           WHERE d.name LIKE $1 GROUP BY x.status ORDER BY x.status`, [heldPattern])).rows) byStatus[row.status] = row.n;
       const attempts = (await db.query<{ n: number }>(
         "SELECT count(*)::int AS n FROM attempts a JOIN destinations d ON d.id = a.destination_id WHERE d.name LIKE $1", [heldPattern])).rows[0]!.n;
+      /** Quiet: the end of the open window, as GET /v1/destinations/{id} shows quiet_until. */
+      const windowEnd = statusAtStart?.quiet_until ?? null;
       const ready = (await db.query<{ at_end: number; at_null: number; now: number; other: number }>(
         `SELECT (count(*) FILTER (WHERE ready_at = $2::timestamptz))::int AS at_end,
                 (count(*) FILTER (WHERE ready_at IS NULL))::int AS at_null,
                 (count(*) FILTER (WHERE ready_at <= now()))::int AS now,
                 (count(*) FILTER (WHERE ready_at > now() AND ready_at IS DISTINCT FROM $2::timestamptz))::int AS other
-           FROM destinations WHERE name LIKE $1`, [heldPattern, heldOut.windowEnd])).rows[0]!;
-      heldOut.statusAtEnd = (await cluster.call("GET", `/v1/destinations/${heldIds[0]}`)).json;
-      heldOut.duringRun = { requests: rep.malformed, rowsLocked: locked, rowsRewritten: rewritten, maxReady: Math.max(0, ...readySamples.map((s) => s.held)) };
-      heldOut.atEnd = { byStatus, attempts, readyAtWindowEnd: ready.at_end, readyAtNull: ready.at_null, readyNow: ready.now, readyOther: ready.other };
+           FROM destinations WHERE name LIKE $1`, [heldPattern, windowEnd])).rows[0]!;
+      // The throttled destination's 429s during the workload (first publish → last active arrival),
+      // in bursts: requests less than 1 s apart belong together; the gaps between bursts should be ≈ Retry-After.
+      const phaseEnd = rep.lastAt ?? Date.now();
+      const phaseS = (phaseEnd - publishStart) / 1000;
+      const during = rep.throttled.filter((at) => at >= publishStart && at <= phaseEnd);
+      const bursts: number[][] = [];
+      for (const at of during) {
+        const last = bursts[bursts.length - 1];
+        if (last && at - last[last.length - 1]! < 1000) last.push(at);
+        else bursts.push([at]);
+      }
+      heldOut = {
+        kind: held.kind, destinations: held.destinations, perDestination: held.perDestination, id: heldIds[0]!, schedule, windowEnd, ...backlog,
+        requestsBeforeWorkload: throttledBefore, statusAtStart, statusAtEnd: await status(heldIds[0]!),
+        /** During the timed active workload. */
+        duringRun: { requests: rep.malformed, rowsLocked: locked, rowsRewritten: rewritten, maxReady: Math.max(0, ...samples.map((s) => s.held)) },
+        atEnd: { byStatus, attempts, readyAtWindowEnd: ready.at_end, readyAtNull: ready.at_null, readyNow: ready.now, readyOther: ready.other },
+        throttled: {
+          requests: during.length, phaseS, requestsPer5s: phaseS > 0 ? (5 * during.length) / phaseS : 0, requestsPerBurst: bursts.map((bu) => bu.length),
+          burstGapsS: bursts.slice(1).map((bu, i) => Math.round((bu[0]! - bursts[i]![0]!) / 100) / 10),
+          heldShare: samples.length ? samples.filter((x) => x.throttled).length / samples.length : 0,
+        },
+      };
     }
-    const endState: Record<string, number> = {};
-    for (const row of (await db.query<{ status: string; n: number }>("SELECT status, count(*)::int AS n FROM deliveries GROUP BY status ORDER BY status")).rows) {
-      endState[`deliveries.${row.status}`] = row.n;
-    }
-    const all = readySamples.map((s) => s.all);
+    const all = samples.map((s) => s.all);
     return {
       label: o.label, activeDestinations: o.active, held: heldOut, warmup: { events: o.warmup, publishMs: warmupPublishMs }, machineBusyBeforePct: busy,
-      publish: { ms: publishMs, eventsPerSec: o.activeEvents / Math.max(0.001, publishMs / 1000), deliverAt, leadMs, finishedBeforeDue },
+      publish: { ms: publishMs, eventsPerSec: o.activeEvents / Math.max(0.001, publishMs / 1000), deliverAt: o.timed ? null : new Date(dueMs).toISOString(), leadMs, finishedBeforeDue },
       received: rep.unique, expected: o.activeEvents, duplicates: rep.duplicates, complete: rep.unique >= o.activeEvents,
-      deliveriesPerSec: r.perSec, steadyPerSec: r.steadyPerSec, spanS: r.spanS, fromDuePerSec: fromDue.perSec,
-      firstArrivalAfterDueMs: rep.firstAt === null ? null : rep.firstAt - dueMs, latencyMs: rep.latencyMs,
-      ready: { samples: all.length, max: Math.max(0, ...all), mean: all.length ? all.reduce((a, b) => a + b, 0) / all.length : 0, maxHeld: Math.max(0, ...readySamples.map((s) => s.held)) },
-      claims: claimDiff(mBefore, mAfter), engine: mAfter, cpu: cpuUse, dbWork, endState,
+      deliveriesPerSec: r.perSec, steadyPerSec: r.steadyPerSec, spanS: r.spanS, fromDuePerSec: o.timed ? null : rates(rep, dueMs).perSec,
+      firstArrivalAfterDueMs: rep.firstAt === null || o.timed ? null : rep.firstAt - dueMs, latencyMs: rep.latencyMs,
+      ready: { samples: all.length, max: Math.max(0, ...all), mean: all.length ? all.reduce((a, b) => a + b, 0) / all.length : 0, maxHeld: Math.max(0, ...samples.map((s) => s.held)) },
+      claims: claimDiff(mBefore, mAfter), engine: mAfter, cpu: cpuUse, dbWork, endState: await deliveriesByStatus(db),
     };
   } finally {
     await db.end().catch(() => undefined);
     await cluster.stop();
   }
+}
+
+/** The same preparation before every timed workload: fresh statistics, no pending checkpoint, a quiet machine (its busy %). */
+async function prepare(db: pg.Client, waitQuietMs: number): Promise<number> {
+  await db.query("VACUUM ANALYZE destinations, events, deliveries, attempts");
+  await db.query("CHECKPOINT");
+  return waitQuiet(waitQuietMs);
 }
 
 async function destinationUpdates(db: pg.Client): Promise<number> {
@@ -410,10 +323,9 @@ export interface Comparison {
 /** Prints the A/B table, the held destinations' figures and the verdict; returns the verdict. */
 export function printComparison(out: (s: string) => void, all: HeldRunOutcome[], what: string): Comparison {
   const [a, b] = lastRuns(all);
-  const ratio = (x: number | null | undefined, y: number | null | undefined): number | null => (x && y ? x / y : null);
   const tput = ratio(b.deliveriesPerSec, a.deliveriesPerSec);
   const steady = ratio(b.steadyPerSec, a.steadyPerSec);
-  const cpu = (r: HeldRunOutcome, k: string): string => `${fmt(r.cpu[k]?.pctOfOneCore)} %`;
+  const cpu = (r: HeldRunOutcome, k: string): string => cpuPct(r.cpu, k);
   out(`\nruns in order: ${all.map((r) => `${r.label}${r === a || r === b ? "" : " (pilot)"} ${fmt(r.deliveriesPerSec)}/s (steady ${fmt(r.steadyPerSec)})`).join(", ")}; compared: the last A and the last B`);
   out(table([
     ["active workload", "A: active only", `B: + ${what}`, "B/A"],
@@ -433,15 +345,7 @@ export function printComparison(out: (s: string) => void, all: HeldRunOutcome[],
     ["CPU other processes", cpu(a, "(other processes, kernel)"), cpu(b, "(other processes, kernel)"), ""],
     ["machine busy before the run", `${a.machineBusyBeforePct} %`, `${b.machineBusyBeforePct} %`, ""],
   ]));
-  const names = [...new Set([...a.dbWork, ...b.dbWork].map((x) => x.name))];
-  const get = (r: HeldRunOutcome, n: string) => r.dbWork.find((x) => x.name === n);
-  const work = names.map((n) => ({ n, a: get(a, n), b: get(b, n) }))
-    .sort((x, y) => Math.max(y.a?.rows ?? 0, y.b?.rows ?? 0) - Math.max(x.a?.rows ?? 0, x.b?.rows ?? 0)).slice(0, 8);
-  out(`\nrows Postgres read during the active workload (pg_stat_user_tables/indexes), per active delivery — the 8 largest:`);
-  out(table([
-    ["", "A rows/delivery", "B rows/delivery", "A scans", "B scans"],
-    ...work.map((w) => [`  ${w.n}`, fmt((w.a?.rows ?? 0) / a.expected, 1), fmt((w.b?.rows ?? 0) / b.expected, 1), fmt(w.a?.scans ?? 0), fmt(w.b?.scans ?? 0)]),
-  ]));
+  out(dbWorkTable("active", a, b));
 
   const h = b.held;
   let untouched = false;
@@ -449,7 +353,7 @@ export function printComparison(out: (s: string) => void, all: HeldRunOutcome[],
     const queued = (h.atEnd.byStatus.queued ?? 0) + (h.atEnd.byStatus.retry_scheduled ?? 0);
     out(`\n${h.kind} destinations in run B: ${fmt(h.destinations)} × ${fmt(h.perDestination)} held = ${fmt(h.deliveries)} deliveries` +
       `${h.schedule ? `; delivery_schedule ${JSON.stringify(h.schedule)} (window ends ${h.windowEnd})` : ""}`);
-    out(`  set-up: created in ${fmt(h.createS, 1)} s; backlog published in ${fmt(h.backlogPublishS, 1)} s; none ready ${fmt(h.settleS, 1)} s later ${h.settled ? "✓" : "✗ (never)"}; ` +
+    out(`  set-up: created in ${fmt(h.createS, 1)} s; backlog published in ${fmt(h.publishS, 1)} s; none ready ${fmt(h.settleS, 1)} s later ${h.settled ? "✓" : "✗ (never)"}; ` +
       `meanwhile ${fmt(h.claimsWhileSettling?.claims)} claims, ${fmt(h.destinationUpdatesWhileSettling)} destinations-row updates, ${fmt(h.requestsWhileSettling)} requests to the receiver`);
     out(`  during the active workload: ${fmt(h.duringRun.requests)} requests reached them; ${fmt(h.duringRun.rowsLocked)} of their rows were locked and ` +
       `${fmt(h.duringRun.rowsRewritten)} rewritten (xmax / xmin changed: a claim touched them); at most ${fmt(h.duringRun.maxReady)} of them ready at once`);
@@ -463,7 +367,6 @@ export function printComparison(out: (s: string) => void, all: HeldRunOutcome[],
     out(`                                              after it:             ${st(h.statusAtEnd)}`);
     untouched = h.duringRun.requests === 0 && h.atEnd.attempts === 0 && queued === h.deliveries && h.duringRun.rowsLocked === 0 && h.duringRun.rowsRewritten === 0;
   }
-  const mark = (ok: boolean | null): string => (ok === null ? "?" : ok ? "✓" : "✗");
   out(`\nverdict:`);
   out(`  active throughput B/A = ${fmt(tput, 3)} ${mark(tput === null ? null : tput >= 0.95)} (target ≥ 0.95; steady-state B/A ${fmt(steady, 3)})`);
   if (h) {

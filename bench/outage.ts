@@ -8,96 +8,40 @@
 // Usage: npm run bench:outage [-- --outage-s 8 --runs AB --quick]
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { mkdirSync } from "node:fs";
-import { cpus, totalmem } from "node:os";
-import { join } from "node:path";
-import { parseArgs } from "node:util";
-import { startThrowawayPostgres, type ThrowawayPostgres } from "../scripts/pg-server.mjs";
-import { adminQuery, databaseUrl, dropDatabase } from "./pg.js";
-import { freePort, sleep, spawnLogged, stopChild } from "./procs.js";
-import { sourceState } from "./diagnostics.js";
-import { writeJson } from "./report.js";
-import { REPO, fmt, intFlag, registerPostgres, runBench, table } from "./sluice-cluster.js";
+import type { ThrowawayPostgres } from "../scripts/pg-server.mjs";
+import { adminQuery, withDatabase } from "./pg.js";
+import { parseFlags, runBench, sleep } from "./procs.js";
+import { benchStart, fmt, table } from "./report.js";
+import { SluiceCluster } from "./sluice.js";
 
-const HELP = `npm run bench:outage -- [options]
-
-  --outage-s N     how long Postgres stays down in run B (default 8)
-  --before-s N     publishing before the outage (default 3)
-  --after-s N      publishing after the store's return (default 4)
-  --destinations N (default 10)
-  --batch N        events per publish (default 50)
-  --every-ms N     pause between publishes (default 20)
-  --runs RUNS      A = no outage, B = outage; e.g. AB (default), B, ABB
-  --quick          a 3 s outage, 1 s before and after
-`;
-
-interface RunOutcome {
-  label: string;
-  outage: boolean;
-  publishesByStatus: Record<string, number>;
-  accepted: number;
-  lost: number;
-  duplicates: number;
-  received: number;
-  /** The store's return → the first publish answered 202 after it (ms). */
-  firstAcceptedAfterReturnMs: number | null;
-  /** The store's return → the first delivery after it (ms). */
-  firstDeliveryAfterReturnMs: number | null;
-  /** The store's return → every event accepted before the outage delivered (s). */
-  backlogDrainedAfterReturnS: number | null;
-  /** End of publishing → every accepted event delivered (s). */
-  drainAfterPublishingS: number;
-  /** Sluice's own exit: null while it runs (it must survive the outage). */
-  sluiceExitedDuringRun: boolean;
-  deliveriesPerSec: number;
-}
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      "outage-s": { type: "string" }, "before-s": { type: "string" }, "after-s": { type: "string" }, destinations: { type: "string" },
-      batch: { type: "string" }, "every-ms": { type: "string" }, runs: { type: "string" }, quick: { type: "boolean" }, help: { type: "boolean", short: "h" },
-    },
+  const f = parseFlags("npm run bench:outage", {
+    "outage-s": { def: 8, quick: 3, help: "how long Postgres stays down in run B" },
+    "before-s": { def: 3, quick: 1, help: "publishing before the outage" },
+    "after-s": { def: 4, quick: 1, help: "publishing after the store's return" },
+    destinations: { def: 10, help: "destinations" },
+    batch: { def: 50, help: "events per publish" },
+    "every-ms": { def: 20, min: 0, help: "pause between publishes" },
+    runs: { type: "str", arg: "RUNS", def: "AB", help: "A = no outage, B = outage; e.g. AB (default), B, ABB" },
+    quick: { type: "bool", help: "a 3 s outage, 1 s before and after" },
   });
-  if (values.help) {
-    process.stdout.write(HELP);
-    return;
-  }
-  const quick = values.quick ?? false;
-  const outageS = intFlag(values["outage-s"], quick ? 3 : 8, "outage-s");
-  const beforeS = intFlag(values["before-s"], quick ? 1 : 3, "before-s");
-  const afterS = intFlag(values["after-s"], quick ? 1 : 4, "after-s");
-  const destinations = intFlag(values.destinations, 10, "destinations");
-  const batch = intFlag(values.batch, 50, "batch");
-  const everyMs = intFlag(values["every-ms"], 20, "every-ms", 0);
-  const runs = (values.runs ?? "AB").toUpperCase();
-  if (!/^[AB]+$/.test(runs)) throw new Error(`--runs takes a string of A (no outage) and B (outage), not '${values.runs}'`);
+  const { destinations, batch } = f;
+  const outageS = f["outage-s"], beforeS = f["before-s"], afterS = f["after-s"], everyMs = f["every-ms"];
+  const runs = f.runs.toUpperCase();
+  if (!/^[AB]+$/.test(runs)) throw new Error(`--runs takes a string of A (no outage) and B (outage), not '${f.runs}'`);
 
-  const out = (s: string): void => void process.stdout.write(`${s}\n`);
-  const logDir = join(REPO, "bench", "results", "logs");
-  mkdirSync(logDir, { recursive: true });
-  const source = sourceState(REPO);
-  const startedAt = new Date();
-  out(`Sluice store-outage benchmark — ${startedAt.toISOString()}`);
-  out(`machine: ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; Sluice ${source.commit}` +
-    `${source.localChanges.length ? ` + local changes (${source.localChanges.length} files)` : ""}`);
+  const bench = benchStart("store-outage");
+  const { out } = bench;
   out(`workload: sluice start on a throwaway Postgres server (fsync on), ${destinations} destinations, batches of ${batch} every ${everyMs} ms ` +
     `for ${beforeS + outageS + afterS} s; run B stops Postgres (immediate) after ${beforeS} s for ${outageS} s.`);
-
-  const pg = await startThrowawayPostgres({ fsync: true });
-  registerPostgres({ ...pg, source: "scripts/pg-server.mjs" });
+  const { server: pg } = await bench.postgres(true);
   const results: RunOutcome[] = [];
   for (const [i, label] of [...runs].entries()) {
-    const dbName = `outage_${i}`;
-    await adminQuery(pg.url, `CREATE DATABASE ${dbName}`);
-    try {
-      process.stderr.write(`\n▶ run ${label}${label === "B" ? ` (${outageS} s outage)` : " (no outage)"}\n`);
-      const r = await oneRun({ label, outage: label === "B", pg, url: databaseUrl(pg.url, dbName), logFile: join(logDir, `outage-${i + 1}-${label}.log`), destinations, batch, everyMs, beforeS, outageS, afterS });
-      results.push(r);
-      process.stderr.write(`  ${fmt(r.accepted)} accepted, ${r.lost} lost, ${r.duplicates} duplicates\n`);
-    } finally {
-      await dropDatabase(pg.url, dbName);
-    }
+    process.stderr.write(`\n▶ run ${label}${label === "B" ? ` (${outageS} s outage)` : " (no outage)"}\n`);
+    const r = await withDatabase(pg.url, `outage_${i}`, (url) => oneRun({ label, outage: label === "B", pg, url, logPrefix: bench.log(`outage-${i + 1}-${label}`), destinations, batch, everyMs, beforeS, outageS, afterS }));
+    results.push(r);
+    process.stderr.write(`  ${fmt(r.accepted)} accepted, ${r.lost} lost, ${r.duplicates} duplicates\n`);
   }
 
   const col = (f: (r: RunOutcome) => string) => results.map(f);
@@ -120,16 +64,16 @@ async function main(): Promise<void> {
   if (a && b) out(`ratio (outage / baseline): events accepted ${fmt(b.accepted / a.accepted, 2)}, drain after publishing ${fmt(b.drainAfterPublishingS / Math.max(a.drainAfterPublishingS, 0.001), 2)}`);
   const bad = results.filter((r) => r.lost > 0 || r.sluiceExitedDuringRun || (r.outage && (r.firstDeliveryAfterReturnMs === null || r.firstDeliveryAfterReturnMs > 2000)));
   out(bad.length === 0 ? "verdict: PASS — nothing lost, Sluice stayed up, delivery resumed within 2 s of the store's return" : `verdict: FAIL in run(s) ${bad.map((r) => r.label).join(", ")}`);
-  const file = join(REPO, "bench", "results", "outage.json");
-  writeJson(file, { startedAt: startedAt.toISOString(), finishedAt: new Date().toISOString(), source, options: { outageS, beforeS, afterS, destinations, batch, everyMs, runs }, results });
-  out(`results: ${file} (Sluice logs: ${logDir})`);
+  bench.finish("outage", { options: { outageS, beforeS, afterS, destinations, batch, everyMs, runs }, results });
   if (bad.length) process.exitCode = 1;
 }
 
+type RunOutcome = Awaited<ReturnType<typeof oneRun>>;
+
 async function oneRun(o: {
-  label: string; outage: boolean; pg: ThrowawayPostgres; url: string; logFile: string;
+  label: string; outage: boolean; pg: ThrowawayPostgres; url: string; logPrefix: string;
   destinations: number; batch: number; everyMs: number; beforeS: number; outageS: number; afterS: number;
-}): Promise<RunOutcome> {
+}) {
   // The receiver: counts each webhook-id's arrivals and keeps arrival times.
   const arrivals = new Map<string, number>();
   const times: number[] = [];
@@ -146,35 +90,11 @@ async function oneRun(o: {
   await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
   const rxUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
 
-  const port = await freePort();
-  const key = `sk_bench_outage_${o.label}`;
-  const child = spawnLogged(process.execPath, ["--import", "tsx", "src/cli/main.ts", "start"], {
-    cwd: REPO, logFile: o.logFile,
-    env: { ...process.env, DATABASE_URL: o.url, SLUICE_PORT: String(port), SLUICE_API_KEY: key, SLUICE_ALLOW_PRIVATE_NETWORKS: "1", SLUICE_LOG_LEVEL: "info", SLUICE_LOG_FORMAT: "json" },
-  });
-  let exited = false;
-  child.once("exit", () => (exited = true));
-  const base = `http://127.0.0.1:${port}`;
-  const call = async (method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> => {
-    const res = await fetch(base + path, {
-      method, headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : null };
-  };
+  const sluice = new SluiceCluster({ databaseUrl: o.url, logPrefix: o.logPrefix, env: { SLUICE_LOG_LEVEL: "info", SLUICE_LOG_FORMAT: "json" } });
+  const call = (method: "GET" | "POST", path: string, body?: unknown) => sluice.call(method, path, body).catch(() => ({ status: 0, json: null }));
   try {
-    const readyBy = Date.now() + 60_000;
-    while ((await call("GET", "/healthz").catch(() => ({ status: 0 }))).status !== 200) {
-      if (Date.now() > readyBy || exited) throw new Error(`sluice did not become ready; see ${o.logFile}`);
-      await sleep(100);
-    }
-    const dests: string[] = [];
-    for (let i = 0; i < o.destinations; i++) {
-      const r = await call("POST", "/v1/destinations", { url: `${rxUrl}/d${i}` });
-      if (r.status !== 201) throw new Error(`creating a destination: ${r.status} ${JSON.stringify(r.body)}`);
-      dests.push(r.body.id);
-    }
+    await sluice.startApi("start");
+    const dests = await sluice.createDestinations(o.destinations, (i) => ({ url: `${rxUrl}/d${i}` }));
 
     const accepted = new Set<string>();
     const acceptedBeforeDown = new Set<string>();
@@ -187,11 +107,11 @@ async function oneRun(o: {
     const publisher = (async () => {
       while (publishing) {
         const events = Array.from({ length: o.batch }, () => ({ type: "outage.bench", payload: { n }, destination_ids: [dests[n++ % dests.length]!] }));
-        const r = await call("POST", "/v1/events/batch", { events }).catch(() => ({ status: 0, body: null }));
+        const r = await call("POST", "/v1/events/batch", { events });
         byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
         if (r.status === 202) {
           acceptedAt.push(Date.now());
-          for (const e of r.body.events as { id: string }[]) {
+          for (const e of (r.json as { events: { id: string }[] }).events) {
             accepted.add(e.id);
             if (downAt === null) acceptedBeforeDown.add(e.id);
           }
@@ -217,7 +137,7 @@ async function oneRun(o: {
     let backlogDrainedAt: number | null = null;
     const drainWatch = (async () => {
       if (backAt === null) return;
-      while (!exited && [...acceptedBeforeDown].some((id) => !arrivals.has(id))) await sleep(10);
+      while (!sluice.exited && [...acceptedBeforeDown].some((id) => !arrivals.has(id))) await sleep(10);
       backlogDrainedAt = Date.now();
     })();
     await sleep(o.afterS * 1000);
@@ -237,25 +157,25 @@ async function oneRun(o: {
     await publisher;
     const publishedEnd = Date.now();
     const deadline = publishedEnd + 120_000;
-    while ([...accepted].some((id) => !arrivals.has(id)) && Date.now() < deadline && !exited) await sleep(20);
+    while ([...accepted].some((id) => !arrivals.has(id)) && Date.now() < deadline && !sluice.exited) await sleep(20);
     const drainedAt = Date.now();
     await drainWatch;
     await sleep(500); // late duplicates, if any
     const lost = [...accepted].filter((id) => !arrivals.has(id)).length;
     let duplicates = 0;
     for (const [id, c] of arrivals) if (accepted.has(id)) duplicates += c - 1;
-    const firstAfter = backAt === null ? null : times.find((t) => t >= backAt!);
+    const firstAfter = backAt === null ? null : times.find((t) => t >= backAt);
     return {
       label: o.label, outage: o.outage, publishesByStatus: byStatus, accepted: accepted.size, lost, duplicates, received: times.length,
-      firstAcceptedAfterReturnMs: backAt === null ? null : (acceptedAt.find((t) => t >= backAt!) ?? NaN) - backAt,
+      firstAcceptedAfterReturnMs: backAt === null ? null : (acceptedAt.find((t) => t >= backAt) ?? NaN) - backAt,
       firstDeliveryAfterReturnMs: firstAfter == null || backAt === null ? null : firstAfter - backAt,
       backlogDrainedAfterReturnS: backlogDrainedAt === null || backAt === null ? null : (backlogDrainedAt - backAt) / 1000,
       drainAfterPublishingS: (drainedAt - publishedEnd) / 1000,
-      sluiceExitedDuringRun: exited,
+      sluiceExitedDuringRun: sluice.exited,
       deliveriesPerSec: times.length / ((drainedAt - t0) / 1000),
     };
   } finally {
-    await stopChild(child);
+    await sluice.stop();
     await new Promise((r) => receiver.close(r));
     receiver.closeAllConnections();
   }

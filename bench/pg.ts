@@ -1,121 +1,25 @@
-// The bench's Postgres server: the shared `scripts/pg-server.mjs` when it is there, otherwise a
-// private equivalent (initdb into a temp dir, then `postgres -D … -p … -k …`, as the `postgres`
-// user when we are root — Postgres refuses to run as root).
-import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, chownSync } from "node:fs";
-import { tmpdir, userInfo } from "node:os";
+// The bench's Postgres: a throwaway server (scripts/pg-server.mjs), databases on it, and what the
+// bench reads from them — server settings, row counters, and what a system's connections do.
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
 import pg from "pg";
-import { freePort } from "./procs.js";
+import { startThrowawayPostgres, type ThrowawayPostgres } from "../scripts/pg-server.mjs";
+import { registerPostgres } from "./procs.js";
 
-export interface PgServer {
-  url: string;
-  port: number;
-  dataDir: string;
-  stop(): Promise<void>;
-  /** Which implementation started it, for the report. */
-  source: string;
+/** A throwaway server, stopped (and its data deleted) with the bench's children on any exit. */
+export async function startPostgres(opts: { fsync: boolean }): Promise<ThrowawayPostgres> {
+  const server = await startThrowawayPostgres({ fsync: opts.fsync, log: () => undefined });
+  registerPostgres(server);
+  return server;
 }
 
-const PG_BIN = process.env.PG_BIN ?? "/usr/lib/postgresql/15/bin";
-const SHARED_SCRIPT = fileURLToPath(new URL("../scripts/pg-server.mjs", import.meta.url));
-
-type StartFn = (opts: { fsync?: boolean; log?: (line: string) => void }) => Promise<Omit<PgServer, "source">>;
-
-export async function startPostgres(opts: { fsync: boolean }): Promise<PgServer> {
-  if (existsSync(SHARED_SCRIPT)) {
-    // A computed specifier: the script is plain JS without type declarations.
-    const mod = (await import(pathToFileURL(SHARED_SCRIPT).href)) as { startThrowawayPostgres?: StartFn };
-    if (typeof mod.startThrowawayPostgres === "function") {
-      const s = await mod.startThrowawayPostgres({ fsync: opts.fsync });
-      return { ...s, source: "scripts/pg-server.mjs" };
-    }
-  }
-  return startPrivatePostgres(opts);
-}
-
-function asPostgresUser(cmd: string, args: string[]): [string, string[]] {
-  return userInfo().uid === 0 ? ["runuser", ["-u", "postgres", "--", cmd, ...args]] : [cmd, args];
-}
-
-async function startPrivatePostgres(opts: { fsync: boolean }): Promise<PgServer> {
-  const dataDir = mkdtempSync(join(tmpdir(), "sluice-bench-pg-"));
-  if (userInfo().uid === 0) {
-    const pgUser = spawnSync("id", ["-u", "postgres"], { encoding: "utf8" });
-    const pgGroup = spawnSync("id", ["-g", "postgres"], { encoding: "utf8" });
-    chownSync(dataDir, Number(pgUser.stdout.trim()), Number(pgGroup.stdout.trim()));
-  }
-  const [initCmd, initArgs] = asPostgresUser(join(PG_BIN, "initdb"), ["-D", dataDir, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"]);
-  const init = spawnSync(initCmd, initArgs, { encoding: "utf8" });
-  if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr || init.stdout}`);
-
-  const port = await freePort();
-  const settings = ["listen_addresses=127.0.0.1", "max_connections=300", `fsync=${opts.fsync ? "on" : "off"}`];
-  // Without fsync the rest of the durability machinery is pointless work too.
-  if (!opts.fsync) settings.push("synchronous_commit=off", "full_page_writes=off");
-  const [cmd, args] = asPostgresUser(join(PG_BIN, "postgres"), ["-D", dataDir, "-p", String(port), "-k", dataDir, ...settings.flatMap((s) => ["-c", s])]);
-  const child = spawn(cmd, args, { stdio: ["ignore", "ignore", "pipe"] });
-  let stderr = "";
-  child.stderr?.on("data", (b: Buffer) => {
-    if (stderr.length < 20_000) stderr += b.toString();
-  });
-  const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const c = new pg.Client({ connectionString: url });
-    try {
-      await c.connect();
-      await c.end();
-      break;
-    } catch {
-      await c.end().catch(() => undefined);
-      if (child.exitCode !== null || Date.now() > deadline) throw new Error(`postgres did not start: ${stderr}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  let stopped = false;
-  return {
-    url, port, dataDir, source: "bench/pg.ts (private)",
-    async stop() {
-      if (stopped) return;
-      stopped = true;
-      const pid = postmasterPid(dataDir);
-      if (pid !== null) signal(pid, "SIGINT"); // fast shutdown
-      const until = Date.now() + 10_000;
-      while (pid !== null && alive(pid) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
-      if (pid !== null && alive(pid)) signal(pid, "SIGKILL");
-      if (child.exitCode === null) child.kill("SIGKILL");
-      rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
-}
-
-/** The postmaster's pid, from its lock file (authoritative whoever started it). */
+/** The postmaster's pid, from its lock file. */
 export function postmasterPid(dataDir: string): number | null {
   try {
-    const first = readFileSync(join(dataDir, "postmaster.pid"), "utf8").split("\n")[0] ?? "";
-    const pid = Number(first.trim());
+    const pid = Number((readFileSync(join(dataDir, "postmaster.pid"), "utf8").split("\n")[0] ?? "").trim());
     return Number.isInteger(pid) && pid > 0 ? pid : null;
   } catch {
     return null;
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function signal(pid: number, sig: NodeJS.Signals): void {
-  try {
-    process.kill(pid, sig);
-  } catch {
-    // already gone
   }
 }
 
@@ -136,8 +40,10 @@ export async function adminQuery<R = Record<string, unknown>>(serverUrl: string,
   }
 }
 
+/** A fresh database (after a CHECKPOINT, so that no run inherits the dirty pages of the one before). */
 export async function recreateDatabase(serverUrl: string, dbName: string): Promise<string> {
   if (!/^[a-z_][a-z0-9_]*$/.test(dbName)) throw new Error(`bad database name ${dbName}`);
+  await adminQuery(serverUrl, "CHECKPOINT");
   await adminQuery(serverUrl, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
   await adminQuery(serverUrl, `CREATE DATABASE ${dbName}`);
   return databaseUrl(serverUrl, dbName);
@@ -147,24 +53,103 @@ export async function dropDatabase(serverUrl: string, dbName: string): Promise<v
   await adminQuery(serverUrl, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
 }
 
-export interface ServerSettings {
-  version: string;
-  fsync: string;
-  synchronous_commit: string;
-  full_page_writes: string;
-  wal_sync_method: string;
-  shared_buffers: string;
-  max_connections: number;
+/** `f(url)` on a fresh database `dbName`, dropped afterwards. */
+export async function withDatabase<T>(serverUrl: string, dbName: string, f: (url: string) => Promise<T>): Promise<T> {
+  try {
+    return await f(await recreateDatabase(serverUrl, dbName));
+  } finally {
+    await dropDatabase(serverUrl, dbName);
+  }
 }
 
-export async function serverSettings(serverUrl: string): Promise<ServerSettings> {
+const SETTINGS = ["server_version", "fsync", "synchronous_commit", "full_page_writes", "wal_sync_method", "shared_buffers", "max_connections"] as const;
+
+export async function serverSettings(serverUrl: string): Promise<Record<(typeof SETTINGS)[number], string>> {
   const rows = await adminQuery<{ name: string; setting: string }>(serverUrl,
-    `SELECT name, current_setting(name) AS setting FROM unnest($1::text[]) AS name`,
-    [["server_version", "fsync", "synchronous_commit", "full_page_writes", "wal_sync_method", "shared_buffers", "max_connections"]]);
-  const get = (n: string): string => rows.find((r) => r.name === n)?.setting ?? "?";
-  return {
-    version: get("server_version"), fsync: get("fsync"), synchronous_commit: get("synchronous_commit"),
-    full_page_writes: get("full_page_writes"), wal_sync_method: get("wal_sync_method"),
-    shared_buffers: get("shared_buffers"), max_connections: Number(get("max_connections")),
-  };
+    "SELECT name, current_setting(name) AS setting FROM unnest($1::text[]) AS name", [SETTINGS]);
+  return Object.fromEntries(SETTINGS.map((n) => [n, rows.find((r) => r.name === n)?.setting ?? "?"])) as Record<(typeof SETTINGS)[number], string>;
+}
+
+/** A client of `url` whose connection errors (the server going away on Ctrl-C) surface as failed queries. */
+export async function connect(url: string): Promise<pg.Client> {
+  const db = new pg.Client({ connectionString: url });
+  db.on("error", () => undefined);
+  await db.connect();
+  return db;
+}
+
+/** Deliveries by status, as `deliveries.<status>` (or `<status>` for one destination). */
+export async function deliveriesByStatus(db: pg.Client, destinationId?: string): Promise<Record<string, number>> {
+  const rows = (await db.query<{ status: string; n: number }>(
+    `SELECT status, count(*)::int AS n FROM deliveries ${destinationId ? "WHERE destination_id = $1" : ""} GROUP BY status ORDER BY status`,
+    destinationId ? [destinationId] : [])).rows;
+  return Object.fromEntries(rows.map((r) => [destinationId ? r.status : `deliveries.${r.status}`, r.n]));
+}
+
+// ---- row counters ----------------------------------------------------------------------------
+
+export type Stats = Map<string, { rows: number; scans: number }>;
+
+/** Cumulative rows read by sequential scans per table and fetched through each index (pg_stat_*). */
+export async function tableStats(db: pg.Client): Promise<Stats> {
+  const rows = (await db.query<{ name: string; rows: string; scans: string }>(
+    `SELECT 'seq scan ' || relname AS name, coalesce(seq_tup_read, 0) AS rows, coalesce(seq_scan, 0) AS scans FROM pg_stat_user_tables
+     UNION ALL
+     SELECT 'index ' || indexrelname, coalesce(idx_tup_read, 0), coalesce(idx_scan, 0) FROM pg_stat_user_indexes`)).rows;
+  return new Map(rows.map((r) => [r.name, { rows: Number(r.rows), scans: Number(r.scans) }]));
+}
+
+export function diffStats(a: Stats, b: Stats): { name: string; rows: number; scans: number }[] {
+  return [...b].map(([name, v]) => ({ name, rows: v.rows - (a.get(name)?.rows ?? 0), scans: v.scans - (a.get(name)?.scans ?? 0) }))
+    .filter((x) => x.rows > 0 || x.scans > 0).sort((x, y) => y.rows - x.rows);
+}
+
+/**
+ * Samples pg_stat_activity of one database twice a second and reports, per state and wait
+ * event, how many of its client connections were in it on average. "idle in transaction" means
+ * Postgres waits on the client mid-transaction (round trips); "active: CPU" means it computes;
+ * "active: IO/LWLock:WAL…" means commits wait on the log.
+ */
+export class PgActivitySampler {
+  private readonly totals = new Map<string, number>();
+  private samples = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private client: pg.Client | null = null;
+  private busy = false;
+
+  constructor(private readonly databaseUrl: string) {}
+
+  async begin(): Promise<void> {
+    this.client = await connect(this.databaseUrl);
+    this.timer = setInterval(() => void this.sample(), 500);
+    this.timer.unref();
+  }
+
+  async end(): Promise<Record<string, number>> {
+    if (this.timer) clearInterval(this.timer);
+    while (this.busy) await new Promise((r) => setTimeout(r, 10));
+    await this.client?.end().catch(() => undefined);
+    const sorted = [...this.totals.entries()].sort((a, b) => b[1] - a[1]);
+    return Object.fromEntries(sorted.map(([k, v]) => [k, Math.round((v / Math.max(1, this.samples)) * 100) / 100]));
+  }
+
+  private async sample(): Promise<void> {
+    if (this.busy || !this.client) return;
+    this.busy = true;
+    try {
+      const rows = (await this.client.query<{ k: string; n: number }>(`
+        SELECT CASE WHEN state = 'active' THEN 'active: ' || coalesce(wait_event_type || ':' || wait_event, 'CPU')
+                    ELSE coalesce(state, '?') END AS k,
+               count(*)::int AS n
+        FROM pg_stat_activity
+        WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+        GROUP BY 1`)).rows;
+      this.samples++;
+      for (const r of rows) this.totals.set(r.k, (this.totals.get(r.k) ?? 0) + r.n);
+    } catch {
+      // a sample lost is no loss
+    } finally {
+      this.busy = false;
+    }
+  }
 }

@@ -1,12 +1,65 @@
-// Child processes of the bench: every one is registered so that an error, Ctrl-C or a timeout
-// still ends them all; and a /proc sampler that says where the CPU went during a run.
+// The bench's own process: its command-line flags, its child processes (every one registered, so
+// that an error, Ctrl-C or a timeout still ends them all, and the Postgres server with them), and a
+// /proc sampler that says where the CPU went during a run.
 import { fork, spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream, readdirSync, readFileSync } from "node:fs";
 import net from "node:net";
+import { parseArgs } from "node:util";
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+// ---- flags -----------------------------------------------------------------------------------
+
+type Flag =
+  | { type?: "int"; arg?: string; help: string; def?: number; quick?: number; min?: number }
+  | { type: "str"; arg?: string; help: string; def?: string; quick?: string }
+  | { type: "bool"; help: string };
+type Values<S extends Record<string, Flag>> = { [K in keyof S]: S[K] extends { type: "bool" } ? boolean : S[K] extends { type: "str"; def: string } ? string : S[K] extends { type: "str" } ? string | undefined : number };
+
+/**
+ * Parses `--name value` flags from their spec, which also makes the --help text: int flags are
+ * whole numbers ≥ `min` (default 1), `def` when absent (`quick` under --quick). --help prints and exits.
+ */
+export function parseFlags<S extends Record<string, Flag>>(usage: string, spec: S): Values<S> & { quick: boolean } {
+  const all: Record<string, Flag> = { ...spec, quick: { type: "bool", help: (spec.quick)?.help ?? "small sizes (see above)" }, help: { type: "bool", help: "this text" } };
+  const { values } = parseArgs({ options: Object.fromEntries(Object.entries(all).map(([k, f]) => [k, { type: f.type === "bool" ? "boolean" as const : "string" as const }])) });
+  if (values.help) {
+    const left = (k: string, f: Flag): string => `--${k}${f.type === "bool" ? "" : ` ${f.arg ?? "N"}`}`;
+    const width = Math.max(...Object.entries(all).map(([k, f]) => left(k, f).length)) + 2;
+    const lines = Object.entries(all).map(([k, f]) => {
+      const d = f.type === "bool" || f.def === undefined || f.help.includes("default") ? "" : ` (default ${f.def}${f.quick === undefined ? "" : `; --quick ${f.quick}`})`;
+      return `  ${left(k, f).padEnd(width)}${f.help}${d}`;
+    });
+    process.stdout.write(`${usage} -- [options]\n\n${lines.join("\n")}\n`);
+    process.exit(0);
+  }
+  const quick = values.quick === true;
+  const out: Record<string, unknown> = { quick };
+  for (const [k, f] of Object.entries(spec)) {
+    const v = values[k];
+    if (f.type === "bool") out[k] = v === true;
+    else if (f.type === "str") out[k] = (v) ?? (quick && f.quick !== undefined ? f.quick : f.def);
+    else out[k] = v === undefined ? (quick && f.quick !== undefined ? f.quick : f.def) : intFlag(v as string, k, f.min ?? 1);
+  }
+  return out as Values<S> & { quick: boolean };
+}
+
+/** A whole number ≥ `min`, from `--name`. */
+export function intFlag(v: string, name: string, min = 1): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} takes a whole number ≥ ${min}, not '${v}'`);
+  return n;
+}
+
+// ---- children --------------------------------------------------------------------------------
 
 const children = new Set<ChildProcess>();
 
-export function track(child: ChildProcess): ChildProcess {
+function logged(child: ChildProcess, logFile: string): ChildProcess {
+  const out = createWriteStream(logFile);
+  child.stdout?.pipe(out, { end: false });
+  child.stderr?.pipe(out, { end: false });
+  child.once("exit", () => setTimeout(() => out.end(), 50));
   children.add(child);
   child.once("exit", () => children.delete(child));
   return child;
@@ -14,22 +67,25 @@ export function track(child: ChildProcess): ChildProcess {
 
 /** Spawns a long-lived child whose stdout and stderr go to `logFile`. */
 export function spawnLogged(cmd: string, args: string[], opts: { env: NodeJS.ProcessEnv; cwd: string; logFile: string }): ChildProcess {
-  const out = createWriteStream(opts.logFile);
-  const child = spawn(cmd, args, { env: opts.env, cwd: opts.cwd, stdio: ["ignore", "pipe", "pipe"] });
-  child.stdout?.pipe(out, { end: false });
-  child.stderr?.pipe(out, { end: false });
-  child.once("exit", () => setTimeout(() => out.end(), 50));
-  return track(child);
+  return logged(spawn(cmd, args, { env: opts.env, cwd: opts.cwd, stdio: ["ignore", "pipe", "pipe"] }), opts.logFile);
 }
 
 /** Forks a TypeScript module of bench/ with an IPC channel; its output goes to `logFile`. */
-export function forkLogged(modulePath: string, args: string[], logFile: string, env: NodeJS.ProcessEnv = process.env): ChildProcess {
-  const out = createWriteStream(logFile);
-  const child = fork(modulePath, args, { execArgv: ["--import", "tsx"], env, stdio: ["ignore", "pipe", "pipe", "ipc"] });
-  child.stdout?.pipe(out, { end: false });
-  child.stderr?.pipe(out, { end: false });
-  child.once("exit", () => setTimeout(() => out.end(), 50));
-  return track(child);
+export function forkLogged(modulePath: string, args: string[], logFile: string): ChildProcess {
+  return logged(fork(modulePath, args, { execArgv: ["--import", "tsx"], stdio: ["ignore", "pipe", "pipe", "ipc"] }), logFile);
+}
+
+/** Resolves with the first IPC message of `type` (a child's "ready"), or fails if it exits or `ms` pass first. */
+export function firstMessage<M extends { type: string }>(child: ChildProcess, type: string, what: string, ms = 30_000): Promise<M> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${what} did not start within ${ms / 1000} s`)), ms);
+    child.on("message", (m: M) => {
+      if (m.type !== type) return;
+      clearTimeout(timer);
+      resolve(m);
+    });
+    child.once("exit", (code) => reject(new Error(`${what} exited early (code ${code})`)));
+  });
 }
 
 /** SIGTERM, then SIGKILL after `graceMs` if it is still there. */
@@ -42,56 +98,100 @@ export async function stopChild(child: ChildProcess, graceMs = 15_000): Promise<
   clearTimeout(timer);
 }
 
-export async function stopAllChildren(graceMs = 3000): Promise<void> {
-  await Promise.all([...children].map((c) => stopChild(c, graceMs)));
-}
-
-/** Last resort from a synchronous exit handler. */
-export function killAllChildrenNow(): void {
-  for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
-}
-
-export async function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.once("error", reject);
     srv.listen(0, "127.0.0.1", () => {
       const addr = srv.address();
-      const port = typeof addr === "object" && addr !== null ? addr.port : 0;
-      srv.close(() => resolve(port));
+      srv.close(() => resolve(typeof addr === "object" && addr !== null ? addr.port : 0));
     });
   });
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
+// ---- lifecycle -------------------------------------------------------------------------------
+
+let pgServer: { stop(): Promise<void>; dataDir: string } | null = null;
+
+/** The Postgres server to stop with everything else (bench/pg.ts registers it). */
+export function registerPostgres(s: typeof pgServer): void {
+  pgServer = s;
 }
 
-// ---- CPU accounting ----------------------------------------------------------------------
+/** Stops every child process, then the Postgres server. */
+export async function cleanup(): Promise<void> {
+  await Promise.all([...children].map((c) => stopChild(c, 5000)));
+  const s = pgServer;
+  pgServer = null;
+  await s?.stop().catch((err: unknown) => process.stderr.write(`stopping postgres failed: ${String(err)}\n`));
+}
+
+/** Runs `main`, then stops everything — also after an error, SIGINT or SIGTERM. */
+export function runBench(main: () => Promise<void>): void {
+  let exiting = false;
+  for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+    process.on(sig, () => {
+      if (exiting) return;
+      exiting = true;
+      process.stderr.write(`\n${sig}: stopping every child process and Postgres…\n`);
+      const hard = setTimeout(() => process.exit(130), 20_000);
+      void cleanup().finally(() => {
+        clearTimeout(hard);
+        process.exit(130);
+      });
+    });
+  }
+  process.on("exit", () => {
+    for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
+    // scripts/pg-server.mjs SIGKILLs its server and deletes its data directory from its own exit hook.
+  });
+  main()
+    .then(cleanup)
+    .then(() => process.exit(process.exitCode ?? 0))
+    .catch(async (err: unknown) => {
+      // After a signal the run fails as its processes go away: the signal handler exits.
+      if (exiting) return;
+      process.stderr.write(`bench failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+      await cleanup();
+      process.exit(1);
+    });
+}
+
+// ---- CPU accounting --------------------------------------------------------------------------
 
 const TICKS_PER_SECOND = 100; // USER_HZ on Linux
+const round = (n: number, digits: number): number => Math.round(n * 10 ** digits) / 10 ** digits;
 
-interface ProcStat {
-  ppid: number;
-  ticks: number;
-}
-
-function readAllStats(): Map<number, ProcStat> {
-  const out = new Map<number, ProcStat>();
+/** Every process: parent pid and CPU ticks (utime + stime). */
+function readAllStats(): Map<number, { ppid: number; ticks: number }> {
+  const out = new Map<number, { ppid: number; ticks: number }>();
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
     try {
       const raw = readFileSync(`/proc/${name}/stat`, "utf8");
       // The command name is parenthesised and may hold spaces: parse after the last ')'.
       const rest = raw.slice(raw.lastIndexOf(")") + 2).split(" ");
-      const ppid = Number(rest[1]);
-      const ticks = Number(rest[11]) + Number(rest[12]); // utime + stime
-      out.set(Number(name), { ppid, ticks });
+      out.set(Number(name), { ppid: Number(rest[1]), ticks: Number(rest[11]) + Number(rest[12]) });
     } catch {
       // exited while we looked
     }
   }
   return out;
+}
+
+/** The aggregate "cpu" line of /proc/stat: user nice system idle iowait irq softirq steal, in ticks. */
+function machineTicks(): number[] {
+  try {
+    return (readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "").trim().split(/\s+/).slice(1, 9).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** Busy seconds (user nice system irq softirq steal) and iowait seconds between two readings. */
+function busyBetween(a: number[], b: number[]): { busy: number; iowait: number } {
+  const d = (i: number): number => ((b[i] ?? 0) - (a[i] ?? 0)) / TICKS_PER_SECOND;
+  return { busy: d(0) + d(1) + d(2) + d(5) + d(6) + d(7), iowait: d(4) };
 }
 
 /**
@@ -104,7 +204,6 @@ export class CpuSampler {
   private readonly owner = new Map<number, string>();
   private timer: NodeJS.Timeout | null = null;
   private startedAt = 0;
-  private stoppedAt = 0;
   private machineStart: number[] = [];
 
   /** `roots` names each component's processes; `tree` adds their descendants too. */
@@ -122,45 +221,29 @@ export class CpuSampler {
   end(): Record<string, { cpuSeconds: number; pctOfOneCore: number }> {
     if (this.timer) clearInterval(this.timer);
     this.sample(false);
-    this.stoppedAt = Date.now();
-    const spanS = Math.max(0.001, (this.stoppedAt - this.startedAt) / 1000);
+    const spanS = Math.max(0.001, (Date.now() - this.startedAt) / 1000);
     const sums: Record<string, number> = {};
     for (const name of Object.keys(this.roots())) sums[name] = 0;
     for (const [pid, ticks] of this.last) {
       const name = this.owner.get(pid);
-      if (name === undefined) continue;
-      sums[name] = (sums[name] ?? 0) + (ticks - (this.start.get(pid) ?? 0));
+      if (name !== undefined) sums[name] = (sums[name] ?? 0) + ticks - (this.start.get(pid) ?? 0);
     }
     const out: Record<string, { cpuSeconds: number; pctOfOneCore: number }> = {};
-    for (const [name, ticks] of Object.entries(sums)) {
-      const cpuSeconds = ticks / TICKS_PER_SECOND;
-      out[name] = { cpuSeconds: round(cpuSeconds, 2), pctOfOneCore: round((100 * cpuSeconds) / spanS, 0) };
-    }
+    const put = (name: string, s: number): void => void (out[name] = { cpuSeconds: round(s, 2), pctOfOneCore: round((100 * s) / spanS, 0) });
+    for (const [name, ticks] of Object.entries(sums)) put(name, ticks / TICKS_PER_SECOND);
     // The whole machine, everything included: is the box saturated, or waiting on the disk?
-    const m = machineTicks();
-    const d = (i: number): number => ((m[i] ?? 0) - (this.machineStart[i] ?? 0)) / TICKS_PER_SECOND;
-    const busy = d(0) + d(1) + d(2) + d(5) + d(6) + d(7); // user nice system irq softirq steal
+    const m = busyBetween(this.machineStart, machineTicks());
     const ours = Object.values(out).reduce((n, v) => n + v.cpuSeconds, 0);
-    const other = Math.max(0, busy - ours);
-    out["(other processes, kernel)"] = { cpuSeconds: round(other, 2), pctOfOneCore: round((100 * other) / spanS, 0) };
-    out["(machine busy)"] = { cpuSeconds: round(busy, 2), pctOfOneCore: round((100 * busy) / spanS, 0) };
-    out["(machine iowait)"] = { cpuSeconds: round(d(4), 2), pctOfOneCore: round((100 * d(4)) / spanS, 0) };
+    put("(other processes, kernel)", Math.max(0, m.busy - ours));
+    put("(machine busy)", m.busy);
+    put("(machine iowait)", m.iowait);
     return out;
   }
 
   private sample(first: boolean): void {
-    let stats: Map<number, ProcStat>;
-    try {
-      stats = readAllStats();
-    } catch {
-      return;
-    }
+    const stats = readAllStats();
     const kids = new Map<number, number[]>();
-    for (const [pid, s] of stats) {
-      const list = kids.get(s.ppid) ?? [];
-      list.push(pid);
-      kids.set(s.ppid, list);
-    }
+    for (const [pid, s] of stats) kids.set(s.ppid, [...(kids.get(s.ppid) ?? []), pid]);
     for (const [name, root] of Object.entries(this.roots())) {
       const stack = root.pids.filter((p) => stats.has(p));
       while (stack.length > 0) {
@@ -185,22 +268,19 @@ export class CpuSampler {
 export async function machineBusyPct(ms: number): Promise<number> {
   const a = machineTicks();
   await sleep(ms);
-  const b = machineTicks();
-  const d = (i: number): number => ((b[i] ?? 0) - (a[i] ?? 0)) / TICKS_PER_SECOND;
-  return Math.round((100 * (d(0) + d(1) + d(2) + d(5) + d(6) + d(7))) / (ms / 1000));
+  return Math.round((100 * busyBetween(a, machineTicks()).busy) / (ms / 1000));
 }
 
-/** The aggregate "cpu" line of /proc/stat: user nice system idle iowait irq softirq steal, in ticks. */
-function machineTicks(): number[] {
-  try {
-    const line = readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "";
-    return line.trim().split(/\s+/).slice(1, 9).map(Number);
-  } catch {
-    return [];
+/** Waits (up to `maxMs`) until the machine is below `maxBusyPct` of one core; returns the last reading. */
+export async function waitQuiet(maxMs: number, maxBusyPct = 25): Promise<number> {
+  if (maxMs <= 0) return machineBusyPct(1000);
+  const from = Date.now();
+  let busy = await machineBusyPct(1000);
+  let told = false;
+  while (busy > maxBusyPct && Date.now() - from < maxMs) {
+    if (!told) process.stderr.write(`  machine busy (${busy}% of one core); waiting up to ${Math.round(maxMs / 1000)} s for it to go quiet\n`);
+    told = true;
+    busy = await machineBusyPct(2000);
   }
-}
-
-function round(n: number, digits: number): number {
-  const f = 10 ** digits;
-  return Math.round(n * f) / f;
+  return busy;
 }

@@ -11,141 +11,21 @@
 //          each, against the same 100 alone (bench/held-cost.ts): active throughput with/without
 //          (target ≥ 0.95) and proof that the claim leaves the quiet destinations alone.
 // Usage: npm run bench:quiet [-- --quick | --part drain | --part cost | --help]
-import { mkdirSync, writeFileSync } from "node:fs";
-import { cpus, totalmem } from "node:os";
-import { join } from "node:path";
-import type { ChildProcess } from "node:child_process";
-import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
+import { writeFileSync } from "node:fs";
 import { DateTime, IANAZone } from "luxon";
-import pg from "pg";
+import type pg from "pg";
 import { auditBucket } from "../src/policy/rate-audit.js";
 import { bucketsFor } from "../src/policy/token-bucket.js";
-import type { OrderMessage } from "./order-receiver.js";
-import { analyseOrder, type OrderFigures } from "./drain-order.js";
-import { adminQuery, dropDatabase, postmasterPid, recreateDatabase, serverSettings, startPostgres } from "./pg.js";
-import { forkLogged, machineBusyPct, sleep } from "./procs.js";
-import { sourceState } from "./diagnostics.js";
-import { writeJson } from "./report.js";
-import { CountReceiver, REPO, SluiceCluster, fmt, registerPostgres, runBench, table, waitQuiet } from "./sluice-cluster.js";
-import { BATCH, callApi, heldRun, intFlag, parseRunOrder, printComparison, wallTime, type HeldRunOutcome } from "./held-cost.js";
-
-const HELP = `npm run bench:quiet -- [options]
-
-  --part drain|cost|all     which figures (default all)
- drain:
-  --events N                events queued for the drained destination (default 10000; --quick 2000)
-  --rate N                  its rate_limit.max_per_second (default 100)
-  --burst N                 its rate_limit.burst_capacity (default: --rate)
-  --concurrency N           its max_concurrency (default 200)
-  --order-events N          the exact-order drain at max_concurrency 1 (default 1000; --quick 200; 0 = skip)
-  --order-rate N            its max_per_second (and burst) (default 20)
-  --close-after-s N         the window is closed (PATCH) to end this many seconds ahead (default 3)
-  --timezone ZONE           IANA zone of the windows (default America/New_York)
-  --save-arrivals PREFIX    write each drain's arrivals (times, ranks) and lease log to PREFIX-<drain>.json
- cost:
-  --active N                active destinations (default 100)
-  --quiet-destinations N    destinations in quiet hours in run B (default 10000; --quick 1000)
-  --held-per-destination N  deliveries held by each (default 10)
-  --active-events N         active workload, round-robin over the active destinations (default 50000; --quick 10000)
- both:
-  --workers N               sluice worker processes beside one sluice api (default 2)
-  --timeout-s N             per run, for the deliveries to arrive (default 900)
-  --wait-quiet-s N          before each timed run, wait up to N s for other processes to leave the CPU (default 60; 0 = don't)
-  --order RUNS              cost: the runs in order (default AAB: a pilot run without, then A and B;
-                            AB, BA, ABAB, …: the last A and the last B are compared)
-  --no-fsync                Postgres with fsync=off (default: durable)
-  --quick                   small sizes (see above)
-`;
-
-// ---- the order receiver ------------------------------------------------------------------------
-
-class OrderReceiver {
-  private waiters: { type: OrderMessage["type"]; resolve: (m: OrderMessage) => void }[] = [];
-
-  private constructor(readonly child: ChildProcess, readonly port: number) {
-    child.on("message", (m: OrderMessage) => {
-      const i = this.waiters.findIndex((w) => w.type === m.type);
-      if (i >= 0) this.waiters.splice(i, 1)[0]!.resolve(m);
-    });
-  }
-
-  static async start(logFile: string): Promise<OrderReceiver> {
-    const child = forkLogged(fileURLToPath(new URL("./order-receiver.ts", import.meta.url)), [], logFile);
-    const port = await new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error("order receiver did not start within 30 s")), 30_000);
-      child.on("message", (m: OrderMessage) => {
-        if (m.type === "ready") {
-          clearTimeout(timer);
-          resolve(m.port);
-        }
-      });
-      child.once("exit", (code) => reject(new Error(`order receiver exited early (code ${code})`)));
-    });
-    return new OrderReceiver(child, port);
-  }
-
-  url(path: string): string {
-    return `http://127.0.0.1:${this.port}${path}`;
-  }
-
-  private ask<T extends OrderMessage["type"]>(msg: object, type: T): Promise<Extract<OrderMessage, { type: T }>> {
-    if (this.child.exitCode !== null) return Promise.reject(new Error("order receiver is gone"));
-    const p = new Promise<OrderMessage>((resolve, reject) => {
-      this.waiters.push({ type, resolve });
-      setTimeout(() => reject(new Error(`order receiver did not answer '${type}' within 30 s`)), 30_000).unref();
-    });
-    this.child.send(msg);
-    return p as Promise<Extract<OrderMessage, { type: T }>>;
-  }
-
-  async reset(): Promise<void> {
-    await this.ask({ type: "reset" }, "progress");
-  }
-
-  async count(): Promise<number> {
-    return (await this.ask({ type: "progress" }, "progress")).n;
-  }
-
-  dump(): Promise<Extract<OrderMessage, { type: "dump" }>> {
-    return this.ask({ type: "dump" }, "dump");
-  }
-}
+import { analyseOrder } from "./drain-order.js";
+import { connect, deliveriesByStatus, postmasterPid, withDatabase } from "./pg.js";
+import { parseFlags, runBench, sleep, waitQuiet } from "./procs.js";
+import { Receiver } from "./receiver.js";
+import { benchStart, fmt, mark, table } from "./report.js";
+import { SluiceCluster } from "./sluice.js";
+import { BATCH, heldRun, parseRunOrder, printComparison, wallTime, type HeldRunOutcome } from "./held-cost.js";
 
 // ---- drain ---------------------------------------------------------------------------------------
 
-interface DrainOutcome {
-  label: string;
-  destination: string;
-  events: number;
-  rate: number;
-  burst: number;
-  concurrency: number;
-  timezone: string;
-  scheduleWhilePublishing: Record<string, string>;
-  scheduleClosing: Record<string, string>;
-  /** quiet_until as PATCH answered it: when the drain may start. */
-  windowEnd: string;
-  windowEndLocal: string;
-  publish: { ms: number; eventsPerSec: number; descentsInPublishOrder: number };
-  statusAfterPublish: unknown;
-  statusAfterDrain: unknown;
-  machineBusyBeforePct: number;
-  received: number;
-  arrivalsDuringPublish: number;
-  arrivalsBeforeWindowEnd: number;
-  firstArrivalAfterEndMs: number | null;
-  drainS: number | null;
-  /** (events − burst) / rate: how long a drain at exactly the rate takes after its burst. */
-  idealDrainS: number;
-  overLimit: { strict: number; jitter20ms: number; worst: unknown };
-  maxIn1s: number;
-  utilisation: number | null;
-  order: OrderFigures;
-  /** Arrivals per second, second 0 starting at the window's end. */
-  perSecond: number[];
-  endState: Record<string, number>;
-}
 
 function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
@@ -158,10 +38,12 @@ function mulberry32(seed: number): () => number {
   };
 }
 
+type DrainOutcome = Awaited<ReturnType<typeof drain>>;
+
 async function drain(o: {
-  cluster: SluiceCluster; db: pg.Client; receiver: OrderReceiver; label: string; events: number; rate: number; burst: number;
+  cluster: SluiceCluster; db: pg.Client; receiver: Receiver; label: string; events: number; rate: number; burst: number;
   concurrency: number; zone: string; closeAfterS: number; waitQuietMs: number; saveArrivals: string | null;
-}): Promise<DrainOutcome> {
+}) {
   const { cluster, db, receiver } = o;
   const log = (s: string): void => void process.stderr.write(`  [drain ${o.label}] ${s}\n`);
   // Open since a minute ago, ending in two hours: the whole publish happens inside it.
@@ -171,6 +53,7 @@ async function drain(o: {
     rate_limit: { max_per_second: o.rate, burst_capacity: o.burst }, delivery_schedule: open,
   });
   await receiver.reset();
+  const count = async (): Promise<number> => (await receiver.progress()).logged;
 
   // Ranks 0 … N−1 = occurred_at order (an hour ago, 1 ms apart); published in a shuffled order.
   const baseMs = Date.now() - 3_600_000;
@@ -190,16 +73,16 @@ async function drain(o: {
   }
   const publishMs = Date.now() - p0;
   await sleep(1000); // give a misbehaving claim the chance to send something
-  const arrivalsDuringPublish = await receiver.count();
+  const arrivalsDuringPublish = await count();
   const statusAfterPublish = (await cluster.call("GET", `/v1/destinations/${id}`)).json as { status?: string; queued_events?: number };
   log(`${fmt(o.events)} events published in ${(publishMs / 1000).toFixed(1)} s (shuffled); ${arrivalsDuringPublish} arrived; ` +
     `status ${JSON.stringify(statusAfterPublish.status)}, queued_events ${fmt(statusAfterPublish.queued_events)}`);
   if (statusAfterPublish.status !== "quiet") throw new Error(`the drain destination is not "quiet" after publishing: ${JSON.stringify(statusAfterPublish)}`);
 
-  const busy = o.waitQuietMs > 0 ? await waitQuiet(o.waitQuietMs) : await machineBusyPct(1000);
+  const busy = await waitQuiet(o.waitQuietMs);
   // Close the window a few seconds ahead: the end is the first instant the zone's wall clock reads quiet_end.
   const closing = { ...open, quiet_end: wallTime(o.zone, o.closeAfterS * 1000) };
-  const res = await callApi(cluster, "PATCH", `/v1/destinations/${id}`, { delivery_schedule: closing });
+  const res = await cluster.call("PATCH", `/v1/destinations/${id}`, { delivery_schedule: closing });
   if (res.status !== 200) throw new Error(`PATCH /v1/destinations/${id} answered ${res.status}: ${JSON.stringify(res.json)}`);
   const windowEnd = (res.json as { quiet_until?: string | null }).quiet_until;
   if (!windowEnd) throw new Error(`after the PATCH the window is not open: ${JSON.stringify(res.json)}`);
@@ -209,7 +92,7 @@ async function drain(o: {
   const deadline = endMs + ((2 * o.events) / o.rate + 60) * 1000;
   let lastPrint = 0;
   for (;;) {
-    const n = await receiver.count();
+    const n = await count();
     if (n >= o.events || Date.now() > deadline) break;
     if (Date.now() - lastPrint > 5000) {
       log(`received ${fmt(n)}/${fmt(o.events)}  t=${((Date.now() - endMs) / 1000).toFixed(0)}s after the window's end`);
@@ -218,7 +101,7 @@ async function drain(o: {
     await sleep(250);
   }
   await sleep(500);
-  const dump = await receiver.dump();
+  const dump = (await receiver.dump())[`/o/${o.label}`] ?? { times: [], ranks: [] };
   const leases = (await db.query<{ rank: number; xid: string; at_ms: number }>(
     `SELECT (e.payload->>'rank')::int AS rank, l.xid::text AS xid, (extract(epoch FROM l.at) * 1000)::float8 AS at_ms
        FROM bench_lease_log l JOIN deliveries d ON d.destination_id = l.destination_id AND d.id = l.delivery_id
@@ -230,9 +113,7 @@ async function drain(o: {
     log(`arrivals saved to ${file}`);
   }
   const statusAfterDrain = (await cluster.call("GET", `/v1/destinations/${id}`)).json;
-  const endState: Record<string, number> = {};
-  for (const row of (await db.query<{ status: string; n: number }>(
-    "SELECT status, count(*)::int AS n FROM deliveries WHERE destination_id = $1 GROUP BY status ORDER BY status", [id])).rows) endState[row.status] = row.n;
+  const endState = await deliveriesByStatus(db, id);
 
   const t = dump.times.filter((_, i) => dump.ranks[i]! >= 0).sort((a, b) => a - b);
   const bucket = bucketsFor({ max_per_second: o.rate, burst_capacity: o.burst })[0]!;
@@ -285,51 +166,40 @@ async function installLeaseLog(db: pg.Client): Promise<void> {
 // ---- main ------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      part: { type: "string" }, events: { type: "string" }, rate: { type: "string" }, burst: { type: "string" }, concurrency: { type: "string" },
-      "order-events": { type: "string" }, "save-arrivals": { type: "string" }, "order-rate": { type: "string" }, "close-after-s": { type: "string" }, timezone: { type: "string" },
-      active: { type: "string" }, "quiet-destinations": { type: "string" }, "held-per-destination": { type: "string" }, "active-events": { type: "string" },
-      workers: { type: "string" }, "timeout-s": { type: "string" }, "wait-quiet-s": { type: "string" }, "no-fsync": { type: "boolean" },
-      order: { type: "string" }, quick: { type: "boolean" }, help: { type: "boolean", short: "h" },
-    },
+  const f = parseFlags("npm run bench:quiet", {
+    part: { type: "str", arg: "drain|cost|all", def: "all", help: "which figures" },
+    events: { def: 10_000, quick: 2000, help: "drain: events queued for the drained destination" },
+    rate: { def: 100, help: "drain: its rate_limit.max_per_second" },
+    burst: { def: 0, help: "drain: its rate_limit.burst_capacity (default: --rate)" },
+    concurrency: { def: 200, help: "drain: its max_concurrency" },
+    "order-events": { def: 1000, quick: 200, min: 0, help: "drain: the exact-order drain at max_concurrency 1 (0 = skip)" },
+    "order-rate": { def: 20, help: "drain: its max_per_second (and burst)" },
+    "close-after-s": { def: 3, help: "drain: the window is closed (PATCH) to end this many seconds ahead" },
+    timezone: { type: "str", arg: "ZONE", def: "America/New_York", help: "drain: IANA zone of the windows" },
+    "save-arrivals": { type: "str", arg: "PREFIX", help: "drain: write each drain's arrivals (times, ranks) and lease log to PREFIX-<drain>.json" },
+    active: { def: 100, help: "cost: active destinations" },
+    "quiet-destinations": { def: 10_000, quick: 1000, help: "cost: destinations in quiet hours in run B" },
+    "held-per-destination": { def: 10, help: "cost: deliveries held by each" },
+    "active-events": { def: 50_000, quick: 10_000, help: "cost: active workload, round-robin over the active destinations" },
+    workers: { def: 2, help: "sluice worker processes beside one sluice api" },
+    "timeout-s": { def: 900, help: "per run, for the deliveries to arrive" },
+    "wait-quiet-s": { def: 60, min: 0, help: "before each timed run, wait up to N s for other processes to leave the CPU (0 = don't)" },
+    order: { type: "str", arg: "RUNS", def: "AAB", help: "cost: the runs in order (default AAB: a pilot run without, then A and B; AB, BA, ABAB, …: the last A and the last B are compared)" },
+    "no-fsync": { type: "bool", help: "Postgres with fsync=off (default: durable)" },
   });
-  if (values.help) {
-    process.stdout.write(HELP);
-    return;
-  }
-  const quick = values.quick ?? false;
-  const part = values.part ?? "all";
+  const { part, events, rate, concurrency, active, workers, quick } = f;
   if (!["drain", "cost", "all"].includes(part)) throw new Error(`--part takes drain, cost or all, not '${part}'`);
-  const events = intFlag(values.events, quick ? 2000 : 10_000, "events");
-  const rate = intFlag(values.rate, 100, "rate");
-  const burst = intFlag(values.burst, rate, "burst");
-  const concurrency = intFlag(values.concurrency, 200, "concurrency");
-  const orderEvents = intFlag(values["order-events"], quick ? 200 : 1000, "order-events", 0);
-  const orderRate = intFlag(values["order-rate"], 20, "order-rate");
-  const closeAfterS = intFlag(values["close-after-s"], 3, "close-after-s");
-  const zone = values.timezone ?? "America/New_York";
-  const saveArrivals = values["save-arrivals"] ?? null;
+  const burst = f.burst || rate;
+  const orderEvents = f["order-events"], orderRate = f["order-rate"], closeAfterS = f["close-after-s"], zone = f.timezone;
+  const saveArrivals = f["save-arrivals"] ?? null;
   if (!IANAZone.isValidZone(zone)) throw new Error(`--timezone: '${zone}' is not an IANA zone`);
-  const active = intFlag(values.active, 100, "active");
-  const quietDestinations = intFlag(values["quiet-destinations"], quick ? 1000 : 10_000, "quiet-destinations");
-  const perDestination = intFlag(values["held-per-destination"], 10, "held-per-destination");
-  const activeEvents = intFlag(values["active-events"], quick ? 10_000 : 50_000, "active-events");
-  const workers = intFlag(values.workers, 2, "workers");
-  const timeoutMs = intFlag(values["timeout-s"], 900, "timeout-s") * 1000;
-  const waitQuietMs = intFlag(values["wait-quiet-s"], 60, "wait-quiet-s", 0) * 1000;
-  const fsync = !(values["no-fsync"] ?? false);
-  const runOrder = parseRunOrder(values.order);
+  const quietDestinations = f["quiet-destinations"], perDestination = f["held-per-destination"], activeEvents = f["active-events"];
+  const timeoutMs = f["timeout-s"] * 1000, waitQuietMs = f["wait-quiet-s"] * 1000, fsync = !f["no-fsync"];
+  const runOrder = parseRunOrder(f.order);
   const warmup = Math.min(5000, Math.max(BATCH, Math.round(activeEvents / 20 / BATCH) * BATCH));
 
-  const out = (s: string): void => void process.stdout.write(`${s}\n`);
-  const logDir = join(REPO, "bench", "results", "logs");
-  mkdirSync(logDir, { recursive: true });
-  const startedAt = new Date();
-  const source = sourceState(REPO);
-  out(`Sluice quiet-hours benchmark — ${startedAt.toISOString()}`);
-  out(`machine: ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; Sluice ${source.commit}` +
-    `${source.localChanges.length ? ` + local changes (${source.localChanges.length} files)` : ""} (fingerprint ${source.fingerprint})`);
+  const bench = benchStart("quiet-hours");
+  const { out } = bench;
   if (part !== "cost") {
     out(`drain: 1 destination, max_per_second ${rate}, burst_capacity ${burst}, max_concurrency ${concurrency}, quiet hours in ${zone}; ` +
       `${fmt(events)} events (distinct occurred_at, published shuffled) queued inside the window, which is then closed ${closeAfterS} s ahead` +
@@ -341,59 +211,45 @@ async function main(): Promise<void> {
       `(${fmt(quietDestinations * perDestination)}); ${fmt(warmup)} warm-up deliveries first in every run (not measured); runs ${runOrder.join(" → ")}.`);
   }
   out(`sluice api + ${workers} × sluice worker on one throwaway Postgres server; each part or run on a fresh database.`);
-
-  const server = await startPostgres({ fsync });
-  registerPostgres(server);
-  const settings = await serverSettings(server.url);
-  out(`Postgres ${settings.version} (throwaway): fsync=${settings.fsync}, synchronous_commit=${settings.synchronous_commit}, shared_buffers=${settings.shared_buffers}`);
-  const mark = (ok: boolean | null): string => (ok === null ? "?" : ok ? "✓" : "✗");
+  const { server, settings } = await bench.postgres(fsync);
 
   // ---- drain ----
   const drains: DrainOutcome[] = [];
   if (part !== "cost") {
-    const receiver = await OrderReceiver.start(join(logDir, "quiet-order-receiver.log"));
+    const receiver = await Receiver.start(bench.log("quiet-order-receiver.log"), { log: true });
     process.stderr.write(`\n▶ drain\n`);
-    await adminQuery(server.url, "CHECKPOINT");
-    const url = await recreateDatabase(server.url, "quiet_drain");
-    const cluster = new SluiceCluster(url, join(logDir, "quiet-drain"));
-    const db = new pg.Client({ connectionString: url });
-    db.on("error", () => undefined);
-    try {
-      await cluster.startApi();
-      await db.connect();
-      await installLeaseLog(db);
-      await cluster.startWorkers(workers, true);
-      drains.push(await drain({ cluster, db, receiver, label: "main", events, rate, burst, concurrency, zone, closeAfterS, waitQuietMs, saveArrivals }));
-      if (orderEvents > 0) {
-        drains.push(await drain({ cluster, db, receiver, label: "c1", events: orderEvents, rate: orderRate, burst: orderRate, concurrency: 1, zone, closeAfterS, waitQuietMs, saveArrivals }));
+    await withDatabase(server.url, "quiet_drain", async (url) => {
+      const cluster = new SluiceCluster({ databaseUrl: url, logPrefix: bench.log("quiet-drain") });
+      const db = await connect(url);
+      try {
+        await cluster.startApi();
+        await installLeaseLog(db);
+        await cluster.startWorkers(workers, true);
+        drains.push(await drain({ cluster, db, receiver, label: "main", events, rate, burst, concurrency, zone, closeAfterS, waitQuietMs, saveArrivals }));
+        if (orderEvents > 0) {
+          drains.push(await drain({ cluster, db, receiver, label: "c1", events: orderEvents, rate: orderRate, burst: orderRate, concurrency: 1, zone, closeAfterS, waitQuietMs, saveArrivals }));
+        }
+      } finally {
+        await db.end().catch(() => undefined);
+        await cluster.stop();
       }
-    } finally {
-      await db.end().catch(() => undefined);
-      await cluster.stop();
-      await dropDatabase(server.url, "quiet_drain");
-    }
-    for (const d of drains) printDrain(out, d, mark);
+    });
+    for (const d of drains) printDrain(out, d);
   }
 
   // ---- cost ----
   const runs: HeldRunOutcome[] = [];
   let comparison: ReturnType<typeof printComparison> | null = null;
   if (part !== "drain") {
-    const receiver = await CountReceiver.start(join(logDir, "quiet-cost-receiver.log"));
+    const receiver = await Receiver.start(bench.log("quiet-cost-receiver.log"));
     for (const [i, run] of runOrder.entries()) {
       const dbName = `quiet_cost_${run.toLowerCase()}`;
       process.stderr.write(`\n▶ cost run ${run}${runOrder.lastIndexOf(run) !== i ? " (pilot)" : ""}: ${run === "A" ? "active destinations only" : `+ ${fmt(quietDestinations)} in quiet hours`}\n`);
-      await adminQuery(server.url, "CHECKPOINT");
-      const url = await recreateDatabase(server.url, dbName);
-      try {
-        runs.push(await heldRun({
-          label: run, url, receiver, active, activeEvents, workers, warmup, timeoutMs, waitQuietMs,
-          held: run === "B" ? { kind: "quiet", destinations: quietDestinations, perDestination, timezone: zone, windowHours: 3 } : null,
-          logPrefix: join(logDir, `quiet-cost-${run}${runOrder.length > 2 ? `-${i + 1}` : ""}`), postmaster: () => postmasterPid(server.dataDir),
-        }));
-      } finally {
-        await dropDatabase(server.url, dbName);
-      }
+      runs.push(await withDatabase(server.url, dbName, (url) => heldRun({
+        label: run, url, receiver, active, activeEvents, workers, warmup, timeoutMs, waitQuietMs,
+        held: run === "B" ? { kind: "quiet", destinations: quietDestinations, perDestination, timezone: zone, windowHours: 3 } : null,
+        logPrefix: bench.log(`quiet-cost-${run}${runOrder.length > 2 ? `-${i + 1}` : ""}`), postmaster: () => postmasterPid(server.dataDir),
+      })));
       const r = runs[runs.length - 1]!;
       process.stderr.write(`  run ${r.label}: ${fmt(r.received)}/${fmt(r.expected)} received, ${fmt(r.deliveriesPerSec)}/s\n`);
     }
@@ -408,9 +264,8 @@ async function main(): Promise<void> {
     `compare ratios only when "CPU other processes" is low in both runs. --quick runs only prove the bench works.`);
   const main = drains.find((d) => d.label === "main");
   const c1 = drains.find((d) => d.label === "c1");
-  const file = join(REPO, "bench", "results", "quiet.json");
-  writeJson(file, {
-    startedAt: startedAt.toISOString(), finishedAt: new Date().toISOString(), source, postgres: settings,
+  bench.finish("quiet", {
+    postgres: settings,
     options: { part, events, rate, burst, concurrency, orderEvents, orderRate, closeAfterS, timezone: zone, active, quietDestinations, perDestination, activeEvents, warmup, workers, timeoutMs, fsync, quick, batch: BATCH, order: runOrder.join("") },
     verdict: {
       drain: main ? {
@@ -428,10 +283,9 @@ async function main(): Promise<void> {
     },
     drains, cost: runs,
   });
-  out(`results: ${file} (process logs: ${logDir})`);
 }
 
-function printDrain(out: (s: string) => void, d: DrainOutcome, mark: (ok: boolean | null) => string): void {
+function printDrain(out: (s: string) => void, d: DrainOutcome): void {
   const g = d.order.grants;
   out(`\n── drain "${d.label}": ${fmt(d.events)} events, max_per_second ${d.rate}, burst_capacity ${d.burst}, max_concurrency ${d.concurrency}`);
   out(`  window: ${JSON.stringify(d.scheduleWhilePublishing)} while publishing, then quiet_end ${d.scheduleClosing.quiet_end}: ends ${d.windowEnd} (${d.windowEndLocal})`);

@@ -12,150 +12,69 @@
 // Targets (the issue): deliveries/s at 100,000 destinations ≥ 0.8 × that at 1,000; claim cost flat.
 // Usage: npm run bench:scale [-- --quick | --deliveries 1000000 --scales 1000,100000 --workers 2]
 import { randomUUID } from "node:crypto";
-import { mkdirSync } from "node:fs";
-import { cpus, totalmem } from "node:os";
-import { join } from "node:path";
-import { parseArgs } from "node:util";
-import pg from "pg";
+import type pg from "pg";
 import type { Queryable } from "../src/db/db.js";
 import { lockReadyDestinations, leaseDeliveries, setReadyAt } from "../src/db/queries/claim.js";
-import { adminQuery, dropDatabase, postmasterPid, recreateDatabase, serverSettings, startPostgres } from "./pg.js";
-import { CpuSampler, machineBusyPct, sleep } from "./procs.js";
-import { sourceState } from "./diagnostics.js";
-import { writeJson } from "./report.js";
-import { CountReceiver, REPO, SluiceCluster, fmt, rates, registerPostgres, runBench, intFlag, table, waitQuiet } from "./sluice-cluster.js";
-
-const HELP = `npm run bench:scale -- [options]
-
-  --deliveries N     queued deliveries at every scale (default 1000000; --quick 100000)
-  --scales LIST      destination counts, comma-separated (default 1000,100000; --quick 100,10000)
-  --workers N        sluice worker processes (default 2)
-  --explain-reps N   EXPLAIN ANALYZE repetitions before the run (median reported; default 5; mid-run: 3)
-  --timeout-s N      per scale, for the deliveries to arrive (default 1800)
-  --wait-quiet-s N   before each delivery phase, wait up to N s for other processes to leave the CPU (default 60; 0 = don't)
-  --no-fsync         Postgres with fsync=off (default: durable)
-  --quick            small: 100,000 deliveries at 100 and 10,000 destinations
-`;
+import { connect, deliveriesByStatus, postmasterPid, withDatabase } from "./pg.js";
+import { CpuSampler, parseFlags, runBench, sleep, waitQuiet } from "./procs.js";
+import { Receiver } from "./receiver.js";
+import { benchStart, fmt, mark, rates, ratio, table } from "./report.js";
+import { SluiceCluster } from "./sluice.js";
 
 const CHUNK = 100_000;
 const STATEMENTS = ["lock ready destinations", "read their state", "lease deliveries", "set ready_at"] as const;
 
-interface StatementPlan {
-  statement: string;
-  sql: string;
-  /** Median execution time over the repetitions (ms), as EXPLAIN ANALYZE reports it. */
-  executionMs: number;
-  executionMsAll: number[];
-  planningMs: number;
-  /** The top node's "Buffers:" line (it includes its children's). */
-  buffers: string | null;
-  rows: number;
-  /** Sequential scans in the plan and the rows each read (rows × loops). */
-  seqScans: { table: string; rows: number }[];
-  plan: string;
-}
 
-interface PlanSample {
-  phase: "before" | "mid-run";
-  /** Deliveries received when it was taken. */
-  receivedAt: number;
-  tookMs: number;
-  destinationsLocked: number;
-  deliveriesLeased: number;
-  /** Tries that found no ready destination unlocked (not counted in the repetitions). */
-  emptyTries: number;
-  statements: StatementPlan[];
-}
 
-interface ScaleOutcome {
-  destinations: number;
-  deliveries: number;
-  seed: { seconds: number; sizes: Record<string, string> };
-  plans: PlanSample[];
-  machineBusyBeforePct: number;
-  received: number;
-  duplicates: number;
-  complete: boolean;
-  /** Workers spawned → first arrival. */
-  startupS: number | null;
-  deliveriesPerSec: number | null;
-  steadyPerSec: number | null;
-  spanS: number | null;
-  cpu: ReturnType<CpuSampler["end"]>;
-  engine: Record<string, number> | null;
-  endState: Record<string, number>;
-}
 
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      deliveries: { type: "string" }, scales: { type: "string" }, workers: { type: "string" }, "explain-reps": { type: "string" },
-      "timeout-s": { type: "string" }, "wait-quiet-s": { type: "string" }, "no-fsync": { type: "boolean" }, quick: { type: "boolean" },
-      help: { type: "boolean", short: "h" },
-    },
+  const f = parseFlags("npm run bench:scale", {
+    deliveries: { def: 1_000_000, quick: 100_000, help: "queued deliveries at every scale" },
+    scales: { type: "str", arg: "LIST", def: "1000,100000", quick: "100,10000", help: "destination counts, comma-separated" },
+    workers: { def: 2, help: "sluice worker processes" },
+    "explain-reps": { def: 5, help: "EXPLAIN ANALYZE repetitions before the run (median reported; default 5; mid-run: 3)" },
+    "timeout-s": { def: 1800, help: "per scale, for the deliveries to arrive" },
+    "wait-quiet-s": { def: 60, min: 0, help: "before each delivery phase, wait up to N s for other processes to leave the CPU (0 = don't)" },
+    "no-fsync": { type: "bool", help: "Postgres with fsync=off (default: durable)" },
+    quick: { type: "bool", help: "small: 100,000 deliveries at 100 and 10,000 destinations" },
   });
-  if (values.help) {
-    process.stdout.write(HELP);
-    return;
-  }
-  const quick = values.quick ?? false;
-  const deliveries = intFlag(values.deliveries, quick ? 100_000 : 1_000_000, "deliveries");
-  const scales = (values.scales ?? (quick ? "100,10000" : "1000,100000")).split(",").map((s) => intFlag(s.trim(), 0, "scales"));
-  const workers = intFlag(values.workers, 2, "workers");
-  const reps = intFlag(values["explain-reps"], 5, "explain-reps");
-  const timeoutMs = intFlag(values["timeout-s"], 1800, "timeout-s") * 1000;
-  const waitQuietMs = intFlag(values["wait-quiet-s"], 60, "wait-quiet-s", 0) * 1000;
-  const fsync = !(values["no-fsync"] ?? false);
+  const { deliveries, workers, quick } = f;
+  const scales = f.scales.split(",").map((s) => Number(s.trim()));
+  if (scales.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--scales takes whole numbers ≥ 1, not '${f.scales}'`);
+  const reps = f["explain-reps"], timeoutMs = f["timeout-s"] * 1000, waitQuietMs = f["wait-quiet-s"] * 1000, fsync = !f["no-fsync"];
   const claimBatch = Number(process.env.SLUICE_CLAIM_BATCH ?? 25);
   const grantCap = Number(process.env.SLUICE_GRANT_CAP ?? 100);
   const workerConcurrency = Number(process.env.SLUICE_WORKER_CONCURRENCY ?? 512);
 
-  const out = (s: string): void => void process.stdout.write(`${s}\n`);
-  const logDir = join(REPO, "bench", "results", "logs");
-  mkdirSync(logDir, { recursive: true });
-  const startedAt = new Date();
-  const source = sourceState(REPO);
-  out(`Sluice scale benchmark — ${startedAt.toISOString()}`);
-  out(`machine: ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; Sluice ${source.commit}` +
-    `${source.localChanges.length ? ` + local changes (${source.localChanges.length} files)` : ""} (fingerprint ${source.fingerprint})`);
+  const bench = benchStart("scale");
+  const { out } = bench;
   out(`workload: ${fmt(deliveries)} queued deliveries (one event each) spread round-robin over ${scales.map((s) => fmt(s)).join(" / ")} destinations; ` +
     `${workers} × sluice worker (claim LIMIT ${claimBatch}, max_concurrency 5 per destination: Sluice's defaults); receiver answers 200 at once.`);
   out(`seeding: destinations (but one, created through the API), events and deliveries are INSERTed with SQL — the same rows ` +
     `POST /v1/events/batch writes — because ingest is not what is measured; then VACUUM ANALYZE and CHECKPOINT.`);
-
-  const server = await startPostgres({ fsync });
-  registerPostgres(server);
-  const settings = await serverSettings(server.url);
-  out(`Postgres ${settings.version} (throwaway): fsync=${settings.fsync}, synchronous_commit=${settings.synchronous_commit}, shared_buffers=${settings.shared_buffers}`);
-  const receiver = await CountReceiver.start(join(logDir, "scale-receiver.log"));
+  const { server, settings } = await bench.postgres(fsync);
+  const receiver = await Receiver.start(bench.log("scale-receiver.log"));
 
   const results: ScaleOutcome[] = [];
   for (const scale of scales) {
     const dbName = `scale_${scale}`;
     process.stderr.write(`\n▶ ${fmt(scale)} destinations, ${fmt(deliveries)} deliveries\n`);
-    await adminQuery(server.url, "CHECKPOINT");
-    const url = await recreateDatabase(server.url, dbName);
-    try {
-      const r = await oneScale({
-        url, scale, deliveries, workers, reps, timeoutMs, waitQuietMs, receiver, claimBatch, grantCap, workerConcurrency,
-        logPrefix: join(logDir, `scale-${scale}`), postmaster: () => postmasterPid(server.dataDir),
-      });
-      results.push(r);
-      printPlans(out, r);
-      process.stderr.write(`  ${fmt(scale)} destinations: ${fmt(r.received)}/${fmt(deliveries)} in ${fmt(r.spanS, 1)} s = ${fmt(r.deliveriesPerSec)}/s\n`);
-    } finally {
-      await dropDatabase(server.url, dbName);
-    }
+    const r = await withDatabase(server.url, dbName, (url) => oneScale({
+      url, scale, deliveries, workers, reps, timeoutMs, waitQuietMs, receiver, claimBatch, grantCap, workerConcurrency,
+      logPrefix: bench.log(`scale-${scale}`), postmaster: () => postmasterPid(server.dataDir),
+    }));
+    results.push(r);
+    printPlans(out, r);
+    process.stderr.write(`  ${fmt(scale)} destinations: ${fmt(r.received)}/${fmt(deliveries)} in ${fmt(r.spanS, 1)} s = ${fmt(r.deliveriesPerSec)}/s\n`);
   }
 
   const first = results[0]!;
   const last = results[results.length - 1]!;
-  const ratio = (x: number | null | undefined, y: number | null | undefined): number | null => (x && y ? x / y : null);
   const head = ["", ...results.map((r) => `${fmt(r.destinations)} destinations`), `${fmt(last.destinations)}/${fmt(first.destinations)}`];
   const row = (label: string, f: (r: ScaleOutcome) => number | null | undefined, d = 0, withRatio = true): string[] =>
     [label, ...results.map((r) => fmt(f(r), d)), withRatio ? fmt(ratio(f(last), f(first)), 2) : ""];
-  const stmtMs = (r: ScaleOutcome, phase: PlanSample["phase"], i: number): number | undefined =>
+  const stmtMs = (r: ScaleOutcome, phase: "before" | "mid-run", i: number): number | undefined =>
     r.plans.find((p) => p.phase === phase)?.statements[i]?.executionMs;
   const rows: string[][] = [
     head,
@@ -182,7 +101,6 @@ async function main(): Promise<void> {
 
   const tput = ratio(last.deliveriesPerSec, first.deliveriesPerSec);
   const steady = ratio(last.steadyPerSec, first.steadyPerSec);
-  const mark = (ok: boolean | null): string => (ok === null ? "?" : ok ? "✓" : "✗");
   out(`\nverdict (targets from the issue):`);
   out(`  deliveries/s ${fmt(last.destinations)} vs ${fmt(first.destinations)} destinations = ${fmt(tput, 3)} ${mark(tput === null ? null : tput >= 0.8)} (target ≥ 0.8; steady-state ${fmt(steady, 3)})`);
   // "Flat": within 1.5× — or within 0.5 ms, below which single EXPLAIN timings are noise.
@@ -209,15 +127,12 @@ async function main(): Promise<void> {
     `the worker processes are started only after seeding, so every delivery is queued from the start. ` +
     `On a shared 2-core machine runs vary by ±10-15 %: compare only when "CPU other processes" is low.`);
 
-  const file = join(REPO, "bench", "results", "scale.json");
-  writeJson(file, {
-    startedAt: startedAt.toISOString(), finishedAt: new Date().toISOString(), source, postgres: settings,
-    options: { deliveries, scales, workers, reps, timeoutMs, fsync, quick, claimBatch, grantCap },
+  bench.finish("scale", {
+    postgres: settings, options: { deliveries, scales, workers, reps, timeoutMs, fsync, quick, claimBatch, grantCap },
     seeding: "SQL (destinations but the template, events, deliveries); ingest not measured",
     verdict: { throughputRatio: tput, steadyThroughputRatio: steady, throughputOk: tput !== null && tput >= 0.8, sequentialScans: scans },
     results,
   });
-  out(`results: ${file} (process logs: ${logDir})`);
 }
 
 function printPlans(out: (s: string) => void, r: ScaleOutcome): void {
@@ -233,20 +148,21 @@ function printPlans(out: (s: string) => void, r: ScaleOutcome): void {
   }
 }
 
+type ScaleOutcome = Awaited<ReturnType<typeof oneScale>>;
+type PlanSample = Awaited<ReturnType<typeof explainClaim>>;
+
 async function oneScale(o: {
   url: string; scale: number; deliveries: number; workers: number; reps: number; timeoutMs: number; waitQuietMs: number;
-  receiver: CountReceiver; claimBatch: number; grantCap: number; workerConcurrency: number; logPrefix: string; postmaster: () => number | null;
-}): Promise<ScaleOutcome> {
+  receiver: Receiver; claimBatch: number; grantCap: number; workerConcurrency: number; logPrefix: string; postmaster: () => number | null;
+}) {
   const { receiver } = o;
-  const cluster = new SluiceCluster(o.url, o.logPrefix);
-  const db = new pg.Client({ connectionString: o.url });
-  db.on("error", () => undefined); // the server going away (Ctrl-C) surfaces as a failed query instead
+  const cluster = new SluiceCluster({ databaseUrl: o.url, logPrefix: o.logPrefix });
+  const db = await connect(o.url);
   try {
     // 1. Migrations, the default tenant and the template destination, through Sluice itself.
     await cluster.startApi();
     const templateId = await cluster.createDestination({ url: receiver.url("/d/0"), name: "scale-0" });
     await cluster.stopApi();
-    await db.connect();
 
     // 2. Seed.
     const seedStart = Date.now();
@@ -259,13 +175,13 @@ async function oneScale(o: {
     plans.push(await explainClaim(db, { ...o, phase: "before", receivedAt: 0, reps: o.reps }));
 
     // 4. Deliver.
-    const busy = o.waitQuietMs > 0 ? await waitQuiet(o.waitQuietMs) : await machineBusyPct(1000);
+    const busy = await waitQuiet(o.waitQuietMs);
     await receiver.reset(o.deliveries);
     const cpu = new CpuSampler(() => ({
       sluice: { pids: cluster.pids(), tree: true },
       postgres: { pids: [o.postmaster() ?? -1], tree: true },
       receiver: { pids: [receiver.pid], tree: false },
-      "bench": { pids: [process.pid], tree: false },
+      bench: { pids: [process.pid], tree: false },
     }));
     cpu.begin();
     const spawnedAt = Date.now();
@@ -290,10 +206,7 @@ async function oneScale(o: {
     const rep = await receiver.report();
     const engine = await cluster.engineMetrics();
     const r = rates(rep, rep.firstAt ?? spawnedAt);
-    const endState: Record<string, number> = {};
-    for (const row of (await db.query<{ status: string; n: number }>("SELECT status, count(*)::int AS n FROM deliveries GROUP BY status ORDER BY status")).rows) {
-      endState[`deliveries.${row.status}`] = row.n;
-    }
+    const endState = await deliveriesByStatus(db);
     return {
       destinations: o.scale, deliveries: o.deliveries, seed: { seconds: seedSeconds, sizes: seed }, plans, machineBusyBeforePct: busy,
       received: rep.unique, duplicates: rep.duplicates, complete: rep.unique >= o.deliveries,
@@ -388,8 +301,8 @@ async function seedDatabase(db: pg.Client, o: { templateId: string; scale: numbe
  * back at the end: nothing changes. Repeated `reps` times; the median execution time is reported.
  */
 async function explainClaim(db: pg.Client, o: {
-  phase: PlanSample["phase"]; receivedAt: number; reps: number; claimBatch: number; grantCap: number; workerConcurrency: number;
-}): Promise<PlanSample> {
+  phase: "before" | "mid-run"; receivedAt: number; reps: number; claimBatch: number; grantCap: number; workerConcurrency: number;
+}) {
   const started = Date.now();
   const runs: { sql: string; plan: string; executionMs: number; planningMs: number; rows: number }[][] = [];
   let locked = 0;
@@ -422,10 +335,9 @@ async function explainClaim(db: pg.Client, o: {
       // As the worker: LIMIT min(claim batch, free capacity) — an idle worker's capacity is its concurrency.
       const dests = await lockReadyDestinations(q, Math.max(1, Math.min(o.claimBatch, o.workerConcurrency)), null);
       // Grants and updates as src/dispatch/claim.ts makes them for these destinations: no rate
-      // limit, no quiet hours, neither paused nor throttled. Built loosely typed on purpose: the
-      // claim's inputs are still growing, and a field added later reaches SQL as null.
+      // limit, no quiet hours, neither paused nor throttled. Typed as the worker's own: a field the
+      // claim's inputs gain later fails the typecheck here instead of reaching SQL as null.
       type GrantArg = Parameters<typeof leaseDeliveries>[1][number];
-      type UpdateArg = Parameters<typeof setReadyAt>[1][number];
       let budget = o.workerConcurrency;
       const grants: GrantArg[] = [];
       for (const d of dests) {
@@ -433,11 +345,11 @@ async function explainClaim(db: pg.Client, o: {
         const n = Math.min(slots, budget);
         if (n <= 0) continue;
         budget -= n;
-        grants.push({ destinationId: d.id, count: n, ordered: d.ordered, leaseSeconds: d.timeout_seconds + 30, quiet: false } as unknown as GrantArg);
+        grants.push({ destinationId: d.id, count: n, ordered: d.ordered, leaseSeconds: d.timeout_seconds + 30, quiet: false });
       }
       const lease = dests.length ? await leaseDeliveries(q, grants, randomUUID()) : { leased: [] };
       if (dests.length) {
-        await setReadyAt(q, dests.map((d) => ({ id: d.id, readyAt: d.now, bucketState: d.bucket_state, rateLimited: false, nextProbeAt: null, idleRecheck: false }) as UpdateArg));
+        await setReadyAt(q, dests.map((d) => ({ id: d.id, readyAt: d.now, bucketState: d.bucket_state, rateLimited: false, quietHolding: false, nextProbeAt: null, idleRecheck: false })));
       }
       locked = dests.length;
       leased = lease.leased.length;
@@ -457,7 +369,9 @@ async function explainClaim(db: pg.Client, o: {
     return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
   };
   const lastRun = runs[runs.length - 1] ?? [];
-  const statements: StatementPlan[] = lastRun.map((c, i) => {
+  // Per statement: the median execution time over the repetitions (ms, as EXPLAIN ANALYZE reports it), the top
+  // node's "Buffers:" line (it includes its children's), and the sequential scans with the rows each read (rows × loops).
+  const statements = lastRun.map((c, i) => {
     const all = runs.map((r) => r[i]?.executionMs).filter((x): x is number => x !== undefined && Number.isFinite(x));
     // "Seq Scan on t … (actual time=a..b rows=R loops=L)": rows read per scan node, for the verdict.
     const scans = [...c.plan.matchAll(/Seq Scan on (\w+)[^\n]*?\(actual time=[\d.]+\.\.[\d.]+ rows=(\d+) loops=(\d+)\)/g)]
