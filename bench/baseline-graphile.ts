@@ -46,7 +46,11 @@ export async function setupGraphile(receiver: Receiver, o: BaselineOptions): Pro
   const publisher = new pg.Client({ connectionString: o.databaseUrl });
   try {
     for (let i = 0; i < o.workers; i++) {
-      const child = forkLogged(WORKER_MODULE, [o.databaseUrl, String(o.concurrency), String(maxPoolSize)], join(o.logDir, `graphile-${o.scenario}-worker${i}.log`));
+      const child = forkLogged(
+        WORKER_MODULE,
+        [o.databaseUrl, String(o.concurrency), String(maxPoolSize)],
+        join(o.logDir, `graphile-${o.scenario}-worker${i}.log`),
+      );
       workers.push(child);
       await firstMessage(child, "ready", "graphile-worker", 60_000);
     }
@@ -72,8 +76,11 @@ export async function setupGraphile(receiver: Receiver, o: BaselineOptions): Pro
     async publishBatch(batch: BenchEvent[]) {
       const specs = batch.map((e) => {
         const payload: DeliverPayload = {
-          url: receiver.destUrl(e.dest), id: `evt_${randomUUID()}`, type: "bench.event",
-          timestamp: new Date(e.sentAt).toISOString(), dest: e.dest,
+          url: receiver.destUrl(e.dest),
+          id: `evt_${randomUUID()}`,
+          type: "bench.event",
+          timestamp: new Date(e.sentAt).toISOString(),
+          dest: e.dest,
           data: { seq: e.seq, dest: e.dest, sent_at: e.sentAt },
         };
         return { identifier: "deliver", payload };
@@ -82,9 +89,12 @@ export async function setupGraphile(receiver: Receiver, o: BaselineOptions): Pro
       if (res.rows[0]?.n !== batch.length) throw new Error(`add_jobs added ${res.rows[0]?.n} of ${batch.length} jobs`);
     },
     async endState() {
-      const row = (await publisher.query<{ left: number; failed: number; attempts: number }>(
-        `SELECT count(*)::int AS left, count(*) FILTER (WHERE last_error IS NOT NULL)::int AS failed,
-                coalesce(sum(attempts), 0)::int AS attempts FROM graphile_worker.jobs`)).rows[0];
+      const row = (
+        await publisher.query<{ left: number; failed: number; attempts: number }>(
+          `SELECT count(*)::int AS left, count(*) FILTER (WHERE last_error IS NOT NULL)::int AS failed,
+                coalesce(sum(attempts), 0)::int AS attempts FROM graphile_worker.jobs`,
+        )
+      ).rows[0];
       return { "jobs.remaining": row?.left ?? 0, "jobs.with_error": row?.failed ?? 0, "attempts.of_remaining": row?.attempts ?? 0 };
     },
     engineMetrics: () => Promise.resolve(null),

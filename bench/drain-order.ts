@@ -39,11 +39,21 @@ export interface OrderFigures {
   };
 }
 
-export function analyseOrder(times: number[], ranks: number[], n: number, leases: { rank: number; xid: string }[] | null, bucketMs = 100): OrderFigures {
-  const idx = times.map((_, i) => i).filter((i) => ranks[i]! >= 0).sort((a, b) => times[a]! - times[b]! || a - b);
+export function analyseOrder(
+  times: number[],
+  ranks: number[],
+  n: number,
+  leases: { rank: number; xid: string }[] | null,
+  bucketMs = 100,
+): OrderFigures {
+  const idx = times
+    .map((_, i) => i)
+    .filter((i) => ranks[i]! >= 0)
+    .sort((a, b) => times[a]! - times[b]! || a - b);
   const seen = new Uint32Array(n);
   for (const i of idx) if (ranks[i]! < n) seen[ranks[i]!]!++;
-  let distinct = 0, repeats = 0;
+  let distinct = 0,
+    repeats = 0;
   for (let r = 0; r < n; r++) {
     if (seen[r]! > 0) distinct++;
     if (seen[r]! > 1) repeats += seen[r]! - 1;
@@ -51,10 +61,13 @@ export function analyseOrder(times: number[], ranks: number[], n: number, leases
   // Exact order: record highs (rank rising with time) answer "the first earlier arrival ranked above r".
   const recRank: number[] = [];
   const recTime: number[] = [];
-  let inversions = 0, maxDisp = 0, maxLate = 0;
+  let inversions = 0,
+    maxDisp = 0,
+    maxLate = 0;
   const inverted = new Uint8Array(idx.length);
   idx.forEach((i, k) => {
-    const r = ranks[i]!, t = times[i]!;
+    const r = ranks[i]!,
+      t = times[i]!;
     const top = recRank.length ? recRank[recRank.length - 1]! : -1;
     if (r > top) {
       recRank.push(r);
@@ -64,7 +77,8 @@ export function analyseOrder(times: number[], ranks: number[], n: number, leases
     inversions++;
     inverted[k] = 1;
     maxDisp = Math.max(maxDisp, top - r);
-    let lo = 0, hi = recRank.length - 1;
+    let lo = 0,
+      hi = recRank.length - 1;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
       if (recRank[mid]! > r) hi = mid;
@@ -76,7 +90,9 @@ export function analyseOrder(times: number[], ranks: number[], n: number, leases
   let bucketInv = 0;
   if (idx.length) {
     const t0 = times[idx[0]!]!;
-    let cur = 0, curMax = -1, before = -1;
+    let cur = 0,
+      curMax = -1,
+      before = -1;
     for (const i of idx) {
       const b = Math.floor((times[i]! - t0) / bucketMs);
       if (b !== cur) {
@@ -94,7 +110,10 @@ export function analyseOrder(times: number[], ranks: number[], n: number, leases
     const sizes: number[] = [];
     const grantOf = new Map<number, number>();
     const leasedCount = new Map<number, number>();
-    let maxBefore = -1, curGrant = -1, curMax = -1, outOfOrder = 0;
+    let maxBefore = -1,
+      curGrant = -1,
+      curMax = -1,
+      outOfOrder = 0;
     for (const l of leases) {
       let g = grantOfXid.get(l.xid);
       if (g === undefined) {
@@ -113,9 +132,12 @@ export function analyseOrder(times: number[], ranks: number[], n: number, leases
       grantOf.set(l.rank, g);
       leasedCount.set(l.rank, (leasedCount.get(l.rank) ?? 0) + 1);
     }
-    let cross = 0, within = 0, maxG = -1;
+    let cross = 0,
+      within = 0,
+      maxG = -1;
     const overtaken = new Map<number, number>();
-    let firstAt: number | null = null, lastAt: number | null = null;
+    let firstAt: number | null = null,
+      lastAt: number | null = null;
     const t0 = idx.length ? times[idx[0]!]! : 0;
     idx.forEach((i, k) => {
       const g = grantOf.get(ranks[i]!) ?? -1;
@@ -130,15 +152,32 @@ export function analyseOrder(times: number[], ranks: number[], n: number, leases
     });
     const sorted = [...sizes].sort((a, b) => a - b);
     grants = {
-      count: sizes.length, first: sizes[0] ?? 0, sizeMin: sorted[0] ?? 0, sizeMedian: sorted[Math.floor(sorted.length / 2)] ?? 0, sizeMax: sorted[sorted.length - 1] ?? 0,
-      leasedOutOfOrder: outOfOrder, leasedAgain: [...leasedCount.values()].reduce((a, c) => a + c - 1, 0),
-      crossGrantInversions: cross, withinGrantInversions: within,
-      overtakenGrants: [...overtaken].sort((x, y) => y[1] - x[1]).slice(0, 5).map(([g, c]) => ({ grant: g + 1, size: sizes[g] ?? 0, overtaken: c })),
+      count: sizes.length,
+      first: sizes[0] ?? 0,
+      sizeMin: sorted[0] ?? 0,
+      sizeMedian: sorted[Math.floor(sorted.length / 2)] ?? 0,
+      sizeMax: sorted[sorted.length - 1] ?? 0,
+      leasedOutOfOrder: outOfOrder,
+      leasedAgain: [...leasedCount.values()].reduce((a, c) => a + c - 1, 0),
+      crossGrantInversions: cross,
+      withinGrantInversions: within,
+      overtakenGrants: [...overtaken]
+        .sort((x, y) => y[1] - x[1])
+        .slice(0, 5)
+        .map(([g, c]) => ({ grant: g + 1, size: sizes[g] ?? 0, overtaken: c })),
       overtakenAtMs: firstAt === null || lastAt === null ? null : [Math.round(firstAt), Math.round(lastAt)],
     };
   }
   return {
-    arrivals: idx.length, distinct, missing: n - distinct, repeats, exactInversions: inversions, maxRankDisplacement: maxDisp,
-    maxLatenessMs: Math.round(maxLate * 10) / 10, bucketMs, bucketInversions: bucketInv, grants,
+    arrivals: idx.length,
+    distinct,
+    missing: n - distinct,
+    repeats,
+    exactInversions: inversions,
+    maxRankDisplacement: maxDisp,
+    maxLatenessMs: Math.round(maxLate * 10) / 10,
+    bucketMs,
+    bucketInversions: bucketInv,
+    grants,
   };
 }

@@ -14,7 +14,6 @@ import { parseFlags, runBench, sleep } from "./procs.js";
 import { benchStart, fmt, table } from "./report.js";
 import { SluiceCluster } from "./sluice.js";
 
-
 async function main(): Promise<void> {
   const f = parseFlags("npm run bench:outage", {
     "outage-s": { def: 8, quick: 3, help: "how long Postgres stays down in run B" },
@@ -27,43 +26,81 @@ async function main(): Promise<void> {
     quick: { type: "bool", help: "a 3 s outage, 1 s before and after" },
   });
   const { destinations, batch } = f;
-  const outageS = f["outage-s"], beforeS = f["before-s"], afterS = f["after-s"], everyMs = f["every-ms"];
+  const outageS = f["outage-s"],
+    beforeS = f["before-s"],
+    afterS = f["after-s"],
+    everyMs = f["every-ms"];
   const runs = f.runs.toUpperCase();
   if (!/^[AB]+$/.test(runs)) throw new Error(`--runs takes a string of A (no outage) and B (outage), not '${f.runs}'`);
 
   const bench = benchStart("store-outage");
   const { out } = bench;
-  out(`workload: sluice start on a throwaway Postgres server (fsync on), ${destinations} destinations, batches of ${batch} every ${everyMs} ms ` +
-    `for ${beforeS + outageS + afterS} s; run B stops Postgres (immediate) after ${beforeS} s for ${outageS} s.`);
+  out(
+    `workload: sluice start on a throwaway Postgres server (fsync on), ${destinations} destinations, batches of ${batch} every ${everyMs} ms ` +
+      `for ${beforeS + outageS + afterS} s; run B stops Postgres (immediate) after ${beforeS} s for ${outageS} s.`,
+  );
   const { server: pg } = await bench.postgres(true);
   const results: RunOutcome[] = [];
   for (const [i, label] of [...runs].entries()) {
     process.stderr.write(`\n▶ run ${label}${label === "B" ? ` (${outageS} s outage)` : " (no outage)"}\n`);
-    const r = await withDatabase(pg.url, `outage_${i}`, (url) => oneRun({ label, outage: label === "B", pg, url, logPrefix: bench.log(`outage-${i + 1}-${label}`), destinations, batch, everyMs, beforeS, outageS, afterS }));
+    const r = await withDatabase(pg.url, `outage_${i}`, (url) =>
+      oneRun({
+        label,
+        outage: label === "B",
+        pg,
+        url,
+        logPrefix: bench.log(`outage-${i + 1}-${label}`),
+        destinations,
+        batch,
+        everyMs,
+        beforeS,
+        outageS,
+        afterS,
+      }),
+    );
     results.push(r);
     process.stderr.write(`  ${fmt(r.accepted)} accepted, ${r.lost} lost, ${r.duplicates} duplicates\n`);
   }
 
   const col = (f: (r: RunOutcome) => string) => results.map(f);
   out("");
-  out(table([
-    ["", ...results.map((r) => `run ${r.label} (${r.outage ? `${outageS} s outage` : "no outage"})`)],
-    ["publishes by status", ...col((r) => Object.entries(r.publishesByStatus).map(([s, n]) => `${s === "0" ? "no answer" : s}: ${fmt(n)}`).join(", "))],
-    ["events accepted (202)", ...col((r) => fmt(r.accepted))],
-    ["lost", ...col((r) => fmt(r.lost))],
-    ["duplicates", ...col((r) => fmt(r.duplicates))],
-    ["store's return → first publish accepted", ...col((r) => (r.outage ? `${fmt(r.firstAcceptedAfterReturnMs)} ms` : "—"))],
-    ["store's return → first delivery", ...col((r) => (r.outage ? `${fmt(r.firstDeliveryAfterReturnMs)} ms` : "—"))],
-    ["store's return → backlog drained", ...col((r) => (r.outage ? `${fmt(r.backlogDrainedAfterReturnS, 2)} s` : "—"))],
-    ["end of publishing → all delivered", ...col((r) => `${fmt(r.drainAfterPublishingS, 2)} s`)],
-    ["deliveries/s over the run", ...col((r) => fmt(r.deliveriesPerSec))],
-    ["Sluice stayed up", ...col((r) => (r.sluiceExitedDuringRun ? "NO" : "yes"))],
-  ]));
+  out(
+    table([
+      ["", ...results.map((r) => `run ${r.label} (${r.outage ? `${outageS} s outage` : "no outage"})`)],
+      [
+        "publishes by status",
+        ...col((r) =>
+          Object.entries(r.publishesByStatus)
+            .map(([s, n]) => `${s === "0" ? "no answer" : s}: ${fmt(n)}`)
+            .join(", "),
+        ),
+      ],
+      ["events accepted (202)", ...col((r) => fmt(r.accepted))],
+      ["lost", ...col((r) => fmt(r.lost))],
+      ["duplicates", ...col((r) => fmt(r.duplicates))],
+      ["store's return → first publish accepted", ...col((r) => (r.outage ? `${fmt(r.firstAcceptedAfterReturnMs)} ms` : "—"))],
+      ["store's return → first delivery", ...col((r) => (r.outage ? `${fmt(r.firstDeliveryAfterReturnMs)} ms` : "—"))],
+      ["store's return → backlog drained", ...col((r) => (r.outage ? `${fmt(r.backlogDrainedAfterReturnS, 2)} s` : "—"))],
+      ["end of publishing → all delivered", ...col((r) => `${fmt(r.drainAfterPublishingS, 2)} s`)],
+      ["deliveries/s over the run", ...col((r) => fmt(r.deliveriesPerSec))],
+      ["Sluice stayed up", ...col((r) => (r.sluiceExitedDuringRun ? "NO" : "yes"))],
+    ]),
+  );
   const a = results.find((r) => !r.outage);
   const b = results.filter((r) => r.outage).at(-1);
-  if (a && b) out(`ratio (outage / baseline): events accepted ${fmt(b.accepted / a.accepted, 2)}, drain after publishing ${fmt(b.drainAfterPublishingS / Math.max(a.drainAfterPublishingS, 0.001), 2)}`);
-  const bad = results.filter((r) => r.lost > 0 || r.sluiceExitedDuringRun || (r.outage && (r.firstDeliveryAfterReturnMs === null || r.firstDeliveryAfterReturnMs > 2000)));
-  out(bad.length === 0 ? "verdict: PASS — nothing lost, Sluice stayed up, delivery resumed within 2 s of the store's return" : `verdict: FAIL in run(s) ${bad.map((r) => r.label).join(", ")}`);
+  if (a && b)
+    out(
+      `ratio (outage / baseline): events accepted ${fmt(b.accepted / a.accepted, 2)}, drain after publishing ${fmt(b.drainAfterPublishingS / Math.max(a.drainAfterPublishingS, 0.001), 2)}`,
+    );
+  const bad = results.filter(
+    (r) =>
+      r.lost > 0 || r.sluiceExitedDuringRun || (r.outage && (r.firstDeliveryAfterReturnMs === null || r.firstDeliveryAfterReturnMs > 2000)),
+  );
+  out(
+    bad.length === 0
+      ? "verdict: PASS — nothing lost, Sluice stayed up, delivery resumed within 2 s of the store's return"
+      : `verdict: FAIL in run(s) ${bad.map((r) => r.label).join(", ")}`,
+  );
   bench.finish("outage", { options: { outageS, beforeS, afterS, destinations, batch, everyMs, runs }, results });
   if (bad.length) process.exitCode = 1;
 }
@@ -71,8 +108,17 @@ async function main(): Promise<void> {
 type RunOutcome = Awaited<ReturnType<typeof oneRun>>;
 
 async function oneRun(o: {
-  label: string; outage: boolean; pg: ThrowawayPostgres; url: string; logPrefix: string;
-  destinations: number; batch: number; everyMs: number; beforeS: number; outageS: number; afterS: number;
+  label: string;
+  outage: boolean;
+  pg: ThrowawayPostgres;
+  url: string;
+  logPrefix: string;
+  destinations: number;
+  batch: number;
+  everyMs: number;
+  beforeS: number;
+  outageS: number;
+  afterS: number;
 }) {
   // The receiver: counts each webhook-id's arrivals and keeps arrival times.
   const arrivals = new Map<string, number>();
@@ -90,8 +136,13 @@ async function oneRun(o: {
   await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
   const rxUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
 
-  const sluice = new SluiceCluster({ databaseUrl: o.url, logPrefix: o.logPrefix, env: { SLUICE_LOG_LEVEL: "info", SLUICE_LOG_FORMAT: "json" } });
-  const call = (method: "GET" | "POST", path: string, body?: unknown) => sluice.call(method, path, body).catch(() => ({ status: 0, json: null }));
+  const sluice = new SluiceCluster({
+    databaseUrl: o.url,
+    logPrefix: o.logPrefix,
+    env: { SLUICE_LOG_LEVEL: "info", SLUICE_LOG_FORMAT: "json" },
+  });
+  const call = (method: "GET" | "POST", path: string, body?: unknown) =>
+    sluice.call(method, path, body).catch(() => ({ status: 0, json: null }));
   try {
     await sluice.startApi("start");
     const dests = await sluice.createDestinations(o.destinations, (i) => ({ url: `${rxUrl}/d${i}` }));
@@ -106,7 +157,11 @@ async function oneRun(o: {
     const t0 = Date.now();
     const publisher = (async () => {
       while (publishing) {
-        const events = Array.from({ length: o.batch }, () => ({ type: "outage.bench", payload: { n }, destination_ids: [dests[n++ % dests.length]!] }));
+        const events = Array.from({ length: o.batch }, () => ({
+          type: "outage.bench",
+          payload: { n },
+          destination_ids: [dests[n++ % dests.length]!],
+        }));
         const r = await call("POST", "/v1/events/batch", { events });
         byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
         if (r.status === 202) {
@@ -145,10 +200,14 @@ async function oneRun(o: {
       // Why any event accepted before the outage is still missing now: its delivery row says.
       const missing = [...acceptedBeforeDown].filter((id) => !arrivals.has(id));
       if (missing.length > 0) {
-        const rows = await adminQuery(o.url, `SELECT d.status, d.attempts, (d.lease_expires_at - now())::text AS lease_left, (d.next_attempt_at - now())::text AS due_in,
+        const rows = await adminQuery(
+          o.url,
+          `SELECT d.status, d.attempts, (d.lease_expires_at - now())::text AS lease_left, (d.next_attempt_at - now())::text AS due_in,
             (ds.ready_at - now())::text AS dest_ready_in, count(*)::int AS n
           FROM deliveries d JOIN destinations ds ON ds.id = d.destination_id WHERE d.event_id = ANY($1)
-          GROUP BY 1, 2, 3, 4, 5 ORDER BY n DESC LIMIT 10`, [missing]);
+          GROUP BY 1, 2, 3, 4, 5 ORDER BY n DESC LIMIT 10`,
+          [missing],
+        );
         process.stderr.write(`  ${missing.length} events accepted before the outage still missing ${o.afterS} s after the return:\n`);
         for (const r of rows) process.stderr.write(`    ${JSON.stringify(r)}\n`);
       }
@@ -166,7 +225,13 @@ async function oneRun(o: {
     for (const [id, c] of arrivals) if (accepted.has(id)) duplicates += c - 1;
     const firstAfter = backAt === null ? null : times.find((t) => t >= backAt);
     return {
-      label: o.label, outage: o.outage, publishesByStatus: byStatus, accepted: accepted.size, lost, duplicates, received: times.length,
+      label: o.label,
+      outage: o.outage,
+      publishesByStatus: byStatus,
+      accepted: accepted.size,
+      lost,
+      duplicates,
+      received: times.length,
       firstAcceptedAfterReturnMs: backAt === null ? null : (acceptedAt.find((t) => t >= backAt) ?? NaN) - backAt,
       firstDeliveryAfterReturnMs: firstAfter == null || backAt === null ? null : firstAfter - backAt,
       backlogDrainedAfterReturnS: backlogDrainedAt === null || backAt === null ? null : (backlogDrainedAt - backAt) / 1000,

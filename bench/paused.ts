@@ -21,49 +21,91 @@ async function main(): Promise<void> {
     workers: { def: 2, help: "sluice worker processes beside one sluice api" },
     "timeout-s": { def: 900, help: "per run, for the active workload to arrive" },
     "wait-quiet-s": { def: 60, min: 0, help: "before each timed run, wait up to N s for other processes to leave the CPU (0 = don't)" },
-    order: { type: "str", arg: "RUNS", def: "AAB", help: "the runs in order (default AAB: a pilot run without, then A and B; AB, BA, ABAB, …: the last A and the last B are compared)" },
+    order: {
+      type: "str",
+      arg: "RUNS",
+      def: "AAB",
+      help: "the runs in order (default AAB: a pilot run without, then A and B; AB, BA, ABAB, …: the last A and the last B are compared)",
+    },
     "no-fsync": { type: "bool", help: "Postgres with fsync=off (default: durable)" },
     quick: { type: "bool", help: "small: 90 active + 10 paused × 500 held, 9,000 events" },
   });
   const { destinations, paused, workers, quick } = f;
   if (paused >= destinations) throw new Error(`--paused (${paused}) must be below --destinations (${destinations})`);
   const active = destinations - paused;
-  const perDestination = f["held-per-destination"], activeEvents = f["active-events"], fsync = !f["no-fsync"];
-  const timeoutMs = f["timeout-s"] * 1000, waitQuietMs = f["wait-quiet-s"] * 1000;
+  const perDestination = f["held-per-destination"],
+    activeEvents = f["active-events"],
+    fsync = !f["no-fsync"];
+  const timeoutMs = f["timeout-s"] * 1000,
+    waitQuietMs = f["wait-quiet-s"] * 1000;
   const runOrder = parseRunOrder(f.order);
   const warmup = Math.min(5000, Math.max(BATCH, Math.round(activeEvents / 20 / BATCH) * BATCH));
 
   const bench = benchStart("paused-destinations");
   const { out } = bench;
-  out(`workload: ${fmt(active)} active destinations (Sluice's defaults), ${fmt(activeEvents)} events round-robin over them, all due at once (deliver_at); ` +
-    `run B adds ${fmt(paused)} destinations paused through the API holding ${fmt(perDestination)} deliveries each (${fmt(paused * perDestination)}, ` +
-    `published through the API after the pause); ${fmt(warmup)} warm-up deliveries first in every run (not measured); runs ${runOrder.join(" → ")}. ` +
-    `sluice api + ${workers} × sluice worker on one throwaway Postgres server; each run on a fresh database.`);
+  out(
+    `workload: ${fmt(active)} active destinations (Sluice's defaults), ${fmt(activeEvents)} events round-robin over them, all due at once (deliver_at); ` +
+      `run B adds ${fmt(paused)} destinations paused through the API holding ${fmt(perDestination)} deliveries each (${fmt(paused * perDestination)}, ` +
+      `published through the API after the pause); ${fmt(warmup)} warm-up deliveries first in every run (not measured); runs ${runOrder.join(" → ")}. ` +
+      `sluice api + ${workers} × sluice worker on one throwaway Postgres server; each run on a fresh database.`,
+  );
   const { server, settings } = await bench.postgres(fsync);
   const receiver = await Receiver.start(bench.log("paused-receiver.log"));
 
   const runs: HeldRunOutcome[] = [];
   for (const [i, run] of runOrder.entries()) {
     const dbName = `paused_${run.toLowerCase()}`;
-    process.stderr.write(`\n▶ run ${run}${runOrder.lastIndexOf(run) !== i ? " (pilot)" : ""}: ${run === "A" ? "active destinations only" : `+ ${fmt(paused)} paused holding ${fmt(paused * perDestination)}`}\n`);
-    runs.push(await withDatabase(server.url, dbName, (url) => heldRun({
-      label: run, url, receiver, active, activeEvents, workers, warmup, timeoutMs, waitQuietMs,
-      held: run === "B" ? { kind: "paused", destinations: paused, perDestination, timezone: "UTC", windowHours: 0 } : null,
-      logPrefix: bench.log(`paused-${run}${runOrder.length > 2 ? `-${i + 1}` : ""}`), postmaster: () => postmasterPid(server.dataDir),
-    })));
+    process.stderr.write(
+      `\n▶ run ${run}${runOrder.lastIndexOf(run) !== i ? " (pilot)" : ""}: ${run === "A" ? "active destinations only" : `+ ${fmt(paused)} paused holding ${fmt(paused * perDestination)}`}\n`,
+    );
+    runs.push(
+      await withDatabase(server.url, dbName, (url) =>
+        heldRun({
+          label: run,
+          url,
+          receiver,
+          active,
+          activeEvents,
+          workers,
+          warmup,
+          timeoutMs,
+          waitQuietMs,
+          held: run === "B" ? { kind: "paused", destinations: paused, perDestination, timezone: "UTC", windowHours: 0 } : null,
+          logPrefix: bench.log(`paused-${run}${runOrder.length > 2 ? `-${i + 1}` : ""}`),
+          postmaster: () => postmasterPid(server.dataDir),
+        }),
+      ),
+    );
     const r = runs[runs.length - 1]!;
     process.stderr.write(`  run ${r.label}: ${fmt(r.received)}/${fmt(r.expected)} received, ${fmt(r.deliveriesPerSec)}/s\n`);
   }
   const verdict = printComparison(out, runs, `${fmt(paused)} paused`);
-  out(`notes: only delivery is timed — the active workload is published with one deliver_at after publishing ends, so every active ` +
-    `delivery comes due at once with the workers warm and idle; every run gets the same warm-up, VACUUM ANALYZE and CHECKPOINT and waits ` +
-    `for a quiet machine; a pilot run (default --order AAB) is not compared. "Rows locked/rewritten" compares the paused destinations' xmax/xmin before and after the workload: a claim ` +
-    `that so much as locked one shows. On a shared 2-core machine runs vary by ±10-15 %: compare ratios only when "CPU other ` +
-    `processes" is low in both runs. --quick runs only prove the bench works.`);
+  out(
+    `notes: only delivery is timed — the active workload is published with one deliver_at after publishing ends, so every active ` +
+      `delivery comes due at once with the workers warm and idle; every run gets the same warm-up, VACUUM ANALYZE and CHECKPOINT and waits ` +
+      `for a quiet machine; a pilot run (default --order AAB) is not compared. "Rows locked/rewritten" compares the paused destinations' xmax/xmin before and after the workload: a claim ` +
+      `that so much as locked one shows. On a shared 2-core machine runs vary by ±10-15 %: compare ratios only when "CPU other ` +
+      `processes" is low in both runs. --quick runs only prove the bench works.`,
+  );
 
   bench.finish("paused", {
-    postgres: settings, verdict, runs,
-    options: { destinations, active, paused, perDestination, activeEvents, warmup, workers, timeoutMs, fsync, quick, batch: BATCH, order: runOrder.join("") },
+    postgres: settings,
+    verdict,
+    runs,
+    options: {
+      destinations,
+      active,
+      paused,
+      perDestination,
+      activeEvents,
+      warmup,
+      workers,
+      timeoutMs,
+      fsync,
+      quick,
+      batch: BATCH,
+      order: runOrder.join(""),
+    },
   });
 }
 

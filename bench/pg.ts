@@ -62,12 +62,26 @@ export async function withDatabase<T>(serverUrl: string, dbName: string, f: (url
   }
 }
 
-const SETTINGS = ["server_version", "fsync", "synchronous_commit", "full_page_writes", "wal_sync_method", "shared_buffers", "max_connections"] as const;
+const SETTINGS = [
+  "server_version",
+  "fsync",
+  "synchronous_commit",
+  "full_page_writes",
+  "wal_sync_method",
+  "shared_buffers",
+  "max_connections",
+] as const;
 
 export async function serverSettings(serverUrl: string): Promise<Record<(typeof SETTINGS)[number], string>> {
-  const rows = await adminQuery<{ name: string; setting: string }>(serverUrl,
-    "SELECT name, current_setting(name) AS setting FROM unnest($1::text[]) AS name", [SETTINGS]);
-  return Object.fromEntries(SETTINGS.map((n) => [n, rows.find((r) => r.name === n)?.setting ?? "?"])) as Record<(typeof SETTINGS)[number], string>;
+  const rows = await adminQuery<{ name: string; setting: string }>(
+    serverUrl,
+    "SELECT name, current_setting(name) AS setting FROM unnest($1::text[]) AS name",
+    [SETTINGS],
+  );
+  return Object.fromEntries(SETTINGS.map((n) => [n, rows.find((r) => r.name === n)?.setting ?? "?"])) as Record<
+    (typeof SETTINGS)[number],
+    string
+  >;
 }
 
 /** A client of `url` whose connection errors (the server going away on Ctrl-C) surface as failed queries. */
@@ -80,9 +94,12 @@ export async function connect(url: string): Promise<pg.Client> {
 
 /** Deliveries by status, as `deliveries.<status>` (or `<status>` for one destination). */
 export async function deliveriesByStatus(db: pg.Client, destinationId?: string): Promise<Record<string, number>> {
-  const rows = (await db.query<{ status: string; n: number }>(
-    `SELECT status, count(*)::int AS n FROM deliveries ${destinationId ? "WHERE destination_id = $1" : ""} GROUP BY status ORDER BY status`,
-    destinationId ? [destinationId] : [])).rows;
+  const rows = (
+    await db.query<{ status: string; n: number }>(
+      `SELECT status, count(*)::int AS n FROM deliveries ${destinationId ? "WHERE destination_id = $1" : ""} GROUP BY status ORDER BY status`,
+      destinationId ? [destinationId] : [],
+    )
+  ).rows;
   return Object.fromEntries(rows.map((r) => [destinationId ? r.status : `deliveries.${r.status}`, r.n]));
 }
 
@@ -92,16 +109,21 @@ export type Stats = Map<string, { rows: number; scans: number }>;
 
 /** Cumulative rows read by sequential scans per table and fetched through each index (pg_stat_*). */
 export async function tableStats(db: pg.Client): Promise<Stats> {
-  const rows = (await db.query<{ name: string; rows: string; scans: string }>(
-    `SELECT 'seq scan ' || relname AS name, coalesce(seq_tup_read, 0) AS rows, coalesce(seq_scan, 0) AS scans FROM pg_stat_user_tables
+  const rows = (
+    await db.query<{ name: string; rows: string; scans: string }>(
+      `SELECT 'seq scan ' || relname AS name, coalesce(seq_tup_read, 0) AS rows, coalesce(seq_scan, 0) AS scans FROM pg_stat_user_tables
      UNION ALL
-     SELECT 'index ' || indexrelname, coalesce(idx_tup_read, 0), coalesce(idx_scan, 0) FROM pg_stat_user_indexes`)).rows;
+     SELECT 'index ' || indexrelname, coalesce(idx_tup_read, 0), coalesce(idx_scan, 0) FROM pg_stat_user_indexes`,
+    )
+  ).rows;
   return new Map(rows.map((r) => [r.name, { rows: Number(r.rows), scans: Number(r.scans) }]));
 }
 
 export function diffStats(a: Stats, b: Stats): { name: string; rows: number; scans: number }[] {
-  return [...b].map(([name, v]) => ({ name, rows: v.rows - (a.get(name)?.rows ?? 0), scans: v.scans - (a.get(name)?.scans ?? 0) }))
-    .filter((x) => x.rows > 0 || x.scans > 0).sort((x, y) => y.rows - x.rows);
+  return [...b]
+    .map(([name, v]) => ({ name, rows: v.rows - (a.get(name)?.rows ?? 0), scans: v.scans - (a.get(name)?.scans ?? 0) }))
+    .filter((x) => x.rows > 0 || x.scans > 0)
+    .sort((x, y) => y.rows - x.rows);
 }
 
 /**
@@ -137,13 +159,15 @@ export class PgActivitySampler {
     if (this.busy || !this.client) return;
     this.busy = true;
     try {
-      const rows = (await this.client.query<{ k: string; n: number }>(`
+      const rows = (
+        await this.client.query<{ k: string; n: number }>(`
         SELECT CASE WHEN state = 'active' THEN 'active: ' || coalesce(wait_event_type || ':' || wait_event, 'CPU')
                     ELSE coalesce(state, '?') END AS k,
                count(*)::int AS n
         FROM pg_stat_activity
         WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
-        GROUP BY 1`)).rows;
+        GROUP BY 1`)
+      ).rows;
       this.samples++;
       for (const r of rows) this.totals.set(r.k, (this.totals.get(r.k) ?? 0) + r.n);
     } catch {

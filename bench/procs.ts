@@ -14,20 +14,39 @@ type Flag =
   | { type?: "int"; arg?: string; help: string; def?: number; quick?: number; min?: number }
   | { type: "str"; arg?: string; help: string; def?: string; quick?: string }
   | { type: "bool"; help: string };
-type Values<S extends Record<string, Flag>> = { [K in keyof S]: S[K] extends { type: "bool" } ? boolean : S[K] extends { type: "str"; def: string } ? string : S[K] extends { type: "str" } ? string | undefined : number };
+type Values<S extends Record<string, Flag>> = {
+  [K in keyof S]: S[K] extends { type: "bool" }
+    ? boolean
+    : S[K] extends { type: "str"; def: string }
+      ? string
+      : S[K] extends { type: "str" }
+        ? string | undefined
+        : number;
+};
 
 /**
  * Parses `--name value` flags from their spec, which also makes the --help text: int flags are
  * whole numbers ≥ `min` (default 1), `def` when absent (`quick` under --quick). --help prints and exits.
  */
 export function parseFlags<S extends Record<string, Flag>>(usage: string, spec: S): Values<S> & { quick: boolean } {
-  const all: Record<string, Flag> = { ...spec, quick: { type: "bool", help: (spec.quick)?.help ?? "small sizes (see above)" }, help: { type: "bool", help: "this text" } };
-  const { values } = parseArgs({ options: Object.fromEntries(Object.entries(all).map(([k, f]) => [k, { type: f.type === "bool" ? "boolean" as const : "string" as const }])) });
+  const all: Record<string, Flag> = {
+    ...spec,
+    quick: { type: "bool", help: spec.quick?.help ?? "small sizes (see above)" },
+    help: { type: "bool", help: "this text" },
+  };
+  const { values } = parseArgs({
+    options: Object.fromEntries(
+      Object.entries(all).map(([k, f]) => [k, { type: f.type === "bool" ? ("boolean" as const) : ("string" as const) }]),
+    ),
+  });
   if (values.help) {
     const left = (k: string, f: Flag): string => `--${k}${f.type === "bool" ? "" : ` ${f.arg ?? "N"}`}`;
     const width = Math.max(...Object.entries(all).map(([k, f]) => left(k, f).length)) + 2;
     const lines = Object.entries(all).map(([k, f]) => {
-      const d = f.type === "bool" || f.def === undefined || f.help.includes("default") ? "" : ` (default ${f.def}${f.quick === undefined ? "" : `; --quick ${f.quick}`})`;
+      const d =
+        f.type === "bool" || f.def === undefined || f.help.includes("default")
+          ? ""
+          : ` (default ${f.def}${f.quick === undefined ? "" : `; --quick ${f.quick}`})`;
       return `  ${left(k, f).padEnd(width)}${f.help}${d}`;
     });
     process.stdout.write(`${usage} -- [options]\n\n${lines.join("\n")}\n`);
@@ -38,7 +57,7 @@ export function parseFlags<S extends Record<string, Flag>>(usage: string, spec: 
   for (const [k, f] of Object.entries(spec)) {
     const v = values[k];
     if (f.type === "bool") out[k] = v === true;
-    else if (f.type === "str") out[k] = (v) ?? (quick && f.quick !== undefined ? f.quick : f.def);
+    else if (f.type === "str") out[k] = v ?? (quick && f.quick !== undefined ? f.quick : f.def);
     else out[k] = v === undefined ? (quick && f.quick !== undefined ? f.quick : f.def) : intFlag(v as string, k, f.min ?? 1);
   }
   return out as Values<S> & { quick: boolean };
@@ -151,7 +170,7 @@ export function runBench(main: () => Promise<void>): void {
     .catch(async (err: unknown) => {
       // After a signal the run fails as its processes go away: the signal handler exits.
       if (exiting) return;
-      process.stderr.write(`bench failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+      process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
       await cleanup();
       process.exit(1);
     });
@@ -229,7 +248,8 @@ export class CpuSampler {
       if (name !== undefined) sums[name] = (sums[name] ?? 0) + ticks - (this.start.get(pid) ?? 0);
     }
     const out: Record<string, { cpuSeconds: number; pctOfOneCore: number }> = {};
-    const put = (name: string, s: number): void => void (out[name] = { cpuSeconds: round(s, 2), pctOfOneCore: round((100 * s) / spanS, 0) });
+    const put = (name: string, s: number): void =>
+      void (out[name] = { cpuSeconds: round(s, 2), pctOfOneCore: round((100 * s) / spanS, 0) });
     for (const [name, ticks] of Object.entries(sums)) put(name, ticks / TICKS_PER_SECOND);
     // The whole machine, everything included: is the box saturated, or waiting on the disk?
     const m = busyBetween(this.machineStart, machineTicks());
@@ -278,7 +298,8 @@ export async function waitQuiet(maxMs: number, maxBusyPct = 25): Promise<number>
   let busy = await machineBusyPct(1000);
   let told = false;
   while (busy > maxBusyPct && Date.now() - from < maxMs) {
-    if (!told) process.stderr.write(`  machine busy (${busy}% of one core); waiting up to ${Math.round(maxMs / 1000)} s for it to go quiet\n`);
+    if (!told)
+      process.stderr.write(`  machine busy (${busy}% of one core); waiting up to ${Math.round(maxMs / 1000)} s for it to go quiet\n`);
     told = true;
     busy = await machineBusyPct(2000);
   }

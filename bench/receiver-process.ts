@@ -25,7 +25,15 @@ export interface ReceiverConfig {
 }
 
 export type ReceiverReport = ReturnType<typeof report>;
-export type Progress = { type: "progress"; unique: number; total: number; throttled: number; throttledAll: number; logged: number; at: number };
+export type Progress = {
+  type: "progress";
+  unique: number;
+  total: number;
+  throttled: number;
+  throttledAll: number;
+  logged: number;
+  at: number;
+};
 export type ReceiverMessage =
   | { type: "ready"; ports: number[] }
   | Progress
@@ -43,13 +51,24 @@ let expected = 0;
 let seen = new Uint8Array(0);
 let arrivals = new Float64Array(0);
 let latency = new Float64Array(0);
-let latencies = 0, unique = 0, total = 0, misrouted = 0, malformed = 0;
-let firstAt: number | null = null, lastAt: number | null = null;
+let latencies = 0,
+  unique = 0,
+  total = 0,
+  misrouted = 0,
+  malformed = 0;
+let firstAt: number | null = null,
+  lastAt: number | null = null;
 let throttled: number[] = [];
 let throttledAll = 0;
 let logged = new Map<string, { times: number[]; ranks: number[] }>();
 let loggedCount = 0;
-let inflight = 0, maxInflight = 0, maxInflightPerDest = 0, connections = 0, openConnections = 0, peakOpenConnections = 0, overCapRequests = 0;
+let inflight = 0,
+  maxInflight = 0,
+  maxInflightPerDest = 0,
+  connections = 0,
+  openConnections = 0,
+  peakOpenConnections = 0,
+  overCapRequests = 0;
 const inflightPerPath = new Map<string, number>();
 let overCapPaths = new Set<string>();
 
@@ -152,15 +171,32 @@ function report(publishEndAt: number) {
     return i < unique ? arrivals[i]! : null;
   };
   return {
-    expected, unique, total, duplicates: dupes, misrouted, malformed, firstAt, lastAt, p10At: nth(0.1), p90At: nth(0.9), receivedAfterPublish: after,
+    expected,
+    unique,
+    total,
+    duplicates: dupes,
+    misrouted,
+    malformed,
+    firstAt,
+    lastAt,
+    p10At: nth(0.1),
+    p90At: nth(0.9),
+    receivedAfterPublish: after,
     latencyMs: lat.length === 0 ? null : { p50: pct(lat, 50), p90: pct(lat, 90), p99: pct(lat, 99), max: lat[lat.length - 1]! },
-    maxInflight, maxInflightPerDestination: maxInflightPerDest, connections, peakOpenConnections, overCapRequests, destinationsOverCap: overCapPaths.size,
-    throttled: [...throttled], throttledAll,
+    maxInflight,
+    maxInflightPerDestination: maxInflightPerDest,
+    connections,
+    peakOpenConnections,
+    overCapRequests,
+    destinationsOverCap: overCapPaths.size,
+    throttled: [...throttled],
+    throttledAll,
   };
 }
 
 const send = (m: ReceiverMessage): void => void process.send?.(m);
-const progress = (): void => send({ type: "progress", unique, total, throttled: throttled.length, throttledAll, logged: loggedCount, at: Date.now() });
+const progress = (): void =>
+  send({ type: "progress", unique, total, throttled: throttled.length, throttledAll, logged: loggedCount, at: Date.now() });
 process.on("message", (m: { type: string; expected?: number; publishEndAt?: number }) => {
   if (m.type === "reset") reset(m.expected ?? 0);
   if (m.type === "reset" || m.type === "progress") progress();
@@ -184,9 +220,14 @@ const servers = Array.from({ length: Math.max(1, cfg.ports ?? 1) }, () => {
   });
   return server;
 });
-void Promise.all(servers.map((server) => new Promise<number>((resolve) => {
-  server.listen(0, "127.0.0.1", () => {
-    const addr = server.address();
-    resolve(typeof addr === "object" && addr !== null ? addr.port : 0);
-  });
-}))).then((ports) => send({ type: "ready", ports }));
+void Promise.all(
+  servers.map(
+    (server) =>
+      new Promise<number>((resolve) => {
+        server.listen(0, "127.0.0.1", () => {
+          const addr = server.address();
+          resolve(typeof addr === "object" && addr !== null ? addr.port : 0);
+        });
+      }),
+  ),
+).then((ports) => send({ type: "ready", ports }));

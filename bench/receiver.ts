@@ -12,7 +12,10 @@ export class Receiver {
   private waiters: { type: string; resolve: (m: ReceiverMessage) => void }[] = [];
   private doneAt: number | null = null;
 
-  private constructor(readonly child: ChildProcess, readonly ports: number[]) {
+  private constructor(
+    readonly child: ChildProcess,
+    readonly ports: number[],
+  ) {
     child.on("message", (m: ReceiverMessage) => {
       if (m.type === "done") this.doneAt = m.at;
       const i = this.waiters.findIndex((w) => w.type === m.type);
@@ -70,7 +73,8 @@ export class Receiver {
 
   /** Resolves with the time the last expected delivery arrived, or null at the deadline. */
   async waitDone(deadline: number): Promise<number | null> {
-    while (this.doneAt === null && Date.now() < deadline && this.child.exitCode === null) await sleep(Math.max(0, Math.min(100, deadline - Date.now())));
+    while (this.doneAt === null && Date.now() < deadline && this.child.exitCode === null)
+      await sleep(Math.max(0, Math.min(100, deadline - Date.now())));
     return this.doneAt;
   }
 
@@ -95,17 +99,24 @@ export class Receiver {
   follow(label: string, expected: number, from: number, published: () => number): () => void {
     let last = { unique: 0, at: 0 };
     const fmt = (n: number): string => Math.round(n).toLocaleString("en-US");
-    const timer = setInterval(() => void this.progress().then((p) => {
-      const spanS = (p.at - last.at) / 1000;
-      const nowRate = last.at > 0 && spanS > 0 ? (p.unique - last.unique) / spanS : 0;
-      const avgRate = p.unique / Math.max(0.001, (p.at - from) / 1000);
-      const dup = p.total - p.unique;
-      process.stderr.write(
-        `  [${label}] received ${fmt(p.unique)}/${fmt(expected)}  ${fmt(nowRate)}/s now, ${fmt(avgRate)}/s avg` +
-          `  published ${fmt(published())}${dup > 0 ? `  (+${fmt(dup)} repeat requests)` : ""}  t=${((p.at - from) / 1000).toFixed(0)}s\n`,
-      );
-      last = p;
-    }, () => undefined), 1000);
+    const timer = setInterval(
+      () =>
+        void this.progress().then(
+          (p) => {
+            const spanS = (p.at - last.at) / 1000;
+            const nowRate = last.at > 0 && spanS > 0 ? (p.unique - last.unique) / spanS : 0;
+            const avgRate = p.unique / Math.max(0.001, (p.at - from) / 1000);
+            const dup = p.total - p.unique;
+            process.stderr.write(
+              `  [${label}] received ${fmt(p.unique)}/${fmt(expected)}  ${fmt(nowRate)}/s now, ${fmt(avgRate)}/s avg` +
+                `  published ${fmt(published())}${dup > 0 ? `  (+${fmt(dup)} repeat requests)` : ""}  t=${((p.at - from) / 1000).toFixed(0)}s\n`,
+            );
+            last = p;
+          },
+          () => undefined,
+        ),
+      1000,
+    );
     return () => clearInterval(timer);
   }
 

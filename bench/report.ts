@@ -8,7 +8,9 @@ import type { ReceiverReport } from "./receiver.js";
 import { REPO, sourceState } from "./sluice.js";
 
 export const fmt = (n: number | null | undefined, digits = 0): string =>
-  n === null || n === undefined || !Number.isFinite(n) ? "–" : n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+  n === null || n === undefined || !Number.isFinite(n)
+    ? "–"
+    : n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
 export const ratio = (x: number | null | undefined, y: number | null | undefined): number | null => (x && y ? x / y : null);
 export const mark = (ok: boolean | null): string => (ok === null ? "?" : ok ? "✓" : "✗");
 export const cpuPct = (cpu: Record<string, { pctOfOneCore: number }>, k: string): string => `${fmt(cpu[k]?.pctOfOneCore)} %`;
@@ -28,20 +30,37 @@ export function writeJson(path: string, data: unknown): void {
 export function rates(r: ReceiverReport, from: number): { perSec: number | null; steadyPerSec: number | null; spanS: number | null } {
   if (r.lastAt === null || r.unique === 0) return { perSec: null, steadyPerSec: null, spanS: null };
   const spanS = Math.max(0.001, (r.lastAt - from) / 1000);
-  const steady = r.p10At !== null && r.p90At !== null && r.p90At > r.p10At
-    ? (Math.floor(0.9 * r.expected) - Math.floor(0.1 * r.expected)) / ((r.p90At - r.p10At) / 1000) : null;
+  const steady =
+    r.p10At !== null && r.p90At !== null && r.p90At > r.p10At
+      ? (Math.floor(0.9 * r.expected) - Math.floor(0.1 * r.expected)) / ((r.p90At - r.p10At) / 1000)
+      : null;
   return { perSec: r.unique / spanS, steadyPerSec: steady, spanS };
 }
 
 /** Where Postgres read rows in runs A and B, per delivery of each: the 8 largest. */
-export function dbWorkTable(what: string, a: { dbWork: { name: string; rows: number; scans: number }[]; expected: number }, b: typeof a): string {
+export function dbWorkTable(
+  what: string,
+  a: { dbWork: { name: string; rows: number; scans: number }[]; expected: number },
+  b: typeof a,
+): string {
   const names = [...new Set([...a.dbWork, ...b.dbWork].map((x) => x.name))];
-  const work = names.map((n) => ({ n, a: a.dbWork.find((x) => x.name === n), b: b.dbWork.find((x) => x.name === n) }))
-    .sort((x, y) => Math.max(y.a?.rows ?? 0, y.b?.rows ?? 0) - Math.max(x.a?.rows ?? 0, x.b?.rows ?? 0)).slice(0, 8);
-  return `\nrows Postgres read during the ${what} workload (pg_stat_user_tables/indexes), per ${what} delivery — the 8 largest:\n` + table([
-    ["", "A rows/delivery", "B rows/delivery", "A scans", "B scans"],
-    ...work.map((w) => [`  ${w.n}`, fmt((w.a?.rows ?? 0) / a.expected, 1), fmt((w.b?.rows ?? 0) / b.expected, 1), fmt(w.a?.scans ?? 0), fmt(w.b?.scans ?? 0)]),
-  ]);
+  const work = names
+    .map((n) => ({ n, a: a.dbWork.find((x) => x.name === n), b: b.dbWork.find((x) => x.name === n) }))
+    .sort((x, y) => Math.max(y.a?.rows ?? 0, y.b?.rows ?? 0) - Math.max(x.a?.rows ?? 0, x.b?.rows ?? 0))
+    .slice(0, 8);
+  return (
+    `\nrows Postgres read during the ${what} workload (pg_stat_user_tables/indexes), per ${what} delivery — the 8 largest:\n` +
+    table([
+      ["", "A rows/delivery", "B rows/delivery", "A scans", "B scans"],
+      ...work.map((w) => [
+        `  ${w.n}`,
+        fmt((w.a?.rows ?? 0) / a.expected, 1),
+        fmt((w.b?.rows ?? 0) / b.expected, 1),
+        fmt(w.a?.scans ?? 0),
+        fmt(w.b?.scans ?? 0),
+      ]),
+    ])
+  );
 }
 
 /**
@@ -55,15 +74,22 @@ export function benchStart(title: string) {
   const startedAt = new Date();
   const source = sourceState(REPO);
   out(`Sluice ${title} benchmark — ${startedAt.toISOString()}`);
-  out(`machine: ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; Sluice ${source.commit}` +
-    `${source.localChanges.length ? ` + local changes (${source.localChanges.length} files)` : ""} (fingerprint ${source.fingerprint})`);
+  out(
+    `machine: ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; Sluice ${source.commit}` +
+      `${source.localChanges.length ? ` + local changes (${source.localChanges.length} files)` : ""} (fingerprint ${source.fingerprint})`,
+  );
   return {
-    out, logDir, startedAt, source,
+    out,
+    logDir,
+    startedAt,
+    source,
     log: (name: string): string => join(logDir, name),
     async postgres(fsync: boolean) {
       const server = await startPostgres({ fsync });
       const settings = await serverSettings(server.url);
-      out(`Postgres ${settings.server_version} (throwaway): fsync=${settings.fsync}, synchronous_commit=${settings.synchronous_commit}, shared_buffers=${settings.shared_buffers}`);
+      out(
+        `Postgres ${settings.server_version} (throwaway): fsync=${settings.fsync}, synchronous_commit=${settings.synchronous_commit}, shared_buffers=${settings.shared_buffers}`,
+      );
       return { server, settings };
     },
     finish(name: string, data: Record<string, unknown>): void {
@@ -125,17 +151,27 @@ export function deriveFigures(r: ReceiverReport, publishStartAt: number, publish
   const measuredMs = r.lastAt === null ? null : r.lastAt - publishStartAt;
   const tailMs = r.lastAt === null ? 0 : r.lastAt - publishEndAt;
   return {
-    received: r.unique, duplicates: r.duplicates, misrouted: r.misrouted, totalRequests: r.total, measuredMs,
+    received: r.unique,
+    duplicates: r.duplicates,
+    misrouted: r.misrouted,
+    totalRequests: r.total,
+    measuredMs,
     deliveriesPerSec: measuredMs !== null && measuredMs > 0 ? r.unique / (measuredMs / 1000) : null,
     // Under ~0.5 s of tail the "rate" is mostly noise.
     steadyStatePerSec: tailMs >= 500 ? r.receivedAfterPublish / (tailMs / 1000) : null,
-    latencyMs: r.latencyMs, maxInflight: r.maxInflight, maxInflightPerDestination: r.maxInflightPerDestination,
-    receiverConnections: r.connections, peakOpenConnections: r.peakOpenConnections, overCapRequests: r.overCapRequests, destinationsOverCap: r.destinationsOverCap,
+    latencyMs: r.latencyMs,
+    maxInflight: r.maxInflight,
+    maxInflightPerDestination: r.maxInflightPerDestination,
+    receiverConnections: r.connections,
+    peakOpenConnections: r.peakOpenConnections,
+    overCapRequests: r.overCapRequests,
+    destinationsOverCap: r.destinationsOverCap,
   };
 }
 
 const fmtInt = (n: number | null | undefined): string => (n === null || n === undefined ? "—" : Math.round(n).toLocaleString("en-US"));
-const fmtMs = (n: number | null | undefined): string => (n === null || n === undefined ? "—" : n >= 10_000 ? `${(n / 1000).toFixed(1)} s` : `${Math.round(n)} ms`);
+const fmtMs = (n: number | null | undefined): string =>
+  n === null || n === undefined ? "—" : n >= 10_000 ? `${(n / 1000).toFixed(1)} s` : `${Math.round(n)} ms`;
 const statusMark = (r: RunResult): string => (r.status === "complete" ? "" : r.status === "timeout" ? " (TIMED OUT: partial)" : " (ERROR)");
 
 /** A detailed block for one run. */
@@ -144,7 +180,8 @@ export function describeRun(r: RunResult): string {
     `${r.system} · ${r.scenario} · ${r.store}: ${fmtInt(r.destinations)} destinations, ${fmtInt(r.events)} events, receiver delay ${r.receiverDelayMs} ms${statusMark(r)}`,
   ];
   if (r.error) lines.push(`  error: ${r.error}`);
-  if (r.publish) lines.push(`  published in ${fmtMs(r.publish.ms)} (${fmtInt(r.publish.eventsPerSec)} events/s, ${r.publish.batches} batches)`);
+  if (r.publish)
+    lines.push(`  published in ${fmtMs(r.publish.ms)} (${fmtInt(r.publish.eventsPerSec)} events/s, ${r.publish.batches} batches)`);
   lines.push(
     `  received ${fmtInt(r.received)}/${fmtInt(r.events)} distinct` +
       `${r.duplicates ? `, ${fmtInt(r.duplicates)} DUPLICATES` : ", 0 duplicates"}${r.misrouted ? `, ${fmtInt(r.misrouted)} MISROUTED` : ""}` +
@@ -155,20 +192,38 @@ export function describeRun(r: RunResult): string {
     `  at the receiver: at most ${fmtInt(r.maxInflight)} requests at once, at most ${fmtInt(r.maxInflightPerDestination)} to one destination, ${fmtInt(r.receiverConnections)} connections opened (at most ${fmtInt(r.peakOpenConnections)} open at once)`,
   );
   if (r.perDestinationCap !== null && r.totalRequests > 0) {
-    lines.push(r.overCapRequests === 0
-      ? `  max_concurrency ${r.perDestinationCap}: never exceeded at the receiver`
-      : `  max_concurrency ${r.perDestinationCap} EXCEEDED: ${fmtInt(r.overCapRequests)} requests arrived while their destination already had ${r.perDestinationCap} in flight (${fmtInt(r.destinationsOverCap)} destinations; peak ${r.maxInflightPerDestination})`);
+    lines.push(
+      r.overCapRequests === 0
+        ? `  max_concurrency ${r.perDestinationCap}: never exceeded at the receiver`
+        : `  max_concurrency ${r.perDestinationCap} EXCEEDED: ${fmtInt(r.overCapRequests)} requests arrived while their destination already had ${r.perDestinationCap} in flight (${fmtInt(r.destinationsOverCap)} destinations; peak ${r.maxInflightPerDestination})`,
+    );
   }
-  const cpu = Object.entries(r.cpu).map(([k, v]) => `${k} ${v.pctOfOneCore}%`).join(", ");
+  const cpu = Object.entries(r.cpu)
+    .map(([k, v]) => `${k} ${v.pctOfOneCore}%`)
+    .join(", ");
   if (cpu) lines.push(`  CPU over the measured span (% of one core; 2 cores = 200%): ${cpu}`);
-  if (r.endState) lines.push(`  end state in the database: ${Object.entries(r.endState).map(([k, v]) => `${k}=${fmtInt(v)}`).join(", ")}`);
+  if (r.endState)
+    lines.push(
+      `  end state in the database: ${Object.entries(r.endState)
+        .map(([k, v]) => `${k}=${fmtInt(v)}`)
+        .join(", ")}`,
+    );
   if (r.pgActivity && Object.keys(r.pgActivity).length > 0) {
     // The states that matter; the long tail of rare wait events would only hide them.
     const shown = Object.entries(r.pgActivity).filter(([, v]) => v >= 0.05);
-    const rest = Object.entries(r.pgActivity).filter(([, v]) => v < 0.05).reduce((n, [, v]) => n + v, 0);
-    lines.push(`  its Postgres connections, average over the run: ${shown.map(([k, v]) => `${k} ${v}`).join(", ")}${rest > 0 ? `, other ${Math.round(rest * 100) / 100}` : ""}`);
+    const rest = Object.entries(r.pgActivity)
+      .filter(([, v]) => v < 0.05)
+      .reduce((n, [, v]) => n + v, 0);
+    lines.push(
+      `  its Postgres connections, average over the run: ${shown.map(([k, v]) => `${k} ${v}`).join(", ")}${rest > 0 ? `, other ${Math.round(rest * 100) / 100}` : ""}`,
+    );
   }
-  if (r.engineMetrics) lines.push(`  ${r.system}'s own metrics: ${Object.entries(r.engineMetrics).map(([k, v]) => `${k} ${Number.isInteger(v) ? v.toLocaleString("en-US") : String(v)}`).join(", ")}`);
+  if (r.engineMetrics)
+    lines.push(
+      `  ${r.system}'s own metrics: ${Object.entries(r.engineMetrics)
+        .map(([k, v]) => `${k} ${Number.isInteger(v) ? v.toLocaleString("en-US") : String(v)}`)
+        .join(", ")}`,
+    );
   lines.push(`  run wall time (incl. setup/teardown): ${fmtMs(r.wallMs)}`);
   for (const n of r.notes) lines.push(`  note: ${n}`);
   return lines.join("\n");
@@ -190,14 +245,31 @@ export function comparisonTable(results: RunResult[]): string {
     if (scenario === "0ms" && sRate !== null) sCell += ` ${mark(sRate >= TARGETS.sluicePerSec0ms)} (≥ ${fmtInt(TARGETS.sluicePerSec0ms)})`;
     let ratioCell = r === null ? "—" : r.toFixed(2);
     if (r !== null && scenario !== "embedded") ratioCell += ` ${mark(r >= TARGETS.ratio)} (≥ ${TARGETS.ratio.toFixed(1)})`;
-    const label = s ? `${scenario} (${fmtInt(s.destinations)} dst, ${fmtInt(s.events)} ev${s.store === "pglite" ? ", PGlite" : ""})` : scenario;
+    const label = s
+      ? `${scenario} (${fmtInt(s.destinations)} dst, ${fmtInt(s.events)} ev${s.store === "pglite" ? ", PGlite" : ""})`
+      : scenario;
     const recv = (x: RunResult | undefined): string => (x ? `${fmtInt(x.received)}${x.duplicates ? ` (+${x.duplicates} dup)` : ""}` : "—");
     rows.push([
-      label, sCell, b ? fmtInt(bRate) + statusMark(b) : "—", ratioCell,
-      `${fmtMs(s?.latencyMs?.p50)} / ${fmtMs(s?.latencyMs?.p99)}`, b ? `${fmtMs(b.latencyMs?.p50)} / ${fmtMs(b.latencyMs?.p99)}` : "—", recv(s), recv(b),
+      label,
+      sCell,
+      b ? fmtInt(bRate) + statusMark(b) : "—",
+      ratioCell,
+      `${fmtMs(s?.latencyMs?.p50)} / ${fmtMs(s?.latencyMs?.p99)}`,
+      b ? `${fmtMs(b.latencyMs?.p50)} / ${fmtMs(b.latencyMs?.p99)}` : "—",
+      recv(s),
+      recv(b),
     ]);
   }
-  const header = ["scenario", "Sluice deliveries/s", "baseline deliveries/s", "ratio S/B", "Sluice p50 / p99", "baseline p50 / p99", "Sluice recv", "baseline recv"];
+  const header = [
+    "scenario",
+    "Sluice deliveries/s",
+    "baseline deliveries/s",
+    "ratio S/B",
+    "Sluice p50 / p99",
+    "baseline p50 / p99",
+    "Sluice recv",
+    "baseline recv",
+  ];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
   const line = (cells: string[]): string => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`;
   return [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.map(line)].join("\n");

@@ -24,10 +24,6 @@ import { SluiceCluster } from "./sluice.js";
 const CHUNK = 100_000;
 const STATEMENTS = ["lock ready destinations", "read their state", "lease deliveries", "set ready_at"] as const;
 
-
-
-
-
 async function main(): Promise<void> {
   const f = parseFlags("npm run bench:scale", {
     deliveries: { def: 1_000_000, quick: 100_000, help: "queued deliveries at every scale" },
@@ -35,24 +31,35 @@ async function main(): Promise<void> {
     workers: { def: 2, help: "sluice worker processes" },
     "explain-reps": { def: 5, help: "EXPLAIN ANALYZE repetitions before the run (median reported; default 5; mid-run: 3)" },
     "timeout-s": { def: 1800, help: "per scale, for the deliveries to arrive" },
-    "wait-quiet-s": { def: 60, min: 0, help: "before each delivery phase, wait up to N s for other processes to leave the CPU (0 = don't)" },
+    "wait-quiet-s": {
+      def: 60,
+      min: 0,
+      help: "before each delivery phase, wait up to N s for other processes to leave the CPU (0 = don't)",
+    },
     "no-fsync": { type: "bool", help: "Postgres with fsync=off (default: durable)" },
     quick: { type: "bool", help: "small: 100,000 deliveries at 100 and 10,000 destinations" },
   });
   const { deliveries, workers, quick } = f;
   const scales = f.scales.split(",").map((s) => Number(s.trim()));
   if (scales.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--scales takes whole numbers ≥ 1, not '${f.scales}'`);
-  const reps = f["explain-reps"], timeoutMs = f["timeout-s"] * 1000, waitQuietMs = f["wait-quiet-s"] * 1000, fsync = !f["no-fsync"];
+  const reps = f["explain-reps"],
+    timeoutMs = f["timeout-s"] * 1000,
+    waitQuietMs = f["wait-quiet-s"] * 1000,
+    fsync = !f["no-fsync"];
   const claimBatch = Number(process.env.SLUICE_CLAIM_BATCH ?? 25);
   const grantCap = Number(process.env.SLUICE_GRANT_CAP ?? 100);
   const workerConcurrency = Number(process.env.SLUICE_WORKER_CONCURRENCY ?? 512);
 
   const bench = benchStart("scale");
   const { out } = bench;
-  out(`workload: ${fmt(deliveries)} queued deliveries (one event each) spread round-robin over ${scales.map((s) => fmt(s)).join(" / ")} destinations; ` +
-    `${workers} × sluice worker (claim LIMIT ${claimBatch}, max_concurrency 5 per destination: Sluice's defaults); receiver answers 200 at once.`);
-  out(`seeding: destinations (but one, created through the API), events and deliveries are INSERTed with SQL — the same rows ` +
-    `POST /v1/events/batch writes — because ingest is not what is measured; then VACUUM ANALYZE and CHECKPOINT.`);
+  out(
+    `workload: ${fmt(deliveries)} queued deliveries (one event each) spread round-robin over ${scales.map((s) => fmt(s)).join(" / ")} destinations; ` +
+      `${workers} × sluice worker (claim LIMIT ${claimBatch}, max_concurrency 5 per destination: Sluice's defaults); receiver answers 200 at once.`,
+  );
+  out(
+    `seeding: destinations (but one, created through the API), events and deliveries are INSERTed with SQL — the same rows ` +
+      `POST /v1/events/batch writes — because ingest is not what is measured; then VACUUM ANALYZE and CHECKPOINT.`,
+  );
   const { server, settings } = await bench.postgres(fsync);
   const receiver = await Receiver.start(bench.log("scale-receiver.log"));
 
@@ -60,20 +67,38 @@ async function main(): Promise<void> {
   for (const scale of scales) {
     const dbName = `scale_${scale}`;
     process.stderr.write(`\n▶ ${fmt(scale)} destinations, ${fmt(deliveries)} deliveries\n`);
-    const r = await withDatabase(server.url, dbName, (url) => oneScale({
-      url, scale, deliveries, workers, reps, timeoutMs, waitQuietMs, receiver, claimBatch, grantCap, workerConcurrency,
-      logPrefix: bench.log(`scale-${scale}`), postmaster: () => postmasterPid(server.dataDir),
-    }));
+    const r = await withDatabase(server.url, dbName, (url) =>
+      oneScale({
+        url,
+        scale,
+        deliveries,
+        workers,
+        reps,
+        timeoutMs,
+        waitQuietMs,
+        receiver,
+        claimBatch,
+        grantCap,
+        workerConcurrency,
+        logPrefix: bench.log(`scale-${scale}`),
+        postmaster: () => postmasterPid(server.dataDir),
+      }),
+    );
     results.push(r);
     printPlans(out, r);
-    process.stderr.write(`  ${fmt(scale)} destinations: ${fmt(r.received)}/${fmt(deliveries)} in ${fmt(r.spanS, 1)} s = ${fmt(r.deliveriesPerSec)}/s\n`);
+    process.stderr.write(
+      `  ${fmt(scale)} destinations: ${fmt(r.received)}/${fmt(deliveries)} in ${fmt(r.spanS, 1)} s = ${fmt(r.deliveriesPerSec)}/s\n`,
+    );
   }
 
   const first = results[0]!;
   const last = results[results.length - 1]!;
   const head = ["", ...results.map((r) => `${fmt(r.destinations)} destinations`), `${fmt(last.destinations)}/${fmt(first.destinations)}`];
-  const row = (label: string, f: (r: ScaleOutcome) => number | null | undefined, d = 0, withRatio = true): string[] =>
-    [label, ...results.map((r) => fmt(f(r), d)), withRatio ? fmt(ratio(f(last), f(first)), 2) : ""];
+  const row = (label: string, f: (r: ScaleOutcome) => number | null | undefined, d = 0, withRatio = true): string[] => [
+    label,
+    ...results.map((r) => fmt(f(r), d)),
+    withRatio ? fmt(ratio(f(last), f(first)), 2) : "",
+  ];
   const stmtMs = (r: ScaleOutcome, phase: "before" | "mid-run", i: number): number | undefined =>
     r.plans.find((p) => p.phase === phase)?.statements[i]?.executionMs;
   const rows: string[][] = [
@@ -102,11 +127,14 @@ async function main(): Promise<void> {
   const tput = ratio(last.deliveriesPerSec, first.deliveriesPerSec);
   const steady = ratio(last.steadyPerSec, first.steadyPerSec);
   out(`\nverdict (targets from the issue):`);
-  out(`  deliveries/s ${fmt(last.destinations)} vs ${fmt(first.destinations)} destinations = ${fmt(tput, 3)} ${mark(tput === null ? null : tput >= 0.8)} (target ≥ 0.8; steady-state ${fmt(steady, 3)})`);
+  out(
+    `  deliveries/s ${fmt(last.destinations)} vs ${fmt(first.destinations)} destinations = ${fmt(tput, 3)} ${mark(tput === null ? null : tput >= 0.8)} (target ≥ 0.8; steady-state ${fmt(steady, 3)})`,
+  );
   // "Flat": within 1.5× — or within 0.5 ms, below which single EXPLAIN timings are noise.
   for (const phase of ["before", "mid-run"] as const) {
     const parts = STATEMENTS.map((name, i) => {
-      const a = stmtMs(first, phase, i), b = stmtMs(last, phase, i);
+      const a = stmtMs(first, phase, i),
+        b = stmtMs(last, phase, i);
       if (a === undefined || b === undefined) return `${name} ?`;
       const flat = b <= 1.5 * a || b - a < 0.5;
       return `${name} ${fmt(a, 3)} → ${fmt(b, 3)} ms ${mark(flat)}`;
@@ -116,19 +144,30 @@ async function main(): Promise<void> {
   // A sequential scan of a few hundred rows is the planner's right choice for a small table; one
   // that reads more than SCAN_ROWS rows grows with the data and makes the claim's cost scale.
   const SCAN_ROWS = 1000;
-  const scans = results.flatMap((r) => r.plans.flatMap((p) => p.statements.flatMap((s) => s.seqScans.map((x) => ({ where: `${fmt(r.destinations)} destinations ${p.phase}, ${s.statement}`, ...x })))));
+  const scans = results.flatMap((r) =>
+    r.plans.flatMap((p) =>
+      p.statements.flatMap((s) =>
+        s.seqScans.map((x) => ({ where: `${fmt(r.destinations)} destinations ${p.phase}, ${s.statement}`, ...x })),
+      ),
+    ),
+  );
   const big = scans.filter((x) => x.rows > SCAN_ROWS);
   const small = scans.filter((x) => x.rows <= SCAN_ROWS);
-  out(`  sequential scans over more than ${fmt(SCAN_ROWS)} rows in the claim plans: ${big.length === 0 ? "none ✓" : `${big.map((x) => `${x.where}: ${x.table} (${fmt(x.rows)} rows)`).join("; ")} ✗`}` +
-    `${small.length ? ` (and ${small.length} of small tables, ≤ ${fmt(SCAN_ROWS)} rows: ${[...new Set(small.map((x) => x.table))].join(", ")})` : ""}`);
+  out(
+    `  sequential scans over more than ${fmt(SCAN_ROWS)} rows in the claim plans: ${big.length === 0 ? "none ✓" : `${big.map((x) => `${x.where}: ${x.table} (${fmt(x.rows)} rows)`).join("; ")} ✗`}` +
+      `${small.length ? ` (and ${small.length} of small tables, ≤ ${fmt(SCAN_ROWS)} rows: ${[...new Set(small.map((x) => x.table))].join(", ")})` : ""}`,
+  );
   if (results.some((r) => !r.complete)) out(`  ✗ a scale did not receive all its deliveries before the timeout: its figures are partial`);
-  out(`notes: "flat" above = the larger scale's median EXPLAIN ANALYZE execution time within 1.5× of the smaller's, or less than ` +
-    `0.5 ms apart. deliveries/s = distinct deliveries ÷ (last arrival − first arrival), so worker start-up is left out; ` +
-    `the worker processes are started only after seeding, so every delivery is queued from the start. ` +
-    `On a shared 2-core machine runs vary by ±10-15 %: compare only when "CPU other processes" is low.`);
+  out(
+    `notes: "flat" above = the larger scale's median EXPLAIN ANALYZE execution time within 1.5× of the smaller's, or less than ` +
+      `0.5 ms apart. deliveries/s = distinct deliveries ÷ (last arrival − first arrival), so worker start-up is left out; ` +
+      `the worker processes are started only after seeding, so every delivery is queued from the start. ` +
+      `On a shared 2-core machine runs vary by ±10-15 %: compare only when "CPU other processes" is low.`,
+  );
 
   bench.finish("scale", {
-    postgres: settings, options: { deliveries, scales, workers, reps, timeoutMs, fsync, quick, claimBatch, grantCap },
+    postgres: settings,
+    options: { deliveries, scales, workers, reps, timeoutMs, fsync, quick, claimBatch, grantCap },
     seeding: "SQL (destinations but the template, events, deliveries); ingest not measured",
     verdict: { throughputRatio: tput, steadyThroughputRatio: steady, throughputOk: tput !== null && tput >= 0.8, sequentialScans: scans },
     results,
@@ -137,13 +176,22 @@ async function main(): Promise<void> {
 
 function printPlans(out: (s: string) => void, r: ScaleOutcome): void {
   for (const p of r.plans) {
-    out(`\n── ${fmt(r.destinations)} destinations, claim plans ${p.phase} (${fmt(p.receivedAt)} of ${fmt(r.deliveries)} delivered; ` +
-      `${p.destinationsLocked} destinations locked, ${p.deliveriesLeased} deliveries leased; ` +
-      `${p.emptyTries ? `${p.emptyTries} tries found every ready destination locked by the workers; ` : ""}BEGIN … ROLLBACK, took ${fmt(p.tookMs)} ms)`);
+    out(
+      `\n── ${fmt(r.destinations)} destinations, claim plans ${p.phase} (${fmt(p.receivedAt)} of ${fmt(r.deliveries)} delivered; ` +
+        `${p.destinationsLocked} destinations locked, ${p.deliveriesLeased} deliveries leased; ` +
+        `${p.emptyTries ? `${p.emptyTries} tries found every ready destination locked by the workers; ` : ""}BEGIN … ROLLBACK, took ${fmt(p.tookMs)} ms)`,
+    );
     for (const s of p.statements) {
-      out(`\n  ${s.statement}: execution ${fmt(s.executionMs, 3)} ms median of [${s.executionMsAll.map((x) => fmt(x, 3)).join(", ")}], ` +
-        `planning ${fmt(s.planningMs, 3)} ms, ${s.rows} rows${s.buffers ? `, ${s.buffers.trim()}` : ""}`);
-      out(s.plan.split("\n").map((l) => `    ${l}`).join("\n"));
+      out(
+        `\n  ${s.statement}: execution ${fmt(s.executionMs, 3)} ms median of [${s.executionMsAll.map((x) => fmt(x, 3)).join(", ")}], ` +
+          `planning ${fmt(s.planningMs, 3)} ms, ${s.rows} rows${s.buffers ? `, ${s.buffers.trim()}` : ""}`,
+      );
+      out(
+        s.plan
+          .split("\n")
+          .map((l) => `    ${l}`)
+          .join("\n"),
+      );
     }
   }
 }
@@ -152,8 +200,19 @@ type ScaleOutcome = Awaited<ReturnType<typeof oneScale>>;
 type PlanSample = Awaited<ReturnType<typeof explainClaim>>;
 
 async function oneScale(o: {
-  url: string; scale: number; deliveries: number; workers: number; reps: number; timeoutMs: number; waitQuietMs: number;
-  receiver: Receiver; claimBatch: number; grantCap: number; workerConcurrency: number; logPrefix: string; postmaster: () => number | null;
+  url: string;
+  scale: number;
+  deliveries: number;
+  workers: number;
+  reps: number;
+  timeoutMs: number;
+  waitQuietMs: number;
+  receiver: Receiver;
+  claimBatch: number;
+  grantCap: number;
+  workerConcurrency: number;
+  logPrefix: string;
+  postmaster: () => number | null;
 }) {
   const { receiver } = o;
   const cluster = new SluiceCluster({ databaseUrl: o.url, logPrefix: o.logPrefix });
@@ -168,7 +227,11 @@ async function oneScale(o: {
     const seedStart = Date.now();
     const seed = await seedDatabase(db, { templateId, scale: o.scale, deliveries: o.deliveries, urlPrefix: receiver.url("/d/") });
     const seedSeconds = (Date.now() - seedStart) / 1000;
-    process.stderr.write(`  seeded in ${seedSeconds.toFixed(1)} s (${Object.entries(seed).map(([k, v]) => `${k} ${v}`).join(", ")})\n`);
+    process.stderr.write(
+      `  seeded in ${seedSeconds.toFixed(1)} s (${Object.entries(seed)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(", ")})\n`,
+    );
 
     // 3. The claim's plans with everything queued.
     const plans: PlanSample[] = [];
@@ -197,7 +260,9 @@ async function oneScale(o: {
         plans.push(await explainClaim(db, { ...o, phase: "mid-run", receivedAt: p.unique, reps: Math.min(3, o.reps) }));
       }
       if (Date.now() - lastPrint > 5000) {
-        process.stderr.write(`  [${fmt(o.scale)}] received ${fmt(p.unique)}/${fmt(o.deliveries)}  t=${((Date.now() - spawnedAt) / 1000).toFixed(0)}s\n`);
+        process.stderr.write(
+          `  [${fmt(o.scale)}] received ${fmt(p.unique)}/${fmt(o.deliveries)}  t=${((Date.now() - spawnedAt) / 1000).toFixed(0)}s\n`,
+        );
         lastPrint = Date.now();
       }
       await sleep(200);
@@ -208,10 +273,21 @@ async function oneScale(o: {
     const r = rates(rep, rep.firstAt ?? spawnedAt);
     const endState = await deliveriesByStatus(db);
     return {
-      destinations: o.scale, deliveries: o.deliveries, seed: { seconds: seedSeconds, sizes: seed }, plans, machineBusyBeforePct: busy,
-      received: rep.unique, duplicates: rep.duplicates, complete: rep.unique >= o.deliveries,
+      destinations: o.scale,
+      deliveries: o.deliveries,
+      seed: { seconds: seedSeconds, sizes: seed },
+      plans,
+      machineBusyBeforePct: busy,
+      received: rep.unique,
+      duplicates: rep.duplicates,
+      complete: rep.unique >= o.deliveries,
       startupS: rep.firstAt === null ? null : (rep.firstAt - spawnedAt) / 1000,
-      deliveriesPerSec: r.perSec, steadyPerSec: r.steadyPerSec, spanS: r.spanS, cpu: cpuUse, engine, endState,
+      deliveriesPerSec: r.perSec,
+      steadyPerSec: r.steadyPerSec,
+      spanS: r.spanS,
+      cpu: cpuUse,
+      engine,
+      endState,
     };
   } finally {
     await db.end().catch(() => undefined);
@@ -227,8 +303,12 @@ async function oneScale(o: {
  * occurred_at (publish.ts: both now()), delivery k to destination k mod scale, and each
  * destination's ready_at = the occurred_at of its first delivery (insertDeliveries: now()).
  */
-async function seedDatabase(db: pg.Client, o: { templateId: string; scale: number; deliveries: number; urlPrefix: string }): Promise<Record<string, string>> {
-  const tpl = (await db.query<{ tenant_id: string; url: string }>("SELECT tenant_id, url FROM destinations WHERE id = $1", [o.templateId])).rows[0];
+async function seedDatabase(
+  db: pg.Client,
+  o: { templateId: string; scale: number; deliveries: number; urlPrefix: string },
+): Promise<Record<string, string>> {
+  const tpl = (await db.query<{ tenant_id: string; url: string }>("SELECT tenant_id, url FROM destinations WHERE id = $1", [o.templateId]))
+    .rows[0];
   if (!tpl) throw new Error("the template destination is missing");
   if (tpl.url !== `${o.urlPrefix}0`) throw new Error(`template url ${tpl.url} is not ${o.urlPrefix}0`);
   const salt = Math.random().toString(36).slice(2);
@@ -239,10 +319,14 @@ async function seedDatabase(db: pg.Client, o: { templateId: string; scale: numbe
   // Every other column is copied from the template as the API left it — its config and its
   // initial live state — so columns added by later migrations come along by themselves.
   const own = ["id", "name", "url", "secrets", "created_at", "updated_at"];
-  const copied = (await db.query<{ column_name: string }>(
-    `SELECT column_name FROM information_schema.columns
-      WHERE table_schema = current_schema() AND table_name = 'destinations' ORDER BY ordinal_position`)).rows
-    .map((r) => r.column_name).filter((c) => !own.includes(c));
+  const copied = (
+    await db.query<{ column_name: string }>(
+      `SELECT column_name FROM information_schema.columns
+      WHERE table_schema = current_schema() AND table_name = 'destinations' ORDER BY ordinal_position`,
+    )
+  ).rows
+    .map((r) => r.column_name)
+    .filter((c) => !own.includes(c));
   await db.query(
     `INSERT INTO destinations (id, name, url, secrets, ${copied.map((c) => `"${c}"`).join(", ")})
      SELECT ${idSql("dst", "g")}, 'scale-' || g, $3::text || g,
@@ -287,9 +371,12 @@ async function seedDatabase(db: pg.Client, o: { templateId: string; scale: numbe
   await db.query("DROP TABLE dmap");
   await db.query("VACUUM ANALYZE destinations, events, deliveries");
   await db.query("CHECKPOINT");
-  const sizes = (await db.query<{ name: string; size: string }>(
-    `SELECT c.relname AS name, pg_size_pretty(pg_total_relation_size(c.oid)) AS size
-       FROM pg_class c WHERE c.relname IN ('destinations', 'events', 'deliveries') ORDER BY c.relname`)).rows;
+  const sizes = (
+    await db.query<{ name: string; size: string }>(
+      `SELECT c.relname AS name, pg_size_pretty(pg_total_relation_size(c.oid)) AS size
+       FROM pg_class c WHERE c.relname IN ('destinations', 'events', 'deliveries') ORDER BY c.relname`,
+    )
+  ).rows;
   return Object.fromEntries(sizes.map((s) => [s.name, s.size]));
 }
 
@@ -300,9 +387,17 @@ async function seedDatabase(db: pg.Client, o: { templateId: string; scale: numbe
  * back — so every plan sees the state the real statement sees — and the whole transaction rolled
  * back at the end: nothing changes. Repeated `reps` times; the median execution time is reported.
  */
-async function explainClaim(db: pg.Client, o: {
-  phase: "before" | "mid-run"; receivedAt: number; reps: number; claimBatch: number; grantCap: number; workerConcurrency: number;
-}) {
+async function explainClaim(
+  db: pg.Client,
+  o: {
+    phase: "before" | "mid-run";
+    receivedAt: number;
+    reps: number;
+    claimBatch: number;
+    grantCap: number;
+    workerConcurrency: number;
+  },
+) {
   const started = Date.now();
   const runs: { sql: string; plan: string; executionMs: number; planningMs: number; rows: number }[][] = [];
   let locked = 0;
@@ -320,7 +415,9 @@ async function explainClaim(db: pg.Client, o: {
         const plan = ex.rows.map((r) => r["QUERY PLAN"]).join("\n");
         const res = await db.query(sql, params);
         captured.push({
-          sql, plan, rows: res.rowCount ?? res.rows.length,
+          sql,
+          plan,
+          rows: res.rowCount ?? res.rows.length,
           executionMs: Number(/Execution Time: ([\d.]+) ms/.exec(plan)?.[1] ?? NaN),
           planningMs: Number(/Planning Time: ([\d.]+) ms/.exec(plan)?.[1] ?? NaN),
         });
@@ -349,7 +446,18 @@ async function explainClaim(db: pg.Client, o: {
       }
       const lease = dests.length ? await leaseDeliveries(q, grants, randomUUID()) : { leased: [] };
       if (dests.length) {
-        await setReadyAt(q, dests.map((d) => ({ id: d.id, readyAt: d.now, bucketState: d.bucket_state, rateLimited: false, quietHolding: false, nextProbeAt: null, idleRecheck: false })));
+        await setReadyAt(
+          q,
+          dests.map((d) => ({
+            id: d.id,
+            readyAt: d.now,
+            bucketState: d.bucket_state,
+            rateLimited: false,
+            quietHolding: false,
+            nextProbeAt: null,
+            idleRecheck: false,
+          })),
+        );
       }
       locked = dests.length;
       leased = lease.leased.length;
@@ -374,15 +482,31 @@ async function explainClaim(db: pg.Client, o: {
   const statements = lastRun.map((c, i) => {
     const all = runs.map((r) => r[i]?.executionMs).filter((x): x is number => x !== undefined && Number.isFinite(x));
     // "Seq Scan on t … (actual time=a..b rows=R loops=L)": rows read per scan node, for the verdict.
-    const scans = [...c.plan.matchAll(/Seq Scan on (\w+)[^\n]*?\(actual time=[\d.]+\.\.[\d.]+ rows=(\d+) loops=(\d+)\)/g)]
-      .map((m) => ({ table: m[1]!, rows: Number(m[2]) * Number(m[3]) }));
+    const scans = [...c.plan.matchAll(/Seq Scan on (\w+)[^\n]*?\(actual time=[\d.]+\.\.[\d.]+ rows=(\d+) loops=(\d+)\)/g)].map((m) => ({
+      table: m[1]!,
+      rows: Number(m[2]) * Number(m[3]),
+    }));
     return {
-      statement: STATEMENTS[i] ?? `statement ${i + 1}`, sql: c.sql.replace(/\s+/g, " ").trim(), executionMs: median(all), executionMsAll: all,
+      statement: STATEMENTS[i] ?? `statement ${i + 1}`,
+      sql: c.sql.replace(/\s+/g, " ").trim(),
+      executionMs: median(all),
+      executionMsAll: all,
       planningMs: median(runs.map((r) => r[i]?.planningMs ?? NaN).filter(Number.isFinite)),
-      buffers: /Buffers: [^\n]*/.exec(c.plan)?.[0] ?? null, rows: c.rows, seqScans: scans, plan: c.plan,
+      buffers: /Buffers: [^\n]*/.exec(c.plan)?.[0] ?? null,
+      rows: c.rows,
+      seqScans: scans,
+      plan: c.plan,
     };
   });
-  return { phase: o.phase, receivedAt: o.receivedAt, tookMs: Date.now() - started, destinationsLocked: locked, deliveriesLeased: leased, emptyTries, statements };
+  return {
+    phase: o.phase,
+    receivedAt: o.receivedAt,
+    tookMs: Date.now() - started,
+    destinationsLocked: locked,
+    deliveriesLeased: leased,
+    emptyTries,
+    statements,
+  };
 }
 
 runBench(main);

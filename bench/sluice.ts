@@ -43,8 +43,13 @@ export class SluiceCluster {
 
   private spawn(command: "api" | "start" | "worker", extra: NodeJS.ProcessEnv, logFile: string): ChildProcess {
     const env: NodeJS.ProcessEnv = {
-      ...process.env, SLUICE_API_KEY: this.apiKey, SLUICE_ALLOW_PRIVATE_NETWORKS: "1",
-      SLUICE_HOST: "127.0.0.1", SLUICE_LOG_LEVEL: process.env.SLUICE_LOG_LEVEL ?? "warn", ...this.o.env, ...extra,
+      ...process.env,
+      SLUICE_API_KEY: this.apiKey,
+      SLUICE_ALLOW_PRIVATE_NETWORKS: "1",
+      SLUICE_HOST: "127.0.0.1",
+      SLUICE_LOG_LEVEL: process.env.SLUICE_LOG_LEVEL ?? "warn",
+      ...this.o.env,
+      ...extra,
     };
     delete env.DATABASE_URL;
     if (this.o.databaseUrl) env.DATABASE_URL = this.o.databaseUrl;
@@ -81,7 +86,8 @@ export class SluiceCluster {
     const deadline = Date.now() + 120_000;
     for (const w of waitReady ? started : []) {
       while (!(await portOpen(w.metricsPort))) {
-        if (w.child.exitCode !== null) throw new Error(`sluice worker exited (code ${w.child.exitCode}) before it was ready; see ${w.logFile}`);
+        if (w.child.exitCode !== null)
+          throw new Error(`sluice worker exited (code ${w.child.exitCode}) before it was ready; see ${w.logFile}`);
         if (Date.now() > deadline) throw new Error(`sluice worker was not ready within 120 s; see ${w.logFile}`);
         await sleep(100);
       }
@@ -99,7 +105,9 @@ export class SluiceCluster {
 
   async call(method: "GET" | "POST" | "PATCH", path: string, body?: unknown): Promise<ApiResponse> {
     const res = await request(`http://127.0.0.1:${this.apiPort}${path}`, {
-      method, dispatcher: this.agent, body: body === undefined ? undefined : JSON.stringify(body),
+      method,
+      dispatcher: this.agent,
+      body: body === undefined ? undefined : JSON.stringify(body),
       headers: { authorization: `Bearer ${this.apiKey}`, "content-type": "application/json" },
     });
     const text = await res.body.text();
@@ -113,7 +121,11 @@ export class SluiceCluster {
   }
 
   /** `n` destinations, `body(i)` each, 8 requests in flight; their ids in order. */
-  async createDestinations(n: number, body: (i: number) => Record<string, unknown>, after?: (id: string) => Promise<void>): Promise<string[]> {
+  async createDestinations(
+    n: number,
+    body: (i: number) => Record<string, unknown>,
+    after?: (id: string) => Promise<void>,
+  ): Promise<string[]> {
     const ids = new Array<string>(n);
     await forEachParallel(n, 8, async (i) => {
       ids[i] = await this.createDestination(body(i));
@@ -132,7 +144,8 @@ export class SluiceCluster {
 
   /** `n` events made by `event(i)`, in batches of 1,000 one at a time. */
   async publishAll(n: number, event: (i: number) => Parameters<SluiceCluster["publishBatch"]>[0][number]): Promise<void> {
-    for (let off = 0; off < n; off += 1000) await this.publishBatch(Array.from({ length: Math.min(1000, n - off) }, (_, k) => event(off + k)));
+    for (let off = 0; off < n; off += 1000)
+      await this.publishBatch(Array.from({ length: Math.min(1000, n - off) }, (_, k) => event(off + k)));
   }
 
   /** A few of Sluice's own metrics, summed over its processes (claims, claim avg ms, …). */
@@ -166,9 +179,11 @@ export class SluiceCluster {
 /** Runs `f(0 … n−1)` with `parallel` calls in flight. */
 export async function forEachParallel(n: number, parallel: number, f: (i: number) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(parallel, n) }, async () => {
-    for (let i = next++; i < n; i = next++) await f(i);
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(parallel, n) }, async () => {
+      for (let i = next++; i < n; i = next++) await f(i);
+    }),
+  );
 }
 
 function portOpen(port: number): Promise<boolean> {

@@ -10,15 +10,31 @@ const src = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../src")
 
 // Most specific first; a file may import from its own layer or any lower one.
 const LAYERS = [
-  ["errors.ts", 0], ["ids.ts", 0], ["policy/", 0],
-  ["config.ts", 1], ["logger.ts", 1],
+  ["errors.ts", 0],
+  ["ids.ts", 0],
+  ["policy/", 0],
+  ["config.ts", 1],
+  ["logger.ts", 1],
   ["db/", 2],
   ["metrics.ts", 3],
-  ["dispatch/", 4], ["delivery/", 4], ["alerts/", 4], ["events/", 4], ["bootstrap.ts", 4],
+  ["dispatch/", 4],
+  ["delivery/", 4],
+  ["alerts/", 4],
+  ["events/", 4],
+  ["bootstrap.ts", 4],
   ["api/", 5],
-  ["app.ts", 6], ["cli/", 6],
+  ["app.ts", 6],
+  ["cli/", 6],
 ];
-const NAMES = ["policy, errors, ids", "config, logger", "db", "metrics", "dispatch, delivery, alerts, events, bootstrap", "api", "app, cli"];
+const NAMES = [
+  "policy, errors, ids",
+  "config, logger",
+  "db",
+  "metrics",
+  "dispatch, delivery, alerts, events, bootstrap",
+  "api",
+  "app, cli",
+];
 
 function layerOf(rel) {
   const hit = LAYERS.find(([prefix]) => (prefix.endsWith("/") ? rel.startsWith(prefix) : rel === prefix));
@@ -43,7 +59,11 @@ for (const file of walk(src)) {
   const own = layerOf(rel);
   const text = readFileSync(file, "utf8");
   for (const m of text.matchAll(SPECIFIER)) {
-    const target = path.relative(src, path.resolve(path.dirname(file), m[1])).split(path.sep).join("/").replace(/\.js$/, ".ts");
+    const target = path
+      .relative(src, path.resolve(path.dirname(file), m[1]))
+      .split(path.sep)
+      .join("/")
+      .replace(/\.js$/, ".ts");
     if (target.startsWith("..")) continue; // outside src (package.json and the like)
     const theirs = layerOf(target);
     if (theirs > own) {

@@ -76,10 +76,7 @@ function ensureNpmDependencies() {
   // it means the tree is stale.
   const installed = mtimeMs(path.join(repoRoot, "node_modules", ".package-lock.json"));
   const locked = mtimeMs(lock);
-  const stale =
-    !existsSync(path.join(repoRoot, "node_modules")) ||
-    installed === undefined ||
-    (locked !== undefined && locked > installed);
+  const stale = !existsSync(path.join(repoRoot, "node_modules")) || installed === undefined || (locked !== undefined && locked > installed);
   if (!stale) return;
   console.error("ensure-deps: installing npm dependencies… (npm ci)");
   run("npm", ["ci"]);

@@ -134,7 +134,15 @@ export async function startThrowawayPostgres({ fsync = false, crashSafe = false,
     }
 
     const [initFile, initArgs] = asServerUser(isRoot, path.join(binDir, "initdb"), [
-      "-D", dataDir, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync",
+      "-D",
+      dataDir,
+      "-A",
+      "trust",
+      "-U",
+      "postgres",
+      "-E",
+      "UTF8",
+      "--no-sync",
       // C locale: no dependency on generated OS locales, and deterministic sort order.
       "--locale=C",
     ]);
@@ -165,7 +173,10 @@ export async function startThrowawayPostgres({ fsync = false, crashSafe = false,
   }
   const { url, port, version } = current;
   return {
-    url, port, dataDir, version,
+    url,
+    port,
+    dataDir,
+    version,
     stop: () => current.stop(),
     /** Stops the server the way `pg_ctl stop -m immediate` does (SIGQUIT: no checkpoint, clients cut off); the data stays. */
     crash: () => current.crash(),
@@ -189,7 +200,12 @@ async function launch({ binDir, isRoot, baseDir, dataDir, port, fsync, crashSafe
     ...(fsync ? [] : ["fsync=off", "full_page_writes=off", ...(crashSafe ? [] : ["synchronous_commit=off"])]),
   ];
   const [file, args] = asServerUser(isRoot, path.join(binDir, "postgres"), [
-    "-D", dataDir, "-p", String(port), "-k", baseDir,
+    "-D",
+    dataDir,
+    "-p",
+    String(port),
+    "-k",
+    baseDir,
     ...settings.flatMap((s) => ["-c", s]),
   ]);
   const child = spawn(file, args, { cwd: baseDir, stdio: ["ignore", "pipe", "pipe"] });
@@ -261,8 +277,7 @@ async function launch({ binDir, isRoot, baseDir, dataDir, port, fsync, crashSafe
     if (Date.now() > deadline) {
       server.killSync();
       throw new Error(
-        `Postgres did not accept connections on 127.0.0.1:${port} within ${READY_TIMEOUT_MS / 1000} s. ` +
-          `Server log:\n${serverLog}`,
+        `Postgres did not accept connections on 127.0.0.1:${port} within ${READY_TIMEOUT_MS / 1000} s. ` + `Server log:\n${serverLog}`,
       );
     }
     await sleep(50);

@@ -66,8 +66,7 @@ async function main() {
 
   const server = await startThrowawayPostgres({ fsync: false });
   console.error(
-    `run-tests: started throwaway PostgreSQL ${server.version} on 127.0.0.1:${server.port}; ` +
-      `running ${files.length} test file(s)`,
+    `run-tests: started throwaway PostgreSQL ${server.version} on 127.0.0.1:${server.port}; ` + `running ${files.length} test file(s)`,
   );
 
   const env = { ...process.env, SLUICE_TEST_DATABASE_URL: server.url };

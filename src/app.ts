@@ -17,7 +17,8 @@ import { AlertSender } from "./alerts/alerts.js";
 import { StartupError, StoreUnavailableError } from "./errors.js";
 import { createLogger } from "./logger.js";
 
-export const VERSION: string = (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
+export const VERSION: string = (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string })
+  .version;
 export const USER_AGENT = `Sluice/${VERSION} (+https://github.com/sluice-webhooks)`;
 
 export interface RunOptions {
@@ -123,7 +124,10 @@ async function connectServer(config: Readonly<Config>, log: Logger): Promise<Db>
       }
       if (now - lastLog >= 5_000) {
         lastLog = now;
-        log.warn({ store: where, reason: reasonOf(cause) }, `waiting for ${where} (${reasonOf(cause)}); trying for up to ${config.dbConnectWaitSeconds} s`);
+        log.warn(
+          { store: where, reason: reasonOf(cause) },
+          `waiting for ${where} (${reasonOf(cause)}); trying for up to ${config.dbConnectWaitSeconds} s`,
+        );
       }
       await sleep(Math.min(1_000, deadline - now));
     }
@@ -135,8 +139,12 @@ function reasonOf(err: unknown): string {
   const e = err as { code?: unknown; message?: unknown; errors?: unknown[] } | null;
   const code = typeof e?.code === "string" ? e.code : undefined;
   const named: Record<string, string> = {
-    ECONNREFUSED: "connection refused", ENOTFOUND: "host name not found", EAI_AGAIN: "host name lookup failed",
-    ETIMEDOUT: "timed out", EHOSTUNREACH: "host unreachable", ENETUNREACH: "network unreachable",
+    ECONNREFUSED: "connection refused",
+    ENOTFOUND: "host name not found",
+    EAI_AGAIN: "host name lookup failed",
+    ETIMEDOUT: "timed out",
+    EHOSTUNREACH: "host unreachable",
+    ENETUNREACH: "network unreachable",
   };
   if (code && named[code]) return `${named[code]}, ${code}`;
   // Several addresses (localhost: ::1 and 127.0.0.1) fail together in an AggregateError.
@@ -152,11 +160,15 @@ function listenError(err: unknown, host: string, port: number, setting: "api" | 
   const what = setting === "api" ? "the API" : "/metrics";
   const at = `${host.includes(":") ? `[${host}]` : host}:${port}`;
   const message =
-    code === "EADDRINUSE" ? `Cannot serve ${what} on ${at}: port ${port} is already in use by another process.\nStop that process, or choose another port with ${flags}.`
-    : code === "EACCES" ? `Cannot serve ${what} on ${at}: not allowed to listen on port ${port} (ports below 1024 need privileges).\nChoose another port with ${flags}.`
-    : code === "EADDRNOTAVAIL" ? `Cannot serve ${what} on ${at}: ${host} is not an address of this machine.\nSet --host / SLUICE_HOST to one of its addresses (0.0.0.0 for all).`
-    : code === "ENOTFOUND" || code === "EAI_AGAIN" ? `Cannot serve ${what}: the host name ${host} is unknown.\nSet --host / SLUICE_HOST to an address of this machine (0.0.0.0 for all).`
-    : null;
+    code === "EADDRINUSE"
+      ? `Cannot serve ${what} on ${at}: port ${port} is already in use by another process.\nStop that process, or choose another port with ${flags}.`
+      : code === "EACCES"
+        ? `Cannot serve ${what} on ${at}: not allowed to listen on port ${port} (ports below 1024 need privileges).\nChoose another port with ${flags}.`
+        : code === "EADDRNOTAVAIL"
+          ? `Cannot serve ${what} on ${at}: ${host} is not an address of this machine.\nSet --host / SLUICE_HOST to one of its addresses (0.0.0.0 for all).`
+          : code === "ENOTFOUND" || code === "EAI_AGAIN"
+            ? `Cannot serve ${what}: the host name ${host} is unknown.\nSet --host / SLUICE_HOST to an address of this machine (0.0.0.0 for all).`
+            : null;
   return message ? new StartupError("SLUICE_LISTEN_FAILED", message, { cause: err }) : err;
 }
 
@@ -243,37 +255,51 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
       try {
         const boot = await ensureDefaultTenant(db, config.apiKey);
         if (boot.generatedKey) opts.onGeneratedKey?.(boot.generatedKey);
-        if (boot.addedKeyToTenantId) log.info({ tenant_id: boot.addedKeyToTenantId }, "SLUICE_API_KEY was new: added it as another key of the default tenant");
+        if (boot.addedKeyToTenantId)
+          log.info({ tenant_id: boot.addedKeyToTenantId }, "SLUICE_API_KEY was new: added it as another key of the default tenant");
       } finally {
         bootstrapped(undefined);
       }
     }
 
     if (opts.worker) {
-      alertSender = new AlertSender(db, {
-        smtpUrl: config.smtpUrl, smtpFrom: config.smtpFrom, maxPayloadBytes: config.maxPayloadBytes,
-        onPublished: () => db.notify(WORK_CHANNEL),
-      }, log.child({ component: "alerts" }));
+      alertSender = new AlertSender(
+        db,
+        {
+          smtpUrl: config.smtpUrl,
+          smtpFrom: config.smtpFrom,
+          maxPayloadBytes: config.maxPayloadBytes,
+          onPublished: () => db.notify(WORK_CHANNEL),
+        },
+        log.child({ component: "alerts" }),
+      );
       sender = new Sender({
         network: { allowPrivateNetworks: config.allowPrivateNetworks, allowedCidrs: config.allowedCidrs },
         userAgent: USER_AGENT,
         maxSocketsPerOrigin: config.maxSocketsPerOrigin,
       });
-      dispatcher = new Dispatcher(db, sender, {
-        workerConcurrency: config.workerConcurrency,
-        claimBatchSize: config.claimBatchSize,
-        claimLoops: config.claimLoops,
-        grantCap: config.grantCap,
-        leaseMarginSeconds: config.leaseMarginSeconds,
-        rateSendJitterMs: config.rateSendJitterMs,
-        health: {
-          windowSize: config.healthWindow, minSamples: config.healthMinSamples,
-          maxConsecutiveFailures: config.pauseAfterFailures, authFailuresToPause: config.pauseAfterAuthFailures,
+      dispatcher = new Dispatcher(
+        db,
+        sender,
+        {
+          workerConcurrency: config.workerConcurrency,
+          claimBatchSize: config.claimBatchSize,
+          claimLoops: config.claimLoops,
+          grantCap: config.grantCap,
+          leaseMarginSeconds: config.leaseMarginSeconds,
+          rateSendJitterMs: config.rateSendJitterMs,
+          health: {
+            windowSize: config.healthWindow,
+            minSamples: config.healthMinSamples,
+            maxConsecutiveFailures: config.pauseAfterFailures,
+            authFailuresToPause: config.pauseAfterAuthFailures,
+          },
+          onAlerts: () => alertSender?.kick(),
+          shard: opts.shard ?? null,
+          userAgent: USER_AGENT,
         },
-        onAlerts: () => alertSender?.kick(),
-        shard: opts.shard ?? null,
-        userAgent: USER_AGENT,
-      }, log.child({ component: "dispatcher" }));
+        log.child({ component: "dispatcher" }),
+      );
       await dispatcher.start();
       alertSender.start();
       stopJanitor = startJanitor(db, config.retentionHours, log.child({ component: "janitor" }));
@@ -286,7 +312,10 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
 
   let stopping: Promise<void> | null = null;
   return {
-    db, url, api, dispatcher,
+    db,
+    url,
+    api,
+    dispatcher,
     stop() {
       stopping ??= shutdown();
       return stopping;

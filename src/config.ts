@@ -69,11 +69,13 @@ interface Setting<K extends keyof Config> {
   secret?: boolean;
 }
 
-const int = (min: number, max: number): Parser<number> => (raw) => {
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`must be a whole number from ${min} to ${max}`);
-  return n;
-};
+const int =
+  (min: number, max: number): Parser<number> =>
+  (raw) => {
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min || n > max) throw new Error(`must be a whole number from ${min} to ${max}`);
+    return n;
+  };
 const str: Parser<string> = (raw) => raw;
 const optStr: Parser<string | undefined> = (raw) => (raw === "" ? undefined : raw);
 const bool: Parser<boolean> = (raw) => {
@@ -105,45 +107,241 @@ function setting<K extends keyof Config>(s: Setting<K>): Setting<K> {
 }
 
 export const SETTINGS = [
-  setting({ key: "databaseUrl", env: "DATABASE_URL", default: undefined, parse: postgresUrl, secret: true, doc: "Postgres server URL (14+). Unset: embedded PGlite in SLUICE_DATA_DIR." }),
-  setting({ key: "dataDir", env: "SLUICE_DATA_DIR", flag: "data-dir", arg: "DIR", default: "./.sluice", parse: str, doc: "Folder of the embedded store." }),
-  setting({ key: "host", env: "SLUICE_HOST", flag: "host", arg: "ADDR", commands: SERVES_API, default: "127.0.0.1", parse: str, doc: "Address the API listens on." }),
-  setting({ key: "port", env: "SLUICE_PORT", flag: "port", arg: "N", commands: SERVES_API, default: 3000, parse: int(0, 65535), doc: "Port the API listens on." }),
-  setting({ key: "metricsPort", env: "SLUICE_METRICS_PORT", flag: "metrics-port", arg: "N", commands: RUNS, default: undefined, parse: (r) => (r === "" ? undefined : int(0, 65535)(r)), doc: "Serve /metrics on this port instead of the API port." }),
-  setting({ key: "apiKey", env: "SLUICE_API_KEY", default: undefined, parse: optStr, secret: true, doc: "Key of the default tenant, created on first start; a new key joins the existing default tenant." }),
+  setting({
+    key: "databaseUrl",
+    env: "DATABASE_URL",
+    default: undefined,
+    parse: postgresUrl,
+    secret: true,
+    doc: "Postgres server URL (14+). Unset: embedded PGlite in SLUICE_DATA_DIR.",
+  }),
+  setting({
+    key: "dataDir",
+    env: "SLUICE_DATA_DIR",
+    flag: "data-dir",
+    arg: "DIR",
+    default: "./.sluice",
+    parse: str,
+    doc: "Folder of the embedded store.",
+  }),
+  setting({
+    key: "host",
+    env: "SLUICE_HOST",
+    flag: "host",
+    arg: "ADDR",
+    commands: SERVES_API,
+    default: "127.0.0.1",
+    parse: str,
+    doc: "Address the API listens on.",
+  }),
+  setting({
+    key: "port",
+    env: "SLUICE_PORT",
+    flag: "port",
+    arg: "N",
+    commands: SERVES_API,
+    default: 3000,
+    parse: int(0, 65535),
+    doc: "Port the API listens on.",
+  }),
+  setting({
+    key: "metricsPort",
+    env: "SLUICE_METRICS_PORT",
+    flag: "metrics-port",
+    arg: "N",
+    commands: RUNS,
+    default: undefined,
+    parse: (r) => (r === "" ? undefined : int(0, 65535)(r)),
+    doc: "Serve /metrics on this port instead of the API port.",
+  }),
+  setting({
+    key: "apiKey",
+    env: "SLUICE_API_KEY",
+    default: undefined,
+    parse: optStr,
+    secret: true,
+    doc: "Key of the default tenant, created on first start; a new key joins the existing default tenant.",
+  }),
   setting({ key: "adminKey", env: "SLUICE_ADMIN_KEY", default: undefined, parse: optStr, secret: true, doc: "Enables POST /v1/tenants." }),
-  setting({ key: "allowPrivateNetworks", env: "SLUICE_ALLOW_PRIVATE_NETWORKS", default: false, parse: bool, doc: "Allow delivery to loopback/private/link-local addresses." }),
-  setting({ key: "allowedCidrs", env: "SLUICE_ALLOWED_CIDRS", default: [], parse: (r) => parseCidrList(r), doc: "Comma list of CIDRs delivery may reach even though private (e.g. 127.0.0.0/8)." }),
-  setting({ key: "maxPayloadBytes", env: "SLUICE_MAX_PAYLOAD_BYTES", default: 1_048_576, parse: int(1, 64 * 1_048_576), doc: "Largest event payload (bytes of JSON)." }),
-  setting({ key: "maxBatchBytes", env: "SLUICE_MAX_BATCH_BYTES", default: 32 * 1_048_576, parse: int(1024, 1024 * 1_048_576), doc: "Largest POST /v1/events/batch body." }),
-  setting({ key: "retentionHours", env: "SLUICE_RETENTION_HOURS", default: 168, parse: int(1, 24 * 3650), doc: "Finished deliveries, their attempts and events are pruned after this many hours." }),
-  setting({ key: "workerConcurrency", env: "SLUICE_WORKER_CONCURRENCY", flag: "concurrency", arg: "N", commands: RUNS_WORKERS, default: 512, parse: int(1, 20_000), doc: "Most requests in flight from one worker process." }),
-  setting({ key: "maxSocketsPerOrigin", env: "SLUICE_MAX_SOCKETS_PER_ORIGIN", default: 256, parse: int(1, 10_000), doc: "Most sockets from one worker to one origin (host:port), shared by the destinations on it." }),
-  setting({ key: "claimLoops", env: "SLUICE_CLAIM_LOOPS", default: 2, parse: int(1, 16), doc: "Claim transactions one worker runs at once; overlapping them hides database latency." }),
+  setting({
+    key: "allowPrivateNetworks",
+    env: "SLUICE_ALLOW_PRIVATE_NETWORKS",
+    default: false,
+    parse: bool,
+    doc: "Allow delivery to loopback/private/link-local addresses.",
+  }),
+  setting({
+    key: "allowedCidrs",
+    env: "SLUICE_ALLOWED_CIDRS",
+    default: [],
+    parse: (r) => parseCidrList(r),
+    doc: "Comma list of CIDRs delivery may reach even though private (e.g. 127.0.0.0/8).",
+  }),
+  setting({
+    key: "maxPayloadBytes",
+    env: "SLUICE_MAX_PAYLOAD_BYTES",
+    default: 1_048_576,
+    parse: int(1, 64 * 1_048_576),
+    doc: "Largest event payload (bytes of JSON).",
+  }),
+  setting({
+    key: "maxBatchBytes",
+    env: "SLUICE_MAX_BATCH_BYTES",
+    default: 32 * 1_048_576,
+    parse: int(1024, 1024 * 1_048_576),
+    doc: "Largest POST /v1/events/batch body.",
+  }),
+  setting({
+    key: "retentionHours",
+    env: "SLUICE_RETENTION_HOURS",
+    default: 168,
+    parse: int(1, 24 * 3650),
+    doc: "Finished deliveries, their attempts and events are pruned after this many hours.",
+  }),
+  setting({
+    key: "workerConcurrency",
+    env: "SLUICE_WORKER_CONCURRENCY",
+    flag: "concurrency",
+    arg: "N",
+    commands: RUNS_WORKERS,
+    default: 512,
+    parse: int(1, 20_000),
+    doc: "Most requests in flight from one worker process.",
+  }),
+  setting({
+    key: "maxSocketsPerOrigin",
+    env: "SLUICE_MAX_SOCKETS_PER_ORIGIN",
+    default: 256,
+    parse: int(1, 10_000),
+    doc: "Most sockets from one worker to one origin (host:port), shared by the destinations on it.",
+  }),
+  setting({
+    key: "claimLoops",
+    env: "SLUICE_CLAIM_LOOPS",
+    default: 2,
+    parse: int(1, 16),
+    doc: "Claim transactions one worker runs at once; overlapping them hides database latency.",
+  }),
   // Small on purpose: a claim holds its destinations' row locks for its whole transaction, and
   // ingest waits on those locks to move ready_at. 25 doubled ingest in the benchmark vs 100.
-  setting({ key: "claimBatchSize", env: "SLUICE_CLAIM_BATCH", default: 25, parse: int(1, 10_000), doc: "Destinations claimed per claim transaction." }),
-  setting({ key: "grantCap", env: "SLUICE_GRANT_CAP", default: 100, parse: int(1, 10_000), doc: "Most deliveries granted to one destination per claim." }),
-  setting({ key: "rateSendJitterMs", env: "SLUICE_RATE_SEND_JITTER_MS", default: 500, parse: int(0, 10_000), doc: "Send jitter the rate limits allow for: this many ms of tokens (at most half the burst) are held back from each burst, so a limit holds as counted at the receiver, not only at grant time. 0 = exact at grant time only." }),
-  setting({ key: "leaseMarginSeconds", env: "SLUICE_LEASE_MARGIN_SECONDS", default: 30, parse: int(1, 3600), doc: "Lease = timeout + this margin." }),
-  setting({ key: "healthWindow", env: "SLUICE_HEALTH_WINDOW", default: 50, parse: int(1, 1000), doc: "Attempts (429s excluded) a destination's health score is taken over." }),
-  setting({ key: "healthMinSamples", env: "SLUICE_HEALTH_MIN_SAMPLES", default: 10, parse: int(1, 1000), doc: "Attempts in the window before the score can lower the status or pause." }),
-  setting({ key: "pauseAfterFailures", env: "SLUICE_PAUSE_AFTER_FAILURES", default: 10, parse: int(1, 10_000), doc: "Consecutive failures that pause a destination." }),
-  setting({ key: "pauseAfterAuthFailures", env: "SLUICE_PAUSE_AFTER_AUTH_FAILURES", default: 3, parse: int(1, 10_000), doc: "Consecutive 401/403/404 answers that pause a destination (they do not heal by themselves)." }),
-  setting({ key: "smtpUrl", env: "SLUICE_SMTP_URL", default: undefined, parse: optStr, secret: true, doc: "smtp:// or smtps:// URL (user:password@host:port) for alert e-mails to each tenant's alert_email; unset: no e-mail." }),
-  setting({ key: "smtpFrom", env: "SLUICE_SMTP_FROM", default: "Sluice <sluice@localhost>", parse: str, doc: "From address of alert e-mails." }),
-  setting({ key: "dbPoolSize", env: "SLUICE_DB_POOL_SIZE", default: 10, parse: int(1, 200), doc: "Connections per process to a Postgres server." }),
+  setting({
+    key: "claimBatchSize",
+    env: "SLUICE_CLAIM_BATCH",
+    default: 25,
+    parse: int(1, 10_000),
+    doc: "Destinations claimed per claim transaction.",
+  }),
+  setting({
+    key: "grantCap",
+    env: "SLUICE_GRANT_CAP",
+    default: 100,
+    parse: int(1, 10_000),
+    doc: "Most deliveries granted to one destination per claim.",
+  }),
+  setting({
+    key: "rateSendJitterMs",
+    env: "SLUICE_RATE_SEND_JITTER_MS",
+    default: 500,
+    parse: int(0, 10_000),
+    doc: "Send jitter the rate limits allow for: this many ms of tokens (at most half the burst) are held back from each burst, so a limit holds as counted at the receiver, not only at grant time. 0 = exact at grant time only.",
+  }),
+  setting({
+    key: "leaseMarginSeconds",
+    env: "SLUICE_LEASE_MARGIN_SECONDS",
+    default: 30,
+    parse: int(1, 3600),
+    doc: "Lease = timeout + this margin.",
+  }),
+  setting({
+    key: "healthWindow",
+    env: "SLUICE_HEALTH_WINDOW",
+    default: 50,
+    parse: int(1, 1000),
+    doc: "Attempts (429s excluded) a destination's health score is taken over.",
+  }),
+  setting({
+    key: "healthMinSamples",
+    env: "SLUICE_HEALTH_MIN_SAMPLES",
+    default: 10,
+    parse: int(1, 1000),
+    doc: "Attempts in the window before the score can lower the status or pause.",
+  }),
+  setting({
+    key: "pauseAfterFailures",
+    env: "SLUICE_PAUSE_AFTER_FAILURES",
+    default: 10,
+    parse: int(1, 10_000),
+    doc: "Consecutive failures that pause a destination.",
+  }),
+  setting({
+    key: "pauseAfterAuthFailures",
+    env: "SLUICE_PAUSE_AFTER_AUTH_FAILURES",
+    default: 3,
+    parse: int(1, 10_000),
+    doc: "Consecutive 401/403/404 answers that pause a destination (they do not heal by themselves).",
+  }),
+  setting({
+    key: "smtpUrl",
+    env: "SLUICE_SMTP_URL",
+    default: undefined,
+    parse: optStr,
+    secret: true,
+    doc: "smtp:// or smtps:// URL (user:password@host:port) for alert e-mails to each tenant's alert_email; unset: no e-mail.",
+  }),
+  setting({
+    key: "smtpFrom",
+    env: "SLUICE_SMTP_FROM",
+    default: "Sluice <sluice@localhost>",
+    parse: str,
+    doc: "From address of alert e-mails.",
+  }),
+  setting({
+    key: "dbPoolSize",
+    env: "SLUICE_DB_POOL_SIZE",
+    default: 10,
+    parse: int(1, 200),
+    doc: "Connections per process to a Postgres server.",
+  }),
   // Containers often start Sluice and Postgres together: wait for the server instead of failing.
-  setting({ key: "dbConnectWaitSeconds", env: "SLUICE_DB_CONNECT_WAIT_SECONDS", default: 30, parse: int(0, 3600), doc: "At start, how long to keep retrying an unreachable Postgres server before giving up. 0 = fail at once." }),
-  setting({ key: "logLevel", env: "SLUICE_LOG_LEVEL", flag: "log-level", arg: "LEVEL", default: "info", parse: (r) => {
-    if (!["fatal", "error", "warn", "info", "debug", "trace", "silent"].includes(r)) throw new Error("must be one of fatal, error, warn, info, debug, trace, silent");
-    return r;
-  }, doc: "Log level: fatal, error, warn, info, debug (adds each delivered attempt and stack traces of start-up errors), trace or silent." }),
-  setting({ key: "logFormat", env: "SLUICE_LOG_FORMAT", flag: "log-format", arg: "FORMAT", default: "auto", parse: (r) => {
-    if (r !== "auto" && r !== "json" && r !== "pretty") throw new Error("must be one of auto, json, pretty");
-    return r;
-  }, doc: "auto: readable lines on a terminal, JSON otherwise; json or pretty force one." }),
-  setting({ key: "shutdownGraceSeconds", env: "SLUICE_SHUTDOWN_GRACE_SECONDS", default: 20, parse: int(0, 600), doc: "On SIGTERM, how long in-flight requests may finish before their leases are released." }),
+  setting({
+    key: "dbConnectWaitSeconds",
+    env: "SLUICE_DB_CONNECT_WAIT_SECONDS",
+    default: 30,
+    parse: int(0, 3600),
+    doc: "At start, how long to keep retrying an unreachable Postgres server before giving up. 0 = fail at once.",
+  }),
+  setting({
+    key: "logLevel",
+    env: "SLUICE_LOG_LEVEL",
+    flag: "log-level",
+    arg: "LEVEL",
+    default: "info",
+    parse: (r) => {
+      if (!["fatal", "error", "warn", "info", "debug", "trace", "silent"].includes(r))
+        throw new Error("must be one of fatal, error, warn, info, debug, trace, silent");
+      return r;
+    },
+    doc: "Log level: fatal, error, warn, info, debug (adds each delivered attempt and stack traces of start-up errors), trace or silent.",
+  }),
+  setting({
+    key: "logFormat",
+    env: "SLUICE_LOG_FORMAT",
+    flag: "log-format",
+    arg: "FORMAT",
+    default: "auto",
+    parse: (r) => {
+      if (r !== "auto" && r !== "json" && r !== "pretty") throw new Error("must be one of auto, json, pretty");
+      return r;
+    },
+    doc: "auto: readable lines on a terminal, JSON otherwise; json or pretty force one.",
+  }),
+  setting({
+    key: "shutdownGraceSeconds",
+    env: "SLUICE_SHUTDOWN_GRACE_SECONDS",
+    default: 20,
+    parse: int(0, 600),
+    doc: "On SIGTERM, how long in-flight requests may finish before their leases are released.",
+  }),
 ] as const;
 
 /** Builds the frozen config from flags (`--port 3001` → { port: "3001" }) and the environment. */

@@ -35,7 +35,11 @@ export const ERROR_CATALOGUE = {
   SLUICE_CONFIG_INVALID: { status: null, docs: "configuration", when: "a setting has a bad value" },
   SLUICE_LISTEN_FAILED: { status: null, docs: "configuration", when: "the API or metrics port cannot be opened" },
   SLUICE_STORE_LOCKED: { status: null, docs: "configuration", when: "the embedded store is in use by another process" },
-  SLUICE_STORE_UNREACHABLE: { status: null, docs: "configuration", when: "the Postgres server did not answer within SLUICE_DB_CONNECT_WAIT_SECONDS" },
+  SLUICE_STORE_UNREACHABLE: {
+    status: null,
+    docs: "configuration",
+    when: "the Postgres server did not answer within SLUICE_DB_CONNECT_WAIT_SECONDS",
+  },
   SLUICE_STORE_AUTH_FAILED: { status: null, docs: "configuration", when: "the Postgres server refused the login" },
   SLUICE_STORE_NO_DATABASE: { status: null, docs: "configuration", when: "the database in DATABASE_URL does not exist" },
   SLUICE_STORE_SCHEMA_NEWER: { status: null, docs: "configuration", when: "the database was migrated by a newer Sluice" },
@@ -72,11 +76,18 @@ export class ValidationError extends SluiceError {
   }
 }
 
-const NOT_FOUND = { destination: "SLUICE_DESTINATION_NOT_FOUND", delivery: "SLUICE_DELIVERY_NOT_FOUND", event: "SLUICE_EVENT_NOT_FOUND" } as const;
+const NOT_FOUND = {
+  destination: "SLUICE_DESTINATION_NOT_FOUND",
+  delivery: "SLUICE_DELIVERY_NOT_FOUND",
+  event: "SLUICE_EVENT_NOT_FOUND",
+} as const;
 
 export class NotFoundError extends SluiceError {
   constructor(kind: keyof typeof NOT_FOUND, id: string) {
-    super(NOT_FOUND[kind], `No ${kind} with id '${id}' exists for this API key. Check the id, and that you use the key of the tenant that owns it.`);
+    super(
+      NOT_FOUND[kind],
+      `No ${kind} with id '${id}' exists for this API key. Check the id, and that you use the key of the tenant that owns it.`,
+    );
     this.name = "NotFoundError";
   }
 }

@@ -3,8 +3,16 @@ import nodemailer, { type Transporter } from "nodemailer";
 import type { Db, Queryable } from "../db/db.js";
 import { isStoreUnavailable } from "../db/db.js";
 import {
-  insertAlerts, lockUnpublishedAlerts, markAlertPublished, lockPendingAlertEmails, markAlertEmailSkipped, markAlertEmailSent,
-  markAlertEmailFailed, type AlertType, type AlertPayload, type PendingAlert,
+  insertAlerts,
+  lockUnpublishedAlerts,
+  markAlertPublished,
+  lockPendingAlertEmails,
+  markAlertEmailSkipped,
+  markAlertEmailSent,
+  markAlertEmailFailed,
+  type AlertType,
+  type AlertPayload,
+  type PendingAlert,
 } from "../db/queries/alerts.js";
 import { newId } from "../ids.js";
 import { publishEvents, RoutingCache } from "../events/publish.js";
@@ -35,8 +43,14 @@ export function alertInput(
     destinationId: d.id,
     type,
     payload: {
-      destination_id: d.id, destination_name: d.name, url: d.url, transition: type.slice("destination.".length),
-      reason, health, at: new Date().toISOString(), ...extra,
+      destination_id: d.id,
+      destination_name: d.name,
+      url: d.url,
+      transition: type.slice("destination.".length),
+      reason,
+      health,
+      at: new Date().toISOString(),
+      ...extra,
     },
   };
 }
@@ -44,7 +58,10 @@ export function alertInput(
 /** Records alerts in the caller's transaction. */
 export async function recordAlerts(q: Queryable, alerts: AlertInput[]): Promise<void> {
   if (alerts.length === 0) return;
-  await insertAlerts(q, alerts.map((a) => ({ id: newId("alr"), ...a })));
+  await insertAlerts(
+    q,
+    alerts.map((a) => ({ id: newId("alr"), ...a })),
+  );
   for (const a of alerts) metrics.alerts.inc({ type: a.type });
 }
 
@@ -68,7 +85,11 @@ export class AlertSender {
   private readonly mailer: Transporter | null;
   private readonly routing = new RoutingCache();
 
-  constructor(private readonly db: Db, private readonly opts: AlertSenderOptions, private readonly log: Logger) {
+  constructor(
+    private readonly db: Db,
+    private readonly opts: AlertSenderOptions,
+    private readonly log: Logger,
+  ) {
     this.mailer = opts.smtpUrl ? nodemailer.createTransport(opts.smtpUrl) : null;
   }
 
@@ -110,7 +131,11 @@ export class AlertSender {
     const published = await this.db.tx(async (q) => {
       const rows = await lockUnpublishedAlerts(q);
       for (const a of rows) {
-        const [ev] = await publishEvents(q, a.tenant_id, [{ type: a.type, payload: a.payload }], { maxPayloadBytes: this.opts.maxPayloadBytes, system: true, routing: this.routing });
+        const [ev] = await publishEvents(q, a.tenant_id, [{ type: a.type, payload: a.payload }], {
+          maxPayloadBytes: this.opts.maxPayloadBytes,
+          system: true,
+          routing: this.routing,
+        });
         await markAlertPublished(q, a.id, ev!.id);
       }
       return rows.length;
@@ -150,9 +175,12 @@ function subjectOf(a: PendingAlert): string {
   const p = a.payload;
   const name = p.destination_name || p.url;
   switch (a.type) {
-    case "destination.paused": return `[Sluice] Deliveries to ${name} are paused`;
-    case "destination.resumed": return `[Sluice] Deliveries to ${name} have resumed`;
-    default: return `[Sluice] Deliveries to ${name} are failing (health ${p.health.status})`;
+    case "destination.paused":
+      return `[Sluice] Deliveries to ${name} are paused`;
+    case "destination.resumed":
+      return `[Sluice] Deliveries to ${name} have resumed`;
+    default:
+      return `[Sluice] Deliveries to ${name} are failing (health ${p.health.status})`;
   }
 }
 

@@ -67,10 +67,16 @@ export function checkDestinationConfig(c: Partial<DestinationConfig>, network?: 
   if (c.delivery_schedule) {
     const s = c.delivery_schedule;
     if (!IANAZone.isValidZone(s.timezone)) {
-      problems.push({ field: "delivery_schedule.timezone", message: `'${s.timezone}' is not an IANA time zone name; use e.g. 'Europe/Berlin' or 'America/New_York'` });
+      problems.push({
+        field: "delivery_schedule.timezone",
+        message: `'${s.timezone}' is not an IANA time zone name; use e.g. 'Europe/Berlin' or 'America/New_York'`,
+      });
     }
     if (normaliseTime(s.quiet_start) === normaliseTime(s.quiet_end)) {
-      problems.push({ field: "delivery_schedule.quiet_end", message: "equals quiet_start: the window would be empty (or all day); pick different times" });
+      problems.push({
+        field: "delivery_schedule.quiet_end",
+        message: "equals quiet_start: the window would be empty (or all day); pick different times",
+      });
     }
   }
   return problems;

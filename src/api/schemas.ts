@@ -29,7 +29,10 @@ export const DeliverySchedule = Type.Object(
   {
     timezone: Type.String({ minLength: 1, maxLength: 64, description: "IANA zone name, e.g. Europe/Berlin" }),
     quiet_start: Type.String({ pattern: TIME_OF_DAY, description: "HH:MM[:SS] local time the quiet window starts" }),
-    quiet_end: Type.String({ pattern: TIME_OF_DAY, description: "HH:MM[:SS] local time it ends; may be before quiet_start (crosses midnight)" }),
+    quiet_end: Type.String({
+      pattern: TIME_OF_DAY,
+      description: "HH:MM[:SS] local time it ends; may be before quiet_start (crosses midnight)",
+    }),
     days: Type.Optional(Type.Array(Type.Union(DAY_NAMES.map((d) => Type.Literal(d))), { minItems: 1, maxItems: 7, uniqueItems: true })),
     applies_to: Type.Optional(Type.Array(Type.String({ pattern: EVENT_TYPE_PATTERN }), { maxItems: 200, uniqueItems: true })),
     bypass_event_types: Type.Optional(Type.Array(Type.String({ pattern: EVENT_TYPE_PATTERN }), { maxItems: 200, uniqueItems: true })),
@@ -51,7 +54,11 @@ const destinationConfig = {
   throttle_schedule_seconds: Type.Array(Seconds(1, 7 * 86400), { minItems: 1, maxItems: 50 }),
   probe_interval_seconds: Seconds(1, 86400),
   replay_on_resume: Type.Boolean(),
-  paused_retention_hours: Type.Integer({ minimum: 1, maximum: 8760, description: "how long deliveries wait for a paused destination before they are discarded" }),
+  paused_retention_hours: Type.Integer({
+    minimum: 1,
+    maximum: 8760,
+    description: "how long deliveries wait for a paused destination before they are discarded",
+  }),
 };
 
 export const DestinationCreate = Type.Object(
@@ -96,7 +103,9 @@ export const Destination = Type.Object({
   quiet_until: Nullable(Type.String({ format: "date-time", description: "while a quiet window is open: when it ends" })),
   next_quiet_at: Nullable(Type.String({ format: "date-time", description: "when the next quiet window starts" })),
   next_probe_at: Nullable(Type.String({ format: "date-time", description: "paused for a transient cause: when the next probe goes" })),
-  ramp_limit: Nullable(Type.Integer({ description: "recovering after a probe: the concurrency it may use now, rising to max_concurrency" })),
+  ramp_limit: Nullable(
+    Type.Integer({ description: "recovering after a probe: the concurrency it may use now, rising to max_concurrency" }),
+  ),
   queued_events: Type.Integer(),
   inflight: Type.Integer(),
   health: Health,
@@ -120,16 +129,15 @@ export const EventIn = Type.Object(
     payload: Type.Unknown({ description: "Any JSON value; at most SLUICE_MAX_PAYLOAD_BYTES" }),
     occurred_at: Type.Optional(Type.String({ format: "date-time" })),
     deliver_at: Type.Optional(Type.String({ format: "date-time" })),
-    destination_ids: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: 1000, uniqueItems: true })),
+    destination_ids: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: 1000, uniqueItems: true }),
+    ),
   },
   { additionalProperties: false, required: ["type", "payload"] },
 );
 export type EventIn = Static<typeof EventIn>;
 
-export const EventBatch = Type.Object(
-  { events: Type.Array(EventIn, { minItems: 1, maxItems: 1000 }) },
-  { additionalProperties: false },
-);
+export const EventBatch = Type.Object({ events: Type.Array(EventIn, { minItems: 1, maxItems: 1000 }) }, { additionalProperties: false });
 export type EventBatch = Static<typeof EventBatch>;
 
 export const EventAccepted = Type.Object({ id: Type.String(), deliveries: Type.Integer() });
@@ -179,7 +187,12 @@ export const DeliveryListQuery = Type.Object(
 export const TimelineQuery = Type.Object(
   {
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
-    before: Type.Optional(Type.String({ format: "date-time", description: "only attempts started before this time (the last started_at of the previous page)" })),
+    before: Type.Optional(
+      Type.String({
+        format: "date-time",
+        description: "only attempts started before this time (the last started_at of the previous page)",
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -34,8 +34,10 @@ function quietWindowOf(row: Pick<DestinationRow, "delivery_schedule" | "now">) {
 
 function healthOf(row: DestinationRow) {
   return healthView({
-    window: row.health_window, consecutiveFailures: row.consecutive_failures,
-    consecutiveAuthFailures: row.consecutive_auth_failures, status: row.health_status,
+    window: row.health_window,
+    consecutiveFailures: row.consecutive_failures,
+    consecutiveAuthFailures: row.consecutive_auth_failures,
+    status: row.health_status,
   });
 }
 
@@ -104,7 +106,9 @@ export function deliveryHoldFacts(r: DeliveryRow, status: WaitingStatus): HoldFa
     due,
     paused: r.d_paused_at !== null,
     throttled: r.d_throttled_until !== null && r.d_throttled_until > r.now,
-    quiet: r.quiet_hold && r.d_delivery_schedule !== null &&
+    quiet:
+      r.quiet_hold &&
+      r.d_delivery_schedule !== null &&
       currentQuietWindow(r.d_delivery_schedule as DeliverySchedule, r.now.getTime()) !== null,
     behind: r.behind,
     atCap: r.at_cap,

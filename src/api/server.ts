@@ -33,7 +33,10 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
   ctx.routing ??= new RoutingCache();
   const app = Fastify({
     // Per-request logs stay off at info level; errors are logged by the error handler.
-    loggerInstance: ctx.log.child({ component: "api" }, { level: ctx.log.level === "info" ? "warn" : ctx.log.level }) as unknown as FastifyBaseLogger,
+    loggerInstance: ctx.log.child(
+      { component: "api" },
+      { level: ctx.log.level === "info" ? "warn" : ctx.log.level },
+    ) as unknown as FastifyBaseLogger,
     bodyLimit: ctx.config.maxPayloadBytes + 64 * 1024,
     return503OnClosing: true,
     forceCloseConnections: true,
@@ -60,7 +63,10 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     void reply.status(status).send(body);
   });
   app.setNotFoundHandler((req, reply) => {
-    const { status, body } = errorBody("SLUICE_ROUTE_NOT_FOUND", `No route ${req.method} ${req.url.split("?")[0]}; see GET /openapi.json for the API.`);
+    const { status, body } = errorBody(
+      "SLUICE_ROUTE_NOT_FOUND",
+      `No route ${req.method} ${req.url.split("?")[0]}; see GET /openapi.json for the API.`,
+    );
     void reply.status(status).send(body);
   });
 
@@ -110,7 +116,10 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
 }
 
 /** Maps any error to the contract's error body. Bad input is never a 500. */
-export function toErrorBody(err: FastifyError | Error): { status: number; body: { error: { code: string; message: string; details?: unknown } } } {
+export function toErrorBody(err: FastifyError | Error): {
+  status: number;
+  body: { error: { code: string; message: string; details?: unknown } };
+} {
   if (err instanceof SluiceError) {
     const e: { code: string; message: string; details?: unknown } = { code: err.code, message: err.message };
     if (err.details !== undefined) e.details = err.details;
@@ -124,7 +133,10 @@ export function toErrorBody(err: FastifyError | Error): { status: number; body: 
   }
   const code = fe.code ?? "";
   if (code === "FST_ERR_CTP_BODY_TOO_LARGE") {
-    return errorBody("SLUICE_REQUEST_TOO_LARGE", "The request body is larger than allowed. An event payload may be at most SLUICE_MAX_PAYLOAD_BYTES (default 1 MiB); split large batches.");
+    return errorBody(
+      "SLUICE_REQUEST_TOO_LARGE",
+      "The request body is larger than allowed. An event payload may be at most SLUICE_MAX_PAYLOAD_BYTES (default 1 MiB); split large batches.",
+    );
   }
   if (code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
     return errorBody("SLUICE_REQUEST_UNSUPPORTED_MEDIA_TYPE", "Send JSON with 'Content-Type: application/json'.");
@@ -178,7 +190,13 @@ interface AjvLikeError {
 }
 
 function fieldError(v: AjvLikeError, part?: string): FieldError {
-  const path = v.instancePath.replace(/^\//, "").split("/").filter(Boolean).map((s) => (/^\d+$/.test(s) ? `[${s}]` : s)).join(".").replace(/\.\[/g, "[");
+  const path = v.instancePath
+    .replace(/^\//, "")
+    .split("/")
+    .filter(Boolean)
+    .map((s) => (/^\d+$/.test(s) ? `[${s}]` : s))
+    .join(".")
+    .replace(/\.\[/g, "[");
   const prefix = part && part !== "body" ? `${part === "querystring" ? "query" : part}.` : "";
   if (v.keyword === "required") {
     const f = String(v.params.missingProperty);
@@ -197,6 +215,10 @@ function fieldError(v: AjvLikeError, part?: string): FieldError {
 }
 
 /** An error answer for a code of the catalogue (its status, unless Fastify named a more exact 4xx). */
-function errorBody(code: ErrorCode, message: string, status = statusOf(code)): { status: number; body: { error: { code: ErrorCode; message: string } } } {
+function errorBody(
+  code: ErrorCode,
+  message: string,
+  status = statusOf(code),
+): { status: number; body: { error: { code: ErrorCode; message: string } } } {
   return { status, body: { error: { code, message } } };
 }

@@ -21,7 +21,11 @@ export function parseSince(raw: string | undefined, nowMs: number): Date {
 /** Default allowance for the time between a token's grant and its request starting. */
 export const DEFAULT_JITTER_MS = 100;
 
-export async function auditRate(db: Db, opts: { destinationId: string; since: Date; all: boolean; jitterMs?: number }, out: (line: string) => void): Promise<number> {
+export async function auditRate(
+  db: Db,
+  opts: { destinationId: string; since: Date; all: boolean; jitterMs?: number },
+  out: (line: string) => void,
+): Promise<number> {
   const jitterMs = opts.jitterMs ?? DEFAULT_JITTER_MS;
   const dest = await destinationLimits(db, opts.destinationId);
   if (!dest) {
@@ -45,10 +49,12 @@ export async function auditRate(db: Db, opts: { destinationId: string; since: Da
     for (const j of a.offending) offendingSeconds.add(Math.floor(sorted[j]! / 1000));
     over += a.offending.length;
     const head = `per-${a.window} bucket: capacity ${a.capacity}, ${round(a.perSecond)}/s`;
-    out(a.worst === null
-      ? `${head} — no window over the limit ✓`
-      : `${head} — ${a.offending.length} send(s) ended a window over the limit ✗; worst: ${a.worst.count} sends in ` +
-        `${a.worst.toMs - a.worst.fromMs} ms from ${new Date(a.worst.fromMs).toISOString()} (allowed ${round(a.worst.allowed)})`);
+    out(
+      a.worst === null
+        ? `${head} — no window over the limit ✓`
+        : `${head} — ${a.offending.length} send(s) ended a window over the limit ✗; worst: ${a.worst.count} sends in ` +
+            `${a.worst.toMs - a.worst.fromMs} ms from ${new Date(a.worst.fromMs).toISOString()} (allowed ${round(a.worst.allowed)})`,
+    );
   }
 
   const seconds = [...perSecond(times).entries()].sort((x, y) => x[0] - y[0]);
@@ -57,7 +63,9 @@ export async function auditRate(db: Db, opts: { destinationId: string; since: Da
   const perSecLimit = dest.rate_limit?.max_per_second;
   out(`second (UTC)              attempts${perSecLimit !== undefined ? `  limit/s ${perSecLimit}` : ""}`);
   for (const [s, n] of shown) {
-    out(`${new Date(s * 1000).toISOString().replace(".000Z", "Z")}  ${String(n).padStart(8)}${offendingSeconds.has(s) ? "  ✗ window over the limit ends here" : ""}`);
+    out(
+      `${new Date(s * 1000).toISOString().replace(".000Z", "Z")}  ${String(n).padStart(8)}${offendingSeconds.has(s) ? "  ✗ window over the limit ends here" : ""}`,
+    );
   }
   return over > 0 ? 1 : 0;
 }

@@ -43,7 +43,9 @@ const FLAGGED = SETTINGS.filter((s) => s.flag !== undefined);
 /** Every option any command takes, for parseArgs; which command may use which is checked after. */
 const OPTIONS = {
   ...Object.fromEntries(FLAGGED.map((s) => [s.flag!, { type: "string" as const }])),
-  ...Object.fromEntries(Object.values(COMMANDS).flatMap((c) => Object.entries(c.options ?? {}).map(([name, o]) => [name, { type: o.type }]))),
+  ...Object.fromEntries(
+    Object.values(COMMANDS).flatMap((c) => Object.entries(c.options ?? {}).map(([name, o]) => [name, { type: o.type }])),
+  ),
   help: { type: "boolean" as const, short: "h" },
   version: { type: "boolean" as const },
 };
@@ -191,7 +193,9 @@ async function main(argv: string[]): Promise<number> {
     }
     const store = await openStore(config, { command, log });
     try {
-      return await auditRate(store.db, { destinationId: destination, since, all: values.all === true, jitterMs }, (l) => process.stdout.write(l + "\n"));
+      return await auditRate(store.db, { destinationId: destination, since, all: values.all === true, jitterMs }, (l) =>
+        process.stdout.write(l + "\n"),
+      );
     } finally {
       await store.close();
     }
@@ -233,7 +237,7 @@ async function main(argv: string[]): Promise<number> {
       // stderr: stdout may be a log collector's, and the key is not a log line.
       process.stderr.write(
         `\n  No SLUICE_API_KEY was set, so Sluice created a default tenant with this API key.\n` +
-        `  It is shown once — store it now:\n\n    ${key}\n\n`,
+          `  It is shown once — store it now:\n\n    ${key}\n\n`,
       );
     },
   });

@@ -42,10 +42,19 @@ export function isRetryableDbError(err: unknown): boolean {
 // the server shutting down or starting up (57P0x), connection exceptions (class 08), too many
 // connections (53300), and node-postgres's own messages for a connection that died or never came.
 const UNAVAILABLE_NET_CODES = new Set([
-  "ECONNREFUSED", "ECONNRESET", "ECONNABORTED", "ETIMEDOUT", "EPIPE", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ECONNABORTED",
+  "ETIMEDOUT",
+  "EPIPE",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EAI_AGAIN",
 ]);
 const UNAVAILABLE_SQLSTATE = /^(08...|57P0[123]|53300)$/;
-const UNAVAILABLE_MESSAGE = /Connection terminated|timeout exceeded when trying to connect|is not queryable|Connection ended unexpectedly|connection timeout/i;
+const UNAVAILABLE_MESSAGE =
+  /Connection terminated|timeout exceeded when trying to connect|is not queryable|Connection ended unexpectedly|connection timeout/i;
 
 /** True when `err` means the store is unreachable (a retry later may succeed), not that the statement is wrong. */
 export function isStoreUnavailable(err: unknown): boolean {
@@ -103,7 +112,10 @@ class ServerDb implements Db {
   private readonly availability = new Availability();
   private closed = false;
 
-  constructor(private readonly pool: pg.Pool, private readonly url: string) {
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly url: string,
+  ) {
     this.emitter.setMaxListeners(0);
     this.where = describeServer(url);
     // An idle client whose connection dies: the pool drops it; the next checkout makes a new one.
@@ -258,7 +270,10 @@ class EmbeddedDb implements Db {
   // PGlite is one in-process session, so notifications are an in-process signal.
   private readonly emitter = new EventEmitter();
 
-  constructor(private readonly pglite: PGlite, readonly where: string) {
+  constructor(
+    private readonly pglite: PGlite,
+    readonly where: string,
+  ) {
     this.emitter.setMaxListeners(0);
   }
 
@@ -313,7 +328,12 @@ export interface OpenOptions {
 
 export async function openDb(opts: OpenOptions): Promise<Db> {
   if (opts.databaseUrl) {
-    const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: opts.poolSize ?? 10, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true });
+    const pool = new pg.Pool({
+      connectionString: opts.databaseUrl,
+      max: opts.poolSize ?? 10,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      keepAlive: true,
+    });
     const db = new ServerDb(pool, opts.databaseUrl);
     try {
       await db.query("SELECT 1"); // fail fast with a clear connection error

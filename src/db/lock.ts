@@ -37,8 +37,10 @@ function hint(command: string): string {
     return "A running Sluice applies migrations itself when it starts, so there is nothing to do; to migrate anyway, stop it first.";
   }
   if (command === "audit") {
-    return "The embedded store takes one process at a time: read the attempts through the running API " +
-      "(GET /v1/destinations/ID/attempts), or stop that process and run the audit again.";
+    return (
+      "The embedded store takes one process at a time: read the attempts through the running API " +
+      "(GET /v1/destinations/ID/attempts), or stop that process and run the audit again."
+    );
   }
   return "The embedded store takes one process at a time: stop that process first, or use another --data-dir (SLUICE_DATA_DIR).";
 }

@@ -193,8 +193,10 @@ export function literalHostRefusal(hostname: string, policy: NetworkPolicy): str
   if (!isLocalhostName(hostname)) return null;
   // Send time drops refused answers and uses an allowed one, so either loopback family will do.
   if (isAddressAllowed("127.0.0.1", policy).allowed || isAddressAllowed("::1", policy).allowed) return null;
-  return `${hostname} is a loopback name (127.0.0.1 / ::1), which this Sluice does not deliver to; ` +
-    "set SLUICE_ALLOW_PRIVATE_NETWORKS=1 or add it to SLUICE_ALLOWED_CIDRS (e.g. 127.0.0.0/8,::1/128) to allow it";
+  return (
+    `${hostname} is a loopback name (127.0.0.1 / ::1), which this Sluice does not deliver to; ` +
+    "set SLUICE_ALLOW_PRIVATE_NETWORKS=1 or add it to SLUICE_ALLOWED_CIDRS (e.g. 127.0.0.0/8,::1/128) to allow it"
+  );
 }
 
 /**

@@ -192,7 +192,10 @@ function parseTarget(url: string, policy: NetworkPolicy): Target {
     return { ...none, refusal: { errorClass: "connection", error: new Error(`invalid URL '${url}'`) } };
   }
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
-    return { ...none, refusal: { errorClass: "connection", error: new Error(`unsupported URL scheme '${parsed.protocol}' (use http or https)`) } };
+    return {
+      ...none,
+      refusal: { errorClass: "connection", error: new Error(`unsupported URL scheme '${parsed.protocol}' (use http or https)`) },
+    };
   }
   try {
     // The WHATWG parser already turned 127.1 / 0x7f000001 / 2130706433 into 127.0.0.1.

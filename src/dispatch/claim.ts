@@ -1,6 +1,14 @@
 import type { Db } from "../db/db.js";
 import { withRetry } from "../db/db.js";
-import { lockReadyDestinations, leaseDeliveries, setReadyAt, type AfterClaimUpdate, type ClaimedDestination, type Grant, type LeasedDelivery } from "../db/queries/claim.js";
+import {
+  lockReadyDestinations,
+  leaseDeliveries,
+  setReadyAt,
+  type AfterClaimUpdate,
+  type ClaimedDestination,
+  type Grant,
+  type LeasedDelivery,
+} from "../db/queries/claim.js";
 import { currentQuietWindow, type QuietWindow } from "../policy/quiet-hours.js";
 import { slotsFree, nextReadyAt, type GateInput } from "../policy/gates.js";
 import { grantBuckets, available, spend, nextTokenAtMs, statesOf, storeStates, type Bucket } from "../policy/token-bucket.js";
@@ -42,7 +50,14 @@ export interface ClaimOptions {
 export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
   return withRetry(db, async (q) => {
     const locked = await lockReadyDestinations(q, Math.max(1, Math.min(opts.batchSize, opts.capacity)), opts.shard);
-    const result: ClaimResult = { destinations: new Map(), deliveries: [], probes: [], claimedCount: locked.length, slotDenied: 0, transitions: [] };
+    const result: ClaimResult = {
+      destinations: new Map(),
+      deliveries: [],
+      probes: [],
+      claimedCount: locked.length,
+      slotDenied: 0,
+      transitions: [],
+    };
     if (locked.length === 0) return result;
 
     let budget = opts.capacity;
@@ -74,7 +89,13 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
       const n = Math.min(tokens, budget);
       if (n <= 0) continue;
       budget -= n;
-      grants.push({ destinationId: d.id, count: n, ordered: d.ordered, leaseSeconds: d.timeout_seconds + opts.leaseMarginSeconds, quiet: win !== null });
+      grants.push({
+        destinationId: d.id,
+        count: n,
+        ordered: d.ordered,
+        leaseSeconds: d.timeout_seconds + opts.leaseMarginSeconds,
+        quiet: win !== null,
+      });
     }
     const { leased, moreDue } = await leaseDeliveries(q, grants, opts.leaseToken);
     result.deliveries = leased;
@@ -88,11 +109,21 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
         // Woken for its probe (or by a late result): next look is the next probe, if it gets probes.
         const nextProbeMs = probed.has(d.id)
           ? d.now.getTime() + Math.max(d.probe_interval_seconds, d.timeout_seconds + opts.leaseMarginSeconds) * 1000
-          : d.pause_cause === "transient" ? Math.max(d.next_probe_at?.getTime() ?? 0, d.now.getTime()) : null;
+          : d.pause_cause === "transient"
+            ? Math.max(d.next_probe_at?.getTime() ?? 0, d.now.getTime())
+            : null;
         const at = nextProbeMs === null ? null : new Date(nextProbeMs);
         // Its quiet-hours finding stands until a claim looks again (a pause holds everything anyway).
         noteTransitions(result, d, false, d.quiet_holding);
-        return { id: d.id, readyAt: at, bucketState: d.bucket_state, rateLimited: false, quietHolding: d.quiet_holding, nextProbeAt: probed.has(d.id) ? at : null, idleRecheck: false };
+        return {
+          id: d.id,
+          readyAt: at,
+          bucketState: d.bucket_state,
+          rateLimited: false,
+          quietHolding: d.quiet_holding,
+          nextProbeAt: probed.has(d.id) ? at : null,
+          idleRecheck: false,
+        };
       }
       const n = granted.get(d.id) ?? 0;
       const b = buckets.get(d.id)!;
@@ -111,7 +142,8 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
         nextWaitingMs = nowMs;
       }
       // At its cap (ramp included) with nothing granted; a throttled destination has no slots either, but is not "denied".
-      if (!hadGrant.has(d.id) && slotsFree(gateInput(d, d.inflight)) === 0 && !(d.throttled_until && d.throttled_until > d.now)) result.slotDenied++;
+      if (!hadGrant.has(d.id) && slotsFree(gateInput(d, d.inflight)) === 0 && !(d.throttled_until && d.throttled_until > d.now))
+        result.slotDenied++;
       // Quiet hours hold what their types cover until the window ends; bypass types went above.
       const win = quiet.get(d.id);
       let quietHolding = false;
@@ -136,7 +168,15 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
         idleRecheck = true;
       }
       noteTransitions(result, d, rateLimited, quietHolding, win ?? null, win ? null : heldUntilNow(d));
-      return { id: d.id, readyAt: at === null ? null : new Date(at), bucketState: storeStates(b, spent) ?? d.bucket_state, rateLimited, quietHolding, nextProbeAt: null, idleRecheck };
+      return {
+        id: d.id,
+        readyAt: at === null ? null : new Date(at),
+        bucketState: storeStates(b, spent) ?? d.bucket_state,
+        rateLimited,
+        quietHolding,
+        nextProbeAt: null,
+        idleRecheck,
+      };
     });
     await setReadyAt(q, updates);
     return result;
@@ -161,8 +201,12 @@ function minOrNull(a: number | null, b: number | null): number | null {
  * token and every slot does not say which of the two held the rest back.
  */
 function rateLimitFinding(
-  d: ClaimedDestination, shaped: { slots: number; tokens: number } | undefined, granted: number, hadGrant: boolean,
-  tokenLimited: boolean, nextWaitingMs: number | null,
+  d: ClaimedDestination,
+  shaped: { slots: number; tokens: number } | undefined,
+  granted: number,
+  hadGrant: boolean,
+  tokenLimited: boolean,
+  nextWaitingMs: number | null,
 ): boolean {
   if (!shaped) return false;
   if (d.ordered ? granted > 0 : !hadGrant) return d.rate_limited;
@@ -178,7 +222,12 @@ function rateLimitFinding(
  * change. `open`: the quiet window open now; `ended`: the one whose end woke this claim.
  */
 function noteTransitions(
-  result: ClaimResult, d: ClaimedDestination, rateLimited: boolean, quietHolding: boolean, open: QuietWindow | null = null, ended: QuietWindow | null = null,
+  result: ClaimResult,
+  d: ClaimedDestination,
+  rateLimited: boolean,
+  quietHolding: boolean,
+  open: QuietWindow | null = null,
+  ended: QuietWindow | null = null,
 ): void {
   if (rateLimited !== d.rate_limited) result.transitions.push({ kind: "rate_limited", destination: d, holding: rateLimited });
   if (quietHolding !== d.quiet_holding) {

@@ -100,7 +100,12 @@ export function decideDestination(
   healthConfig: HealthConfig = DEFAULT_HEALTH_CONFIG,
 ): DestinationUpdate {
   const health = applyOutcomes(
-    { window: state.health_window, consecutiveFailures: state.consecutive_failures, consecutiveAuthFailures: state.consecutive_auth_failures, status: state.health_status },
+    {
+      window: state.health_window,
+      consecutiveFailures: state.consecutive_failures,
+      consecutiveAuthFailures: state.consecutive_auth_failures,
+      status: state.health_status,
+    },
     outcomes.map((o) => ({ ...o.outcome, errorMessage: o.errorMessage ?? null })),
     healthConfig,
     { paused: state.paused_at !== null },
@@ -125,7 +130,9 @@ export function decideDestination(
         // The reason names the hold that wins (the longest), the latest on a tie.
         if (throttleSeconds === null || hold >= throttleSeconds) {
           reason = throttleReason({
-            holdSeconds: hold, consecutive: Math.max(throttles, 1), retryAfterSeconds: outcome.retryAfterSeconds,
+            holdSeconds: hold,
+            consecutive: Math.max(throttles, 1),
+            retryAfterSeconds: outcome.retryAfterSeconds,
             retryAfterHeader: outcome.retryAfterHeader ?? null,
           });
         }
@@ -140,7 +147,8 @@ export function decideDestination(
   }
   // The write keeps a hold already in force that ends later than the new one (it never shortens a
   // hold); the reason then stays that hold's too, not e.g. "holding 1 s" beside a 300 s hold.
-  const kept = throttleSeconds !== null && state.throttled_until !== null && state.throttled_until.getTime() > nowMs + throttleSeconds * 1000;
+  const kept =
+    throttleSeconds !== null && state.throttled_until !== null && state.throttled_until.getTime() > nowMs + throttleSeconds * 1000;
   const throttleReasonOut = kept ? null : reason;
   // A probe's ramp: each success lets one more request run at once, up to the configured cap.
   let rampLimit = state.ramp_limit;

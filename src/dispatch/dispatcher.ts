@@ -6,8 +6,14 @@ import { WORK_CHANNEL } from "../db/channels.js";
 import { nextReadyDelayMs } from "../db/queries/claim.js";
 import type { ClaimedDestination, LeasedDelivery } from "../db/queries/claim.js";
 import {
-  lockDestinationsForResults, finishDeliveries, updateDestinationsAfterResults, releaseLeases, abandonClaims, applyProbe,
-  type LockedDestinationState, type DestinationUpdate,
+  lockDestinationsForResults,
+  finishDeliveries,
+  updateDestinationsAfterResults,
+  releaseLeases,
+  abandonClaims,
+  applyProbe,
+  type LockedDestinationState,
+  type DestinationUpdate,
 } from "../db/queries/results.js";
 import { alertInput, recordAlerts, type AlertInput } from "../alerts/alerts.js";
 import { classify } from "../policy/outcome.js";
@@ -101,12 +107,19 @@ export class Dispatcher {
     if (this.pending.length > 0) {
       // The store stayed away: these leases expire by themselves and the deliveries are sent again
       // (the duplicates invariant 6 allows for a worker that stops between sending and recording).
-      this.log.warn({ results: this.pending.length, store: this.db.where }, "stopping with results the store could not take; their deliveries will be sent again when their leases expire");
+      this.log.warn(
+        { results: this.pending.length, store: this.db.where },
+        "stopping with results the store could not take; their deliveries will be sent again when their leases expire",
+      );
       for (const f of this.pending) this.sending.delete(f.deliveryId);
       this.pending = [];
     }
     if (this.sending.size > 0) {
-      const leases = [...this.sending.values()].map((s) => ({ destinationId: s.destinationId, id: s.deliveryId, leaseToken: s.leaseToken }));
+      const leases = [...this.sending.values()].map((s) => ({
+        destinationId: s.destinationId,
+        id: s.deliveryId,
+        leaseToken: s.leaseToken,
+      }));
       try {
         const released = await withRetry(this.db, (q) => releaseLeases(q, leases));
         this.log.info({ released }, "released leases of unfinished sends");
@@ -207,7 +220,11 @@ export class Dispatcher {
     const tokens = [...this.uncertainClaims];
     const n = await withRetry(this.db, (q) => abandonClaims(q, tokens));
     this.uncertainClaims = this.uncertainClaims.filter((t) => !tokens.includes(t));
-    if (n > 0) this.log.info({ deliveries: n }, "handed back deliveries leased by a claim the store committed as it went away; no request was made for them");
+    if (n > 0)
+      this.log.info(
+        { deliveries: n },
+        "handed back deliveries leased by a claim the store committed as it went away; no request was made for them",
+      );
   }
 
   private send(d: LeasedDelivery, dest: ClaimedDestination): void {
@@ -220,7 +237,11 @@ export class Dispatcher {
     const secrets = dest.secrets.filter((s) => s.expires_at === null || Date.parse(s.expires_at) > nowMs).map((s) => s.secret);
     const startedAt = new Date(nowMs);
     const headers = buildDeliveryHeaders({
-      msgId: d.event_id, timestampSeconds: Math.floor(nowMs / 1000), body, secrets, userAgent: this.opts.userAgent,
+      msgId: d.event_id,
+      timestampSeconds: Math.floor(nowMs / 1000),
+      body,
+      secrets,
+      userAgent: this.opts.userAgent,
     });
     this.sender
       .send({ url: dest.url, body, headers, timeoutMs: dest.timeout_seconds * 1000 })
@@ -230,9 +251,15 @@ export class Dispatcher {
           metrics.deliveryLatency.observe((Date.now() - d.created_ms) / 1000);
         }
         this.pending.push({
-          destinationId: d.destination_id, deliveryId: d.id, leaseToken: d.lease_token, attemptNo: d.attempts,
-          failuresBefore: d.failures, retrySchedule: dest.retry_schedule_seconds, throttleSchedule: dest.throttle_schedule_seconds,
-          startedAt, result,
+          destinationId: d.destination_id,
+          deliveryId: d.id,
+          leaseToken: d.lease_token,
+          attemptNo: d.attempts,
+          failuresBefore: d.failures,
+          retrySchedule: dest.retry_schedule_seconds,
+          throttleSchedule: dest.throttle_schedule_seconds,
+          startedAt,
+          result,
         });
         this.scheduleFlush();
       })
@@ -253,7 +280,13 @@ export class Dispatcher {
     const nowMs = Date.now();
     const body = `{"type":"webhook.probe","timestamp":"${new Date(nowMs).toISOString()}","data":{}}`;
     const secrets = dest.secrets.filter((s) => s.expires_at === null || Date.parse(s.expires_at) > nowMs).map((s) => s.secret);
-    const headers = buildDeliveryHeaders({ msgId: probeId, timestampSeconds: Math.floor(nowMs / 1000), body, secrets, userAgent: this.opts.userAgent });
+    const headers = buildDeliveryHeaders({
+      msgId: probeId,
+      timestampSeconds: Math.floor(nowMs / 1000),
+      body,
+      secrets,
+      userAgent: this.opts.userAgent,
+    });
     const p = (async () => {
       const result = await this.sender.send({ url: dest.url, body, headers, timeoutMs: dest.timeout_seconds * 1000 });
       const outcome = classify(result, Date.now());
@@ -261,19 +294,36 @@ export class Dispatcher {
       metrics.probes.inc({ outcome: ok ? "success" : "failure" });
       const applied = await withRetry(this.db, async (q) => {
         const a = await applyProbe(q, {
-          destinationId: dest.id, probeId, startedAt: new Date(nowMs), latencyMs: result.latencyMs, ok,
-          statusCode: outcome.statusCode, errorClass: outcome.errorClass, healthClass: healthClass(outcome),
-          errorMessage: result.errorMessage, responseBody: result.responseBody === "" ? null : result.responseBody,
+          destinationId: dest.id,
+          probeId,
+          startedAt: new Date(nowMs),
+          latencyMs: result.latencyMs,
+          ok,
+          statusCode: outcome.statusCode,
+          errorClass: outcome.errorClass,
+          healthClass: healthClass(outcome),
+          errorMessage: result.errorMessage,
+          responseBody: result.responseBody === "" ? null : result.responseBody,
         });
         if (a.resumed && a.destination) {
-          await recordAlerts(q, [alertInput(a.destination, "destination.resumed", `a probe succeeded (${describeProbe(result.statusCode)}); delivery resumes, starting at concurrency 1`, { status: "healthy", score: 100, consecutive_failures: 0 })]);
+          await recordAlerts(q, [
+            alertInput(
+              a.destination,
+              "destination.resumed",
+              `a probe succeeded (${describeProbe(result.statusCode)}); delivery resumes, starting at concurrency 1`,
+              { status: "healthy", score: 100, consecutive_failures: 0 },
+            ),
+          ]);
         }
         return a;
       });
       const ids = { tenant_id: dest.tenant_id, destination_id: dest.id };
       const answer = { status_code: outcome.statusCode, error_class: outcome.errorClass, latency_ms: Math.round(result.latencyMs) };
       if (applied.resumed) {
-        this.log.info({ ...ids, ...answer, by: "probe", ramp_limit: dest.max_concurrency > 1 ? 1 : null }, "probe succeeded: destination resumed on a ramp");
+        this.log.info(
+          { ...ids, ...answer, by: "probe", ramp_limit: dest.max_concurrency > 1 ? 1 : null },
+          "probe succeeded: destination resumed on a ramp",
+        );
         this.opts.onAlerts?.();
         this.wake();
       } else if (!ok && applied.nextProbeAt) {
@@ -286,7 +336,12 @@ export class Dispatcher {
         this.log.debug({ ...ids, ...answer }, "probe answered; the destination is no longer paused for a probe");
       }
     })()
-      .catch((err: unknown) => this.log[isStoreUnavailable(err) ? "debug" : "error"]({ err, destination_id: dest.id }, "probe failed to record; the next one is already scheduled"))
+      .catch((err: unknown) =>
+        this.log[isStoreUnavailable(err) ? "debug" : "error"](
+          { err, destination_id: dest.id },
+          "probe failed to record; the next one is already scheduled",
+        ),
+      )
       .finally(() => this.probing.delete(p));
     this.probing.add(p);
   }
@@ -338,12 +393,21 @@ export class Dispatcher {
     const destIds = [...new Set(batch.map((f) => f.destinationId))].sort();
     await withRetry(this.db, async (q) => {
       const states = await lockDestinationsForResults(q, destIds);
-      const landed = await finishDeliveries(q, decisions.map((d) => d.delivery), decisions.map((d) => d.attempt));
+      const landed = await finishDeliveries(
+        q,
+        decisions.map((d) => d.delivery),
+        decisions.map((d) => d.attempt),
+      );
       const byDest = new Map<string, Parameters<typeof decideDestination>[1]>();
       for (const d of decisions) {
         if (!landed.has(d.f.deliveryId)) continue;
         const list = byDest.get(d.f.destinationId) ?? [];
-        list.push({ outcome: d.outcome, startedAt: d.f.startedAt, throttleSchedule: d.f.throttleSchedule, errorMessage: d.f.result.errorMessage });
+        list.push({
+          outcome: d.outcome,
+          startedAt: d.f.startedAt,
+          throttleSchedule: d.f.throttleSchedule,
+          errorMessage: d.f.result.errorMessage,
+        });
         byDest.set(d.f.destinationId, list);
       }
       const touched = states.filter((s) => byDest.has(s.id));
@@ -364,7 +428,8 @@ export class Dispatcher {
         const errorClass = d.outcome.errorClass ?? "none";
         metrics.attempts.inc({ outcome: d.outcome.kind, error_class: errorClass });
         if (!landed.has(d.f.deliveryId)) metrics.leaseLost.inc();
-        else if (d.delivery.status === "delivered" || d.delivery.status === "dead") metrics.deliveriesFinished.inc({ status: d.delivery.status });
+        else if (d.delivery.status === "delivered" || d.delivery.status === "dead")
+          metrics.deliveriesFinished.inc({ status: d.delivery.status });
         if (d.outcome.kind === "throttled") metrics.throttled.inc();
       }
     });
@@ -377,8 +442,13 @@ export class Dispatcher {
     // Successes are most results: build nothing for a line the level drops.
     if (landed && d.outcome.kind === "success" && !this.log.isLevelEnabled("debug")) return;
     const fields = {
-      tenant_id: state?.tenant_id, destination_id: d.f.destinationId, delivery_id: d.f.deliveryId, attempt: d.f.attemptNo,
-      status_code: d.outcome.statusCode, error_class: d.outcome.errorClass, latency_ms: Math.round(d.f.result.latencyMs),
+      tenant_id: state?.tenant_id,
+      destination_id: d.f.destinationId,
+      delivery_id: d.f.deliveryId,
+      attempt: d.f.attemptNo,
+      status_code: d.outcome.statusCode,
+      error_class: d.outcome.errorClass,
+      latency_ms: Math.round(d.f.result.latencyMs),
     };
     if (!landed) {
       // The lease expired first: the delivery was handed back and is someone else's now.
@@ -390,15 +460,19 @@ export class Dispatcher {
         this.log.debug(fields, "attempt delivered");
         return;
       case "throttled":
-        this.log.info({ ...fields, retry_after_seconds: d.outcome.retryAfterSeconds, next: "waits for the destination's throttle hold" }, "attempt throttled");
+        this.log.info(
+          { ...fields, retry_after_seconds: d.outcome.retryAfterSeconds, next: "waits for the destination's throttle hold" },
+          "attempt throttled",
+        );
         return;
       default: {
         const { status, delaySeconds } = d.delivery;
-        const next = status === "dead" ? "dead"
-          : status === "retry_scheduled" ? "retry"
-          : "held while the destination is paused";
+        const next = status === "dead" ? "dead" : status === "retry_scheduled" ? "retry" : "held while the destination is paused";
         // The store set next_attempt_at from its own now(), which state.now is (same transaction).
-        const retryAt = status === "retry_scheduled" && delaySeconds !== null && state ? new Date(state.now.getTime() + delaySeconds * 1000).toISOString() : undefined;
+        const retryAt =
+          status === "retry_scheduled" && delaySeconds !== null && state
+            ? new Date(state.now.getTime() + delaySeconds * 1000).toISOString()
+            : undefined;
         this.log.info({ ...fields, next, ...(retryAt ? { retry_at: retryAt } : {}) }, "attempt failed");
       }
     }
@@ -413,27 +487,53 @@ export class Dispatcher {
       const untilMs = s.now.getTime() + u.throttleSeconds * 1000;
       const inForce = s.throttled_until !== null && s.throttled_until > s.now;
       if (s.throttled_until === null || untilMs > s.throttled_until.getTime()) {
-        const fields = { ...ids, throttled_until: new Date(untilMs).toISOString(), hold_seconds: u.throttleSeconds, reason: u.throttleReason, extended: inForce };
+        const fields = {
+          ...ids,
+          throttled_until: new Date(untilMs).toISOString(),
+          hold_seconds: u.throttleSeconds,
+          reason: u.throttleReason,
+          extended: inForce,
+        };
         if (!inForce || u.throttleReason !== (s.throttle_reason ?? null)) this.log.info(fields, "destination throttled");
         else this.log.debug(fields, "throttle hold extended");
       }
     }
     if (u.transition === "paused") {
-      this.log.warn({ ...ids, by: "health", reason: u.pauseReason, cause: u.pauseCause, code: u.pauseCode, score: u.score, consecutive_failures: u.consecutiveFailures }, "destination paused");
+      this.log.warn(
+        {
+          ...ids,
+          by: "health",
+          reason: u.pauseReason,
+          cause: u.pauseCause,
+          code: u.pauseCode,
+          score: u.score,
+          consecutive_failures: u.consecutiveFailures,
+        },
+        "destination paused",
+      );
     } else if (u.transition === "degraded") {
-      this.log.warn({ ...ids, health_status: u.healthStatus, score: u.score, consecutive_failures: u.consecutiveFailures }, "destination degraded");
+      this.log.warn(
+        { ...ids, health_status: u.healthStatus, score: u.score, consecutive_failures: u.consecutiveFailures },
+        "destination degraded",
+      );
     }
   }
 
   private logHoldTransition(t: HoldTransition): void {
     const ids = { tenant_id: t.destination.tenant_id, destination_id: t.destination.id };
     if (t.kind === "rate_limited") {
-      if (t.holding) this.log.info({ ...ids, rate_limit: t.destination.rate_limit }, "destination rate-limited: backlog waiting for tokens");
+      if (t.holding)
+        this.log.info({ ...ids, rate_limit: t.destination.rate_limit }, "destination rate-limited: backlog waiting for tokens");
       else this.log.info(ids, "rate limit no longer holding");
     } else if (t.holding) {
-      this.log.info({ ...ids, quiet_until: t.until?.toISOString() ?? null, timezone: t.destination.delivery_schedule?.timezone }, "quiet hours: holding deliveries");
+      this.log.info(
+        { ...ids, quiet_until: t.until?.toISOString() ?? null, timezone: t.destination.delivery_schedule?.timezone },
+        "quiet hours: holding deliveries",
+      );
     } else {
-      const w = t.window ? { quiet_from: new Date(t.window.startMs).toISOString(), quiet_until: new Date(t.window.endMs).toISOString() } : {};
+      const w = t.window
+        ? { quiet_from: new Date(t.window.startMs).toISOString(), quiet_until: new Date(t.window.endMs).toISOString() }
+        : {};
       this.log.info({ ...ids, ...w }, "quiet hours: releasing held deliveries");
     }
   }
@@ -443,14 +543,19 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-
 function transitionAlert(d: LockedDestinationState, u: DestinationUpdate): AlertInput {
   const health = { status: u.healthStatus, score: u.score, consecutive_failures: u.consecutiveFailures };
   const window = { recent_attempts: u.healthWindow.length, recent_failures: [...u.healthWindow].filter((c) => c === "0").length };
   if (u.transition === "paused") {
     return alertInput(d, "destination.paused", u.pauseReason ?? "auto", health, { ...window, probed: u.pauseCause === "transient" });
   }
-  return alertInput(d, "destination.degraded", `health fell to ${u.healthStatus} (score ${u.score}: ${window.recent_failures} of the last ${window.recent_attempts} attempts failed)`, health, window);
+  return alertInput(
+    d,
+    "destination.degraded",
+    `health fell to ${u.healthStatus} (score ${u.score}: ${window.recent_failures} of the last ${window.recent_attempts} attempts failed)`,
+    health,
+    window,
+  );
 }
 
 function describeProbe(statusCode: number | null): string {

@@ -3,7 +3,12 @@ import type { Db } from "../db/db.js";
 import { isStoreUnavailable } from "../db/db.js";
 import { wakeStranded } from "../db/queries/events.js";
 import {
-  tryRetentionLock, pruneAttempts, pruneDeliveries, pruneEvents, discardHeldPastPausedRetention, pruneIdempotencyKeys,
+  tryRetentionLock,
+  pruneAttempts,
+  pruneDeliveries,
+  pruneEvents,
+  discardHeldPastPausedRetention,
+  pruneIdempotencyKeys,
 } from "../db/queries/retention.js";
 
 // Retention: finished deliveries, their attempts, events with nothing left to deliver, and old
@@ -11,7 +16,10 @@ import {
 
 const BATCH = 5_000;
 
-export async function pruneOnce(db: Db, retentionHours: number): Promise<{ deliveries: number; attempts: number; events: number; keys: number; pausedDiscarded: number } | null> {
+export async function pruneOnce(
+  db: Db,
+  retentionHours: number,
+): Promise<{ deliveries: number; attempts: number; events: number; keys: number; pausedDiscarded: number } | null> {
   return db.tx(async (q) => {
     if (!(await tryRetentionLock(q))) return null;
     const attempts = await pruneAttempts(q, retentionHours, BATCH);
@@ -45,9 +53,14 @@ export function startJanitor(db: Db, retentionHours: number, log: Logger, everyM
   timer = setTimeout(run, Math.min(everyMs, 30_000));
   // A wake-up lost to a race the claim's idle re-check did not cover is found here.
   const sweep = setInterval(() => {
-    void db.tx((q) => wakeStranded(q))
-      .then((n) => { if (n > 0) log.warn({ destinations: n }, "woke idle destinations that had due deliveries waiting"); })
-      .catch((err: unknown) => log[isStoreUnavailable(err) ? "debug" : "warn"]({ err }, "stranded-destination sweep failed; will try again"));
+    void db
+      .tx((q) => wakeStranded(q))
+      .then((n) => {
+        if (n > 0) log.warn({ destinations: n }, "woke idle destinations that had due deliveries waiting");
+      })
+      .catch((err: unknown) =>
+        log[isStoreUnavailable(err) ? "debug" : "warn"]({ err }, "stranded-destination sweep failed; will try again"),
+      );
   }, 15_000);
   sweep.unref();
   return () => {

@@ -3,7 +3,16 @@ import { ValidationError, SluiceError, type FieldError } from "../errors.js";
 import { newId } from "../ids.js";
 import { matchesEventType, SYSTEM_TYPE_PREFIX } from "../policy/event-match.js";
 import { scheduleApplies, currentQuietWindow } from "../policy/quiet-hours.js";
-import { routingTargets, routingVersion, insertEvents, insertDeliveries, type NewEvent, type NewDelivery, type RoutingTarget, type QuietHoldStart } from "../db/queries/events.js";
+import {
+  routingTargets,
+  routingVersion,
+  insertEvents,
+  insertDeliveries,
+  type NewEvent,
+  type NewDelivery,
+  type RoutingTarget,
+  type QuietHoldStart,
+} from "../db/queries/events.js";
 
 // Fan-out: an event becomes one delivery per matching destination, all in the caller's
 // transaction. Used by the API and by Sluice itself (destination.* events).
@@ -68,11 +77,17 @@ export async function publishEvents(q: Queryable, tenantId: string, inputs: Even
   const events: NewEvent[] = [];
   for (const [i, e] of inputs.entries()) {
     if (!opts.system && e.type.startsWith(SYSTEM_TYPE_PREFIX)) {
-      problems.push({ field: `${prefix(i)}type`, message: `'${SYSTEM_TYPE_PREFIX}*' types are published by Sluice itself; pick another type` });
+      problems.push({
+        field: `${prefix(i)}type`,
+        message: `'${SYSTEM_TYPE_PREFIX}*' types are published by Sluice itself; pick another type`,
+      });
     }
     const payload = JSON.stringify(e.payload);
     if (Buffer.byteLength(payload) > opts.maxPayloadBytes) {
-      throw new SluiceError("SLUICE_EVENT_PAYLOAD_TOO_LARGE", `${prefix(i)}payload is ${Buffer.byteLength(payload)} bytes; at most ${opts.maxPayloadBytes} are allowed (SLUICE_MAX_PAYLOAD_BYTES). Send a reference (an id or URL) instead of the whole document.`);
+      throw new SluiceError(
+        "SLUICE_EVENT_PAYLOAD_TOO_LARGE",
+        `${prefix(i)}payload is ${Buffer.byteLength(payload)} bytes; at most ${opts.maxPayloadBytes} are allowed (SLUICE_MAX_PAYLOAD_BYTES). Send a reference (an id or URL) instead of the whole document.`,
+      );
     }
     events.push({
       id: newId("evt"),
@@ -110,10 +125,19 @@ export async function publishEvents(q: Queryable, tenantId: string, inputs: Even
   for (const [i, e] of inputs.entries()) {
     const ev = events[i]!;
     // destination_ids targets those destinations directly; otherwise event_types decide.
-    const to = e.destination_ids ? e.destination_ids.map((id) => byId.get(id)!) : targets.filter((t) => matchesEventType(t.event_types, e.type));
+    const to = e.destination_ids
+      ? e.destination_ids.map((id) => byId.get(id)!)
+      : targets.filter((t) => matchesEventType(t.event_types, e.type));
     for (const t of to) {
       const quietHold = t.delivery_schedule !== null && scheduleApplies(t.delivery_schedule, e.type);
-      const delivery: NewDelivery = { id: newId("dlv"), destinationId: t.id, eventId: ev.id, occurredAt: ev.occurredAt, deliverAt: ev.deliverAt, quietHold };
+      const delivery: NewDelivery = {
+        id: newId("dlv"),
+        destinationId: t.id,
+        eventId: ev.id,
+        occurredAt: ev.occurredAt,
+        deliverAt: ev.deliverAt,
+        quietHold,
+      };
       if (quietHold) {
         const end = quietEnd(t);
         if (end !== null && end > (ev.deliverAt?.getTime() ?? nowMs)) delivery.wakeAt = new Date(end);

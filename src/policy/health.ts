@@ -54,8 +54,19 @@ import type { HealthStatus, PauseCauseStored } from "./statuses.js";
 export type { HealthStatus };
 
 export type HealthClass =
-  | "success" | "throttle" | "gone" | "client_error" | "auth_or_missing" | "redirect"
-  | "server_error" | "timeout" | "connection" | "tls" | "dns" | "blocked" | "invalid_response";
+  | "success"
+  | "throttle"
+  | "gone"
+  | "client_error"
+  | "auth_or_missing"
+  | "redirect"
+  | "server_error"
+  | "timeout"
+  | "connection"
+  | "tls"
+  | "dns"
+  | "blocked"
+  | "invalid_response";
 
 /** The automatic pause causes (a person's pause is "manual"). */
 export type PauseCause = Exclude<PauseCauseStored, "manual">;
@@ -120,17 +131,26 @@ const AUTH_OR_MISSING = new Set([401, 403, 404]);
 /** What one attempt's outcome means for health. */
 export function healthClass(outcome: Outcome): HealthClass {
   switch (outcome.kind) {
-    case "success": return "success";
-    case "throttled": return "throttle";
-    case "gone": return "gone";
-    case "failure": break;
+    case "success":
+      return "success";
+    case "throttled":
+      return "throttle";
+    case "gone":
+      return "gone";
+    case "failure":
+      break;
   }
   switch (outcome.errorClass) {
-    case "http_429": return "throttle";
-    case "http_410": return "gone";
-    case "http_5xx": return "server_error";
-    case "http_3xx": return "redirect";
-    case "http_4xx": return httpClass(outcome.statusCode ?? 400);
+    case "http_429":
+      return "throttle";
+    case "http_410":
+      return "gone";
+    case "http_5xx":
+      return "server_error";
+    case "http_3xx":
+      return "redirect";
+    case "http_4xx":
+      return httpClass(outcome.statusCode ?? 400);
     case "timeout":
     case "connection":
     case "dns":
@@ -197,8 +217,13 @@ export function healthTransition(prev: HealthStatus, next: HealthStatus, pausedN
  * The `health` field of a destination in the API: the status the last batch stored (worked out
  * with the workers' settings), and the score of the window — as stored, or trimmed to `cfg`'s size.
  */
-export function healthView(state: HealthState, cfg?: HealthConfig): {
-  status: HealthStatus; score: number; consecutive_failures: number;
+export function healthView(
+  state: HealthState,
+  cfg?: HealthConfig,
+): {
+  status: HealthStatus;
+  score: number;
+  consecutive_failures: number;
 } {
   const window = cfg ? trim(state.window, cfg.windowSize) : state.window;
   return { status: state.status, score: scoreOf(window), consecutive_failures: state.consecutiveFailures };
@@ -279,16 +304,28 @@ function pauseFor(
   if (cls === "blocked") return { reason: blockedReason(outcome.errorMessage), cause: "permanent", code: "blocked" };
   if (cls === "auth_or_missing" && authFailures >= cfg.authFailuresToPause) {
     const hint = outcome.statusCode === 404 ? "check the URL" : "check the credentials the endpoint expects";
-    return { reason: `auto: ${authFailures} consecutive HTTP 401/403/404 answers (last: HTTP ${outcome.statusCode}); ${hint}`, cause: "permanent", code: "auth" };
+    return {
+      reason: `auto: ${authFailures} consecutive HTTP 401/403/404 answers (last: HTTP ${outcome.statusCode}); ${hint}`,
+      cause: "permanent",
+      code: "auth",
+    };
   }
   const cause = pauseCauseOf(cls, outcome.statusCode);
   if (failures >= cfg.maxConsecutiveFailures) {
-    return { reason: `auto: ${failures} consecutive failures (last: ${describeFailure(outcome, cls)})`, cause, code: "consecutive_failures" };
+    return {
+      reason: `auto: ${failures} consecutive failures (last: ${describeFailure(outcome, cls)})`,
+      cause,
+      code: "consecutive_failures",
+    };
   }
   const score = Math.round((100 * successes) / window.length);
   if (statusOf(score, window.length, cfg) === "unhealthy") {
     const failed = window.length - successes;
-    return { reason: `auto: health score ${score} fell below 50 (${failed} of ${window.length} recent attempts failed)`, cause, code: "score" };
+    return {
+      reason: `auto: health score ${score} fell below 50 (${failed} of ${window.length} recent attempts failed)`,
+      cause,
+      code: "score",
+    };
   }
   return null;
 }
@@ -296,13 +333,20 @@ function pauseFor(
 function describeFailure(outcome: HealthInput, cls: HealthClass): string {
   if (outcome.statusCode !== null) return `HTTP ${outcome.statusCode}`;
   switch (cls) {
-    case "timeout": return "timed out";
-    case "connection": return "could not connect";
-    case "tls": return "TLS handshake failed";
-    case "dns": return "DNS lookup failed";
-    case "blocked": return "address not allowed";
-    case "invalid_response": return "invalid HTTP response";
-    default: return "no answer";
+    case "timeout":
+      return "timed out";
+    case "connection":
+      return "could not connect";
+    case "tls":
+      return "TLS handshake failed";
+    case "dns":
+      return "DNS lookup failed";
+    case "blocked":
+      return "address not allowed";
+    case "invalid_response":
+      return "invalid HTTP response";
+    default:
+      return "no answer";
   }
 }
 
@@ -314,8 +358,10 @@ const MAX_BLOCKED_MESSAGE = 400;
 function blockedReason(message: string | null | undefined): string {
   const found = message ? BLOCKED_MESSAGE.exec(message)?.[0] : undefined;
   if (found === undefined) {
-    return "auto: the destination's address is refused by this Sluice's network policy; set SLUICE_ALLOW_PRIVATE_NETWORKS=1 " +
-      "or add the address to SLUICE_ALLOWED_CIDRS, then resume the destination";
+    return (
+      "auto: the destination's address is refused by this Sluice's network policy; set SLUICE_ALLOW_PRIVATE_NETWORKS=1 " +
+      "or add the address to SLUICE_ALLOWED_CIDRS, then resume the destination"
+    );
   }
   const text = found.length > MAX_BLOCKED_MESSAGE ? `${found.slice(0, MAX_BLOCKED_MESSAGE)}…` : found.replace(/\.\s*$/, "");
   return `auto: ${text.charAt(0).toLowerCase()}${text.slice(1)}, then resume the destination`;
@@ -339,7 +385,10 @@ function trim(window: string, n: number): string {
 function checkConfig(cfg: HealthConfig): void {
   const positive = (v: number) => Number.isInteger(v) && v >= 1;
   if (!positive(cfg.windowSize)) throw new RangeError(`health windowSize must be a positive integer, got ${cfg.windowSize}`);
-  if (!Number.isInteger(cfg.minSamples) || cfg.minSamples < 0) throw new RangeError(`health minSamples must be an integer ≥ 0, got ${cfg.minSamples}`);
-  if (!positive(cfg.maxConsecutiveFailures)) throw new RangeError(`health maxConsecutiveFailures must be a positive integer, got ${cfg.maxConsecutiveFailures}`);
-  if (!positive(cfg.authFailuresToPause)) throw new RangeError(`health authFailuresToPause must be a positive integer, got ${cfg.authFailuresToPause}`);
+  if (!Number.isInteger(cfg.minSamples) || cfg.minSamples < 0)
+    throw new RangeError(`health minSamples must be an integer ≥ 0, got ${cfg.minSamples}`);
+  if (!positive(cfg.maxConsecutiveFailures))
+    throw new RangeError(`health maxConsecutiveFailures must be a positive integer, got ${cfg.maxConsecutiveFailures}`);
+  if (!positive(cfg.authFailuresToPause))
+    throw new RangeError(`health authFailuresToPause must be a positive integer, got ${cfg.authFailuresToPause}`);
 }

@@ -3,8 +3,17 @@ import { parseRetryAfter } from "./retry-after.js";
 // What an attempt's answer means, decided in one place. An outcome is data, not an exception.
 
 export type ErrorClass =
-  | "http_3xx" | "http_4xx" | "http_5xx" | "http_410" | "http_429"
-  | "timeout" | "connection" | "dns" | "tls" | "blocked" | "invalid_response";
+  | "http_3xx"
+  | "http_4xx"
+  | "http_5xx"
+  | "http_410"
+  | "http_429"
+  | "timeout"
+  | "connection"
+  | "dns"
+  | "tls"
+  | "blocked"
+  | "invalid_response";
 
 export interface Outcome {
   kind: "success" | "throttled" | "gone" | "failure";
@@ -34,7 +43,12 @@ export function classify(result: RawResult, nowMs: number): Outcome {
   if (status === 410) return { kind: "gone", statusCode: status, errorClass: "http_410", ...none };
   if (status >= 500) {
     // A 503's Retry-After moves that one delivery's next attempt; it never throttles the destination.
-    return { kind: "failure", statusCode: status, errorClass: "http_5xx", ...(status === 503 ? retryAfter(result.retryAfter, nowMs) : none) };
+    return {
+      kind: "failure",
+      statusCode: status,
+      errorClass: "http_5xx",
+      ...(status === 503 ? retryAfter(result.retryAfter, nowMs) : none),
+    };
   }
   if (status >= 400) return { kind: "failure", statusCode: status, errorClass: "http_4xx", ...none };
   if (status >= 300) return { kind: "failure", statusCode: status, errorClass: "http_3xx", ...none };

@@ -133,7 +133,8 @@ export function parseWallTime(t: string): number {
 export function firstInstantAtWallTime(timezone: string, date: LocalDate, secondOfDay: number): number {
   const day = DateTime.utc(date.year, date.month, date.day);
   if (!day.isValid) throw new RangeError(`${date.year}-${date.month}-${date.day} is not a calendar date`);
-  if (!Number.isInteger(secondOfDay) || secondOfDay < 0 || secondOfDay >= 86400) throw new RangeError(`${secondOfDay} is not a second of the day`);
+  if (!Number.isInteger(secondOfDay) || secondOfDay < 0 || secondOfDay >= 86400)
+    throw new RangeError(`${secondOfDay} is not a second of the day`);
   return reachMs(zoneOf(timezone), day, secondOfDay);
 }
 

@@ -47,7 +47,11 @@ export function grantBuckets(limit: RateLimit | null | undefined, sendJitterMs: 
   }
   if (limit.max_per_minute !== undefined) {
     const finest = limit.max_per_second === undefined;
-    out.push({ window: "minute", ratePerMs: limit.max_per_minute / 60_000, capacity: finest ? (limit.burst_capacity ?? limit.max_per_minute) : limit.max_per_minute });
+    out.push({
+      window: "minute",
+      ratePerMs: limit.max_per_minute / 60_000,
+      capacity: finest ? (limit.burst_capacity ?? limit.max_per_minute) : limit.max_per_minute,
+    });
   }
   if (sendJitterMs <= 0) return out;
   return out.map((b) => ({ ...b, capacity: Math.max(1, Math.ceil(b.capacity / 2), b.capacity - b.ratePerMs * sendJitterMs) }));

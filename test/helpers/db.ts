@@ -48,10 +48,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       if (dropped) return;
       dropped = true;
       await onServer(base, async (c) => {
-        await c.query(
-          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
-          [name],
-        );
+        await c.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [name]);
         // FORCE also covers a connection that slipped in after the terminate.
         await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       });

@@ -26,7 +26,11 @@ export function spawnSluiceCli(args: string[], env: Record<string, string> = {})
 }
 
 function spawnCli(args: string[], env: NodeJS.ProcessEnv): SluiceProcess {
-  const proc = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], {
+    cwd: ROOT,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let out = "";
   proc.stdout.on("data", (c) => (out += c));
   proc.stderr.on("data", (c) => (out += c));

@@ -26,13 +26,24 @@ export interface TestSluice {
   running: Running;
   /** Calls the API with the default key (or `key`); `body` is JSON-encoded unless a string. */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  api<T = any>(method: string, path: string, body?: unknown, opts?: { key?: string | null; headers?: Record<string, string> }): Promise<ApiAnswer<T>>;
+  api<T = any>(
+    method: string,
+    path: string,
+    body?: unknown,
+    opts?: { key?: string | null; headers?: Record<string, string> },
+  ): Promise<ApiAnswer<T>>;
   stop(): Promise<void>;
 }
 
 export async function startSluice(
   backend: Backend,
-  opts: { env?: Record<string, string>; worker?: boolean; api?: boolean; databaseUrl?: string; /** Instead of a pino at SLUICE_LOG_LEVEL (e.g. one that captures lines). */ log?: Logger } = {},
+  opts: {
+    env?: Record<string, string>;
+    worker?: boolean;
+    api?: boolean;
+    databaseUrl?: string;
+    /** Instead of a pino at SLUICE_LOG_LEVEL (e.g. one that captures lines). */ log?: Logger;
+  } = {},
 ): Promise<TestSluice> {
   let drop: (() => Promise<void>) | null = null;
   let databaseUrl = opts.databaseUrl;

@@ -14,10 +14,7 @@ export interface WaitForOptions {
  * Resolves once `cond` returns true; rejects with `message` after `timeoutMs`.
  * An exception thrown by `cond` is not retried: it rejects at once.
  */
-export async function waitFor(
-  cond: () => boolean | Promise<boolean>,
-  opts: WaitForOptions = {},
-): Promise<void> {
+export async function waitFor(cond: () => boolean | Promise<boolean>, opts: WaitForOptions = {}): Promise<void> {
   const { timeoutMs = 15_000, intervalMs = 20, message } = opts;
   const deadline = Date.now() + timeoutMs;
   for (;;) {

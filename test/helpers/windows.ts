@@ -5,7 +5,12 @@
  * or null. `jitterMs` allows for arrivals displaced from their send times (network, a busy event
  * loop): a send the bucket allowed can arrive up to that much closer to its neighbours.
  */
-export function worstWindow(arrivalsMs: number[], perSecond: number, burst: number, jitterMs = 0): { from: number; to: number; count: number; allowed: number } | null {
+export function worstWindow(
+  arrivalsMs: number[],
+  perSecond: number,
+  burst: number,
+  jitterMs = 0,
+): { from: number; to: number; count: number; allowed: number } | null {
   const t = [...arrivalsMs].sort((a, b) => a - b);
   for (let i = 0; i < t.length; i++) {
     for (let j = i; j < t.length; j++) {

@@ -94,7 +94,13 @@ for (const backend of BACKENDS) {
       const p = await s.api("PATCH", `/v1/destinations/${d.id}`, {
         max_concurrency: 20,
         rate_limit: { max_per_second: 10, burst_capacity: 20 },
-        delivery_schedule: { timezone: "Europe/Berlin", quiet_start: "22:00", quiet_end: "06:30:15", days: ["mon", "fri"], bypass_event_types: ["payment.failed"] },
+        delivery_schedule: {
+          timezone: "Europe/Berlin",
+          quiet_start: "22:00",
+          quiet_end: "06:30:15",
+          days: ["mon", "fri"],
+          bypass_event_types: ["payment.failed"],
+        },
       });
       assert.equal(p.status, 200, JSON.stringify(p.body));
       assert.equal(p.body.max_concurrency, 20);
@@ -126,7 +132,10 @@ for (const backend of BACKENDS) {
         [{ delivery_schedule: { timezone: "Europe/Berlin", quiet_start: "24:00", quiet_end: "06:00" } }, "delivery_schedule.quiet_start"],
         [{ delivery_schedule: { timezone: "Europe/Berlin", quiet_start: "22:00", quiet_end: "6:00" } }, "delivery_schedule.quiet_end"],
         [{ delivery_schedule: { timezone: "Europe/Berlin", quiet_start: "22:00", quiet_end: "22:00:00" } }, "delivery_schedule.quiet_end"],
-        [{ delivery_schedule: { timezone: "Europe/Berlin", quiet_start: "22:00", quiet_end: "06:00", days: ["funday"] } }, "delivery_schedule.days[0]"],
+        [
+          { delivery_schedule: { timezone: "Europe/Berlin", quiet_start: "22:00", quiet_end: "06:00", days: ["funday"] } },
+          "delivery_schedule.days[0]",
+        ],
         [{ delivery_schedule: { quiet_start: "22:00", quiet_end: "06:00" } }, "delivery_schedule.timezone"],
         [{ retry_schedule_seconds: [5, -1] }, "retry_schedule_seconds[1]"],
         [{ throttle_schedule_seconds: [] }, "throttle_schedule_seconds"],
@@ -151,7 +160,9 @@ for (const backend of BACKENDS) {
       const d = await newDestination({ max_concurrency: 3 });
       const r = await s.api("PATCH", `/v1/destinations/${d.id}`, { max_concurrency: 0, url: "https://ok.example" });
       assert.equal(r.status, 422);
-      const zone = await s.api("PATCH", `/v1/destinations/${d.id}`, { delivery_schedule: { timezone: "Nowhere/City", quiet_start: "01:00", quiet_end: "02:00" } });
+      const zone = await s.api("PATCH", `/v1/destinations/${d.id}`, {
+        delivery_schedule: { timezone: "Nowhere/City", quiet_start: "01:00", quiet_end: "02:00" },
+      });
       assert.equal(zone.status, 422);
       const empty = await s.api("PATCH", `/v1/destinations/${d.id}`, {});
       assert.equal(empty.status, 422);
@@ -162,7 +173,7 @@ for (const backend of BACKENDS) {
     });
 
     test("malformed JSON is 400, an unknown route 404, all with the error shape", async () => {
-      const r = await s.api("POST", "/v1/destinations", "{\"url\": ");
+      const r = await s.api("POST", "/v1/destinations", '{"url": ');
       assert.equal(r.status, 400);
       assert.equal(r.body.error.code, "SLUICE_REQUEST_MALFORMED_JSON");
       const nf = await s.api("GET", "/v1/nothing-here");
@@ -176,7 +187,10 @@ for (const backend of BACKENDS) {
       const seen: string[] = [];
       let cursor: string | null = null;
       do {
-        const r: { body: { data: { id: string }[]; next_cursor: string | null } } = await s.api("GET", `/v1/destinations?limit=2${cursor ? `&cursor=${cursor}` : ""}`);
+        const r: { body: { data: { id: string }[]; next_cursor: string | null } } = await s.api(
+          "GET",
+          `/v1/destinations?limit=2${cursor ? `&cursor=${cursor}` : ""}`,
+        );
         seen.push(...r.body.data.map((d) => d.id));
         cursor = r.body.next_cursor;
       } while (cursor);
@@ -216,7 +230,9 @@ for (const backend of BACKENDS) {
       const tag = `r${Date.now()}`;
       const fanout = async () => {
         const r = await s.api("POST", "/v1/events", { type: `${tag}.x`, payload: {} });
-        return new Set((await s.api("GET", `/v1/events/${r.body.id}`)).body.deliveries.map((d: { destination_id: string }) => d.destination_id));
+        return new Set(
+          (await s.api("GET", `/v1/events/${r.body.id}`)).body.deliveries.map((d: { destination_id: string }) => d.destination_id),
+        );
       };
       const a = await newDestination({ event_types: [`${tag}.*`] });
       assert.deepEqual(await fanout(), new Set([a.id]));
@@ -234,17 +250,34 @@ for (const backend of BACKENDS) {
       const big = await s.api("POST", "/v1/events", { type: "a.b", payload: { blob: "x".repeat(3000) } });
       assert.equal(big.status, 413);
       assert.ok(big.body.error.code);
-      for (const body of [{ payload: {} }, { type: "a.b" }, { type: "", payload: {} }, { type: "a b", payload: {} }, { type: "a.b", payload: {}, deliver_at: "tomorrow" }, { type: "a.b", payload: {}, extra: 1 }]) {
+      for (const body of [
+        { payload: {} },
+        { type: "a.b" },
+        { type: "", payload: {} },
+        { type: "a b", payload: {} },
+        { type: "a.b", payload: {}, deliver_at: "tomorrow" },
+        { type: "a.b", payload: {}, extra: 1 },
+      ]) {
         const r = await s.api("POST", "/v1/events", body);
         assert.equal(r.status, 422, JSON.stringify(body));
       }
       const d = await newDestination();
-      const batch = await s.api("POST", "/v1/events/batch", { events: [{ type: "ok.one", payload: {}, destination_ids: [d.id] }, { type: "bad type", payload: {} }] });
+      const batch = await s.api("POST", "/v1/events/batch", {
+        events: [
+          { type: "ok.one", payload: {}, destination_ids: [d.id] },
+          { type: "bad type", payload: {} },
+        ],
+      });
       assert.equal(batch.status, 422);
       assert.equal(batch.body.error.details[0].field, "events[1].type");
       const list = await s.api("GET", `/v1/deliveries?destination_id=${d.id}`);
       assert.equal(list.body.data.length, 0, "a refused batch writes nothing");
-      const bigInBatch = await s.api("POST", "/v1/events/batch", { events: [{ type: "ok.one", payload: {}, destination_ids: [d.id] }, { type: "ok.two", payload: "y".repeat(3000), destination_ids: [d.id] }] });
+      const bigInBatch = await s.api("POST", "/v1/events/batch", {
+        events: [
+          { type: "ok.one", payload: {}, destination_ids: [d.id] },
+          { type: "ok.two", payload: "y".repeat(3000), destination_ids: [d.id] },
+        ],
+      });
       assert.equal(bigInBatch.status, 413);
       assert.equal((await s.api("GET", `/v1/deliveries?destination_id=${d.id}`)).body.data.length, 0);
     });
@@ -279,8 +312,14 @@ for (const backend of BACKENDS) {
     test("a delivery arrives signed per Standard Webhooks and is recorded", async () => {
       rx.reset();
       const d = await newDestination({ event_types: ["signed.*"] });
-      const pub = await s.api("POST", "/v1/events", { type: "signed.hello", payload: { hello: "world", n: 1.5 }, occurred_at: "2026-01-02T03:04:05.678Z" });
-      await waitFor(async () => (await s.api("GET", `/v1/events/${pub.body.id}`)).body.deliveries[0]?.status === "delivered", { message: "delivery not delivered" });
+      const pub = await s.api("POST", "/v1/events", {
+        type: "signed.hello",
+        payload: { hello: "world", n: 1.5 },
+        occurred_at: "2026-01-02T03:04:05.678Z",
+      });
+      await waitFor(async () => (await s.api("GET", `/v1/events/${pub.body.id}`)).body.deliveries[0]?.status === "delivered", {
+        message: "delivery not delivered",
+      });
       const got = rx.received.find((r) => r.headers["webhook-id"] === pub.body.id)!;
       assert.ok(got);
       assert.equal(got.headers["content-type"], "application/json");
@@ -311,15 +350,19 @@ for (const backend of BACKENDS) {
     test("a failing delivery retries, dies when the schedule is spent, and can be retried by id", async () => {
       const fail = await startReceiver({ status: 500, body: "boom" });
       try {
-        const d = (await s.api("POST", "/v1/destinations", { url: `${fail.url}/x`, retry_schedule_seconds: [0], event_types: ["die.*"] })).body;
+        const d = (await s.api("POST", "/v1/destinations", { url: `${fail.url}/x`, retry_schedule_seconds: [0], event_types: ["die.*"] }))
+          .body;
         const pub = await s.api("POST", "/v1/events", { type: "die.now", payload: {} });
         const dlvId = await (async () => {
           let id = "";
-          await waitFor(async () => {
-            const dl = (await s.api("GET", `/v1/events/${pub.body.id}`)).body.deliveries[0];
-            id = dl.id;
-            return dl.status === "dead";
-          }, { message: "delivery never died" });
+          await waitFor(
+            async () => {
+              const dl = (await s.api("GET", `/v1/events/${pub.body.id}`)).body.deliveries[0];
+              id = dl.id;
+              return dl.status === "dead";
+            },
+            { message: "delivery never died" },
+          );
           return id;
         })();
         assert.equal(fail.received.length, 2, "first attempt + one retry");
@@ -327,7 +370,10 @@ for (const backend of BACKENDS) {
         assert.equal(dead.attempts, 2);
         assert.match(dead.last_error, /500/);
         const attempts = (await s.api("GET", `/v1/deliveries/${dlvId}/attempts`)).body.data;
-        assert.deepEqual(attempts.map((a: { error_class: string }) => a.error_class), ["http_5xx", "http_5xx"]);
+        assert.deepEqual(
+          attempts.map((a: { error_class: string }) => a.error_class),
+          ["http_5xx", "http_5xx"],
+        );
         assert.equal(attempts[0].response_body, "boom");
         const deadList = await s.api("GET", `/v1/deliveries?destination_id=${d.id}&status=dead`);
         assert.equal(deadList.body.data.length, 1);
@@ -361,7 +407,14 @@ for (const backend of BACKENDS) {
       let answered429 = 0;
       const limited = await startReceiver(() => (answered429++ < 1 ? { status: 429, headers: { "retry-after": "1" } } : { status: 200 }));
       try {
-        const d = (await s.api("POST", "/v1/destinations", { url: `${limited.url}/x`, retry_schedule_seconds: [], max_concurrency: 1, event_types: ["thr.*"] })).body;
+        const d = (
+          await s.api("POST", "/v1/destinations", {
+            url: `${limited.url}/x`,
+            retry_schedule_seconds: [],
+            max_concurrency: 1,
+            event_types: ["thr.*"],
+          })
+        ).body;
         const first = await s.api("POST", "/v1/events", { type: "thr.a", payload: {} });
         await waitFor(() => limited.received.length >= 1);
         await waitFor(async () => (await s.api("GET", `/v1/destinations/${d.id}`)).body.status === "throttled", { timeoutMs: 3000 });
@@ -371,11 +424,14 @@ for (const backend of BACKENDS) {
         const second = await s.api("POST", "/v1/events", { type: "thr.b", payload: {} });
         const heldRow = (await s.api("GET", `/v1/events/${second.body.id}`)).body.deliveries[0];
         assert.equal(heldRow.hold_reason, "throttled");
-        await waitFor(async () => {
-          const a = (await s.api("GET", `/v1/events/${first.body.id}`)).body.deliveries[0];
-          const b = (await s.api("GET", `/v1/events/${second.body.id}`)).body.deliveries[0];
-          return a.status === "delivered" && b.status === "delivered";
-        }, { timeoutMs: 10_000, message: "throttled deliveries never went out" });
+        await waitFor(
+          async () => {
+            const a = (await s.api("GET", `/v1/events/${first.body.id}`)).body.deliveries[0];
+            const b = (await s.api("GET", `/v1/events/${second.body.id}`)).body.deliveries[0];
+            return a.status === "delivered" && b.status === "delivered";
+          },
+          { timeoutMs: 10_000, message: "throttled deliveries never went out" },
+        );
         const holdEnd = Date.parse(dest.throttled_until);
         const during = limited.received.slice(1).filter((r) => r.receivedAt < holdEnd - 50);
         assert.equal(during.length, 0, "nothing arrives inside the hold");

@@ -13,7 +13,8 @@ import { pruneOnce } from "../../src/dispatch/janitor.js";
 // Dispatcher behaviour on both stores: idle costs nothing, notifications wake it, ordered
 // destinations are strict FIFO with a blocking head, retention prunes only what is finished.
 
-const claimCount = async () => (await metrics.claimDuration.get()).values.find((v) => v.metricName === "sluice_claim_duration_seconds_count")?.value ?? 0;
+const claimCount = async () =>
+  (await metrics.claimDuration.get()).values.find((v) => v.metricName === "sluice_claim_duration_seconds_count")?.value ?? 0;
 
 for (const backend of BACKENDS) {
   describe(`dispatcher on ${backend} Postgres`, () => {
@@ -54,16 +55,31 @@ for (const backend of BACKENDS) {
         return { status: 200 };
       });
       try {
-        const d = (await s.api("POST", "/v1/destinations", { url: `${orx.url}/o`, event_types: ["ord.none"], ordered: true, max_concurrency: 10, retry_schedule_seconds: [1] })).body;
+        const d = (
+          await s.api("POST", "/v1/destinations", {
+            url: `${orx.url}/o`,
+            event_types: ["ord.none"],
+            ordered: true,
+            max_concurrency: 10,
+            retry_schedule_seconds: [1],
+          })
+        ).body;
         const base = Date.parse("2026-01-01T00:00:00Z");
         // Published out of order; occurred_at decides.
         const order = [3, 0, 4, 1, 2];
         await s.api("POST", "/v1/events/batch", {
-          events: order.map((i) => ({ type: "ord.x", payload: { i }, occurred_at: new Date(base + i * 1000).toISOString(), destination_ids: [d.id] })),
+          events: order.map((i) => ({
+            type: "ord.x",
+            payload: { i },
+            occurred_at: new Date(base + i * 1000).toISOString(),
+            destination_ids: [d.id],
+          })),
         });
         // While the failed head waits for its retry, everything behind it says why it waits.
         await waitFor(() => orx.received.length >= 1);
-        const waiting = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}&limit=10`)).body.data as { hold_reason: string | null }[];
+        const waiting = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}&limit=10`)).body.data as {
+          hold_reason: string | null;
+        }[];
         assert.ok(waiting.filter((x) => x.hold_reason === "ordering").length >= 3, JSON.stringify(waiting.map((x) => x.hold_reason)));
         await waitFor(() => orx.received.length >= 6, { timeoutMs: 10_000, message: () => `got ${orx.received.length}` });
         const seen = orx.received.map((r) => (r.json as { data: { i: number } }).data.i);
@@ -83,9 +99,14 @@ for (const backend of BACKENDS) {
       const waiting = await s.api("POST", "/v1/events", { type: "ret.waiting", payload: {}, destination_ids: [d.id] });
       const db = s.running.db;
       // Age everything of this destination past the retention window.
-      await db.query("UPDATE deliveries SET finished_at = finished_at - interval '200 hours', created_at = created_at - interval '200 hours' WHERE destination_id = $1", [d.id]);
+      await db.query(
+        "UPDATE deliveries SET finished_at = finished_at - interval '200 hours', created_at = created_at - interval '200 hours' WHERE destination_id = $1",
+        [d.id],
+      );
       await db.query("UPDATE attempts SET started_at = started_at - interval '200 hours' WHERE destination_id = $1", [d.id]);
-      await db.query("UPDATE events SET created_at = created_at - interval '200 hours' WHERE id = ANY($1)", [[done.body.id, waiting.body.id]]);
+      await db.query("UPDATE events SET created_at = created_at - interval '200 hours' WHERE id = ANY($1)", [
+        [done.body.id, waiting.body.id],
+      ]);
       const r = await pruneOnce(db, 168);
       assert.ok(r && r.deliveries >= 1 && r.attempts >= 1);
       await pruneOnce(db, 168); // events go once their deliveries are gone
@@ -111,7 +132,10 @@ describe("notifications on a Postgres server", () => {
     await new Promise((r) => setTimeout(r, 2000)); // reconnect back-off starts at 500 ms; let the dispatcher fall asleep
     await s.api("POST", "/v1/events", { type: "relisten.b", payload: {} });
     // Without a listener, the next look would come only with the 30 s safety-net sleep.
-    await waitFor(() => rx.received.length === 2, { timeoutMs: 5000, message: "the event did not wake the dispatcher after the listener dropped" });
+    await waitFor(() => rx.received.length === 2, {
+      timeoutMs: 5000,
+      message: "the event did not wake the dispatcher after the listener dropped",
+    });
   });
 });
 
@@ -128,12 +152,22 @@ for (const backend of BACKENDS) {
         const lost = await claim(s.running.db, { ...opts, leaseToken: token });
         assert.equal(lost.deliveries.length, 3);
         const leased = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}`)).body.data as { status: string }[];
-        assert.ok(leased.every((x) => x.status === "delivering"), JSON.stringify(leased));
+        assert.ok(
+          leased.every((x) => x.status === "delivering"),
+          JSON.stringify(leased),
+        );
 
         assert.equal(await withRetry(s.running.db, (q) => abandonClaims(q, [randomUUID()])), 0, "another claim's token touches nothing");
         assert.equal(await withRetry(s.running.db, (q) => abandonClaims(q, [token])), 3);
         const back = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}`)).body.data as { status: string; attempts: number }[];
-        assert.deepEqual(back.map((x) => [x.status, x.attempts]), [["queued", 0], ["queued", 0], ["queued", 0]]);
+        assert.deepEqual(
+          back.map((x) => [x.status, x.attempts]),
+          [
+            ["queued", 0],
+            ["queued", 0],
+            ["queued", 0],
+          ],
+        );
         // Claimable at once, not after the lease would have expired.
         const again = await claim(s.running.db, { ...opts, leaseToken: randomUUID() });
         assert.equal(again.deliveries.length, 3);

@@ -28,9 +28,14 @@ describe("destination health", () => {
   test("10 consecutive 500s pause the destination and stop all traffic; new events are held", async () => {
     const bad = await startReceiver({ status: 500 });
     try {
-      const d = (await s.api("POST", "/v1/destinations", {
-        url: `${bad.url}/500`, event_types: ["h1.*"], retry_schedule_seconds: NO_WAIT_RETRIES, probe_interval_seconds: 3600,
-      })).body;
+      const d = (
+        await s.api("POST", "/v1/destinations", {
+          url: `${bad.url}/500`,
+          event_types: ["h1.*"],
+          retry_schedule_seconds: NO_WAIT_RETRIES,
+          probe_interval_seconds: 3600,
+        })
+      ).body;
       await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 4 }, (_, i) => ({ type: "h1.x", payload: { i } })) });
       await waitFor(async () => (await s.api("GET", `/v1/destinations/${d.id}`)).body.status === "paused", { timeoutMs: 10_000 });
       const paused = (await s.api("GET", `/v1/destinations/${d.id}`)).body;
@@ -46,11 +51,17 @@ describe("destination health", () => {
       const after = (await s.api("GET", `/v1/destinations/${d.id}`)).body;
       assert.equal(after.queued_events, 7);
       const held = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}&limit=100`)).body.data;
-      assert.ok(held.every((x: { status: string; hold_reason: string }) => x.status === "held" && x.hold_reason === "paused"), JSON.stringify(held[0]));
+      assert.ok(
+        held.every((x: { status: string; hold_reason: string }) => x.status === "held" && x.hold_reason === "paused"),
+        JSON.stringify(held[0]),
+      );
       // The attempt timeline names each attempt's class.
       const timeline = (await s.api("GET", `/v1/destinations/${d.id}/attempts?limit=5`)).body.data;
       assert.equal(timeline.length, 5);
-      assert.ok(timeline.every((a: { class: string; status_code: number }) => a.class === "server_error" && a.status_code === 500), JSON.stringify(timeline[0]));
+      assert.ok(
+        timeline.every((a: { class: string; status_code: number }) => a.class === "server_error" && a.status_code === 500),
+        JSON.stringify(timeline[0]),
+      );
 
       // Past paused_retention_hours the held deliveries are discarded, with the reason.
       await s.running.db.query("UPDATE destinations SET paused_at = now() - interval '73 hours' WHERE id = $1", [d.id]);
@@ -58,7 +69,10 @@ describe("destination health", () => {
       const pruned = await pruneOnce(s.running.db, 168);
       assert.equal(pruned?.pausedDiscarded, 7);
       const gone = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}&limit=100`)).body.data;
-      assert.ok(gone.every((x: { status: string; last_error: string }) => x.status === "discarded" && /paused/.test(x.last_error)), JSON.stringify(gone[0]));
+      assert.ok(
+        gone.every((x: { status: string; last_error: string }) => x.status === "discarded" && /paused/.test(x.last_error)),
+        JSON.stringify(gone[0]),
+      );
     } finally {
       await bad.close();
     }
@@ -67,9 +81,15 @@ describe("destination health", () => {
   test("a probe brings a recovered 503 destination back, on a ramp from concurrency 1", async () => {
     const flaky = await startReceiver({ status: 503 });
     try {
-      const d = (await s.api("POST", "/v1/destinations", {
-        url: `${flaky.url}/503`, event_types: ["h2.*"], retry_schedule_seconds: NO_WAIT_RETRIES, probe_interval_seconds: 1, max_concurrency: 5,
-      })).body;
+      const d = (
+        await s.api("POST", "/v1/destinations", {
+          url: `${flaky.url}/503`,
+          event_types: ["h2.*"],
+          retry_schedule_seconds: NO_WAIT_RETRIES,
+          probe_interval_seconds: 1,
+          max_concurrency: 5,
+        })
+      ).body;
       await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 2 }, (_, i) => ({ type: "h2.x", payload: { i } })) });
       await waitFor(async () => (await s.api("GET", `/v1/destinations/${d.id}`)).body.status === "paused", { timeoutMs: 10_000 });
       const paused = (await s.api("GET", `/v1/destinations/${d.id}`)).body;
@@ -78,7 +98,9 @@ describe("destination health", () => {
       assert.equal((await s.api("PATCH", `/v1/destinations/${d.id}`, { timeout_seconds: 5 })).status, 200);
       // Still down: the probe fails and another follows about a second later.
       const n0 = flaky.received.length;
-      await waitFor(() => flaky.received.slice(n0).filter((r) => (r.json as { type: string }).type === "webhook.probe").length >= 2, { timeoutMs: 6000 });
+      await waitFor(() => flaky.received.slice(n0).filter((r) => (r.json as { type: string }).type === "webhook.probe").length >= 2, {
+        timeoutMs: 6000,
+      });
       assert.equal((await s.api("GET", `/v1/destinations/${d.id}`)).body.status, "paused");
       // Recovered, slowly answering: a backlog of 20 must not flood it.
       await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 20 }, (_, i) => ({ type: "h2.y", payload: { i } })) });
@@ -96,10 +118,13 @@ describe("destination health", () => {
       const firstFour = deliveries.slice(0, 3).map((r) => r.inflightAtArrival);
       assert.ok(Math.max(...firstFour) <= 3, `ramp: ${firstFour.join(",")}`);
       assert.ok(Math.max(...deliveries.map((r) => r.inflightAtArrival)) <= 5);
-      await waitFor(async () => {
-        const v = (await s.api("GET", `/v1/destinations/${d.id}`)).body;
-        return v.status === "active" && v.health.status === "healthy" && v.ramp_limit === null && v.queued_events === 0;
-      }, { timeoutMs: 10_000 });
+      await waitFor(
+        async () => {
+          const v = (await s.api("GET", `/v1/destinations/${d.id}`)).body;
+          return v.status === "active" && v.health.status === "healthy" && v.ramp_limit === null && v.queued_events === 0;
+        },
+        { timeoutMs: 10_000 },
+      );
     } finally {
       await flaky.close();
     }
@@ -108,9 +133,15 @@ describe("destination health", () => {
   test("a 404-paused destination is never probed", async () => {
     const missing = await startReceiver({ status: 404 });
     try {
-      const d = (await s.api("POST", "/v1/destinations", {
-        url: `${missing.url}/404`, event_types: ["h3.*"], retry_schedule_seconds: NO_WAIT_RETRIES, probe_interval_seconds: 1, max_concurrency: 1,
-      })).body;
+      const d = (
+        await s.api("POST", "/v1/destinations", {
+          url: `${missing.url}/404`,
+          event_types: ["h3.*"],
+          retry_schedule_seconds: NO_WAIT_RETRIES,
+          probe_interval_seconds: 1,
+          max_concurrency: 1,
+        })
+      ).body;
       await s.api("POST", "/v1/events", { type: "h3.x", payload: {} });
       await waitFor(async () => (await s.api("GET", `/v1/destinations/${d.id}`)).body.status === "paused", { timeoutMs: 10_000 });
       const paused = (await s.api("GET", `/v1/destinations/${d.id}`)).body;
@@ -128,7 +159,10 @@ describe("destination health", () => {
   test("resume with replay delivers the backlog in order; without replay discards it (still retryable)", async () => {
     rx.reset();
     const d = (await s.api("POST", "/v1/destinations", { url: `${rx.url}/resume`, event_types: ["h4.*"], max_concurrency: 1 })).body;
-    assert.equal((await s.api("POST", `/v1/destinations/${d.id}/pause`, { reason: "maintenance" })).body.pause_reason, "manual: maintenance");
+    assert.equal(
+      (await s.api("POST", `/v1/destinations/${d.id}/pause`, { reason: "maintenance" })).body.pause_reason,
+      "manual: maintenance",
+    );
     const base = Date.now() - 10_000;
     await s.api("POST", "/v1/events/batch", {
       events: [3, 1, 4, 0, 2].map((i) => ({ type: "h4.x", payload: { i }, occurred_at: new Date(base + i * 100).toISOString() })),
@@ -138,10 +172,15 @@ describe("destination health", () => {
     const resumed = await s.api("POST", `/v1/destinations/${d.id}/resume`, { replay: true });
     assert.equal(resumed.status, 200);
     await waitFor(() => rx.received.length === 5);
-    assert.deepEqual(rx.received.map((r) => (r.json as { data: { i: number } }).data.i), [0, 1, 2, 3, 4]);
+    assert.deepEqual(
+      rx.received.map((r) => (r.json as { data: { i: number } }).data.i),
+      [0, 1, 2, 3, 4],
+    );
 
     await s.api("POST", `/v1/destinations/${d.id}/pause`, {});
-    const pub = (await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 3 }, (_, i) => ({ type: "h4.y", payload: { i } })) })).body;
+    const pub = (
+      await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 3 }, (_, i) => ({ type: "h4.y", payload: { i } })) })
+    ).body;
     const dropped = await s.api("POST", `/v1/destinations/${d.id}/resume`, { replay: false });
     assert.equal(dropped.body.discarded, 3);
     const evt = (await s.api("GET", `/v1/events/${pub.events[0].id}`)).body;
@@ -173,7 +212,9 @@ describe("health alerts", () => {
   test("exactly one alert per transition reaches a subscribed destination and the SMTP server", async () => {
     const mails: { to: string; text: string }[] = [];
     const smtp = new SMTPServer({
-      authOptional: true, disabledCommands: ["STARTTLS"], logger: false,
+      authOptional: true,
+      disabledCommands: ["STARTTLS"],
+      logger: false,
       onData(stream, session, cb) {
         let text = "";
         stream.on("data", (c: Buffer) => (text += c.toString("utf8")));
@@ -193,23 +234,41 @@ describe("health alerts", () => {
     try {
       assert.equal((await s.api("PATCH", "/v1/tenant", { alert_email: "ops@example.com" })).status, 200);
       const w = (await s.api("POST", "/v1/destinations", { url: `${watcher.url}/alerts`, event_types: ["destination.*"] })).body;
-      const d = (await s.api("POST", "/v1/destinations", {
-        url: `${failing.url}/f`, name: "billing-prod", event_types: ["h6.*"], max_concurrency: 1, retry_schedule_seconds: NO_WAIT_RETRIES, probe_interval_seconds: 3600,
-      })).body;
+      const d = (
+        await s.api("POST", "/v1/destinations", {
+          url: `${failing.url}/f`,
+          name: "billing-prod",
+          event_types: ["h6.*"],
+          max_concurrency: 1,
+          retry_schedule_seconds: NO_WAIT_RETRIES,
+          probe_interval_seconds: 3600,
+        })
+      ).body;
       // One at a time: each result is its own health step (200, 200, then 500s).
       for (let i = 0; i < 3; i++) {
         const pub = await s.api("POST", "/v1/events", { type: "h6.x", payload: { i } });
         assert.equal(pub.body.deliveries, 1, JSON.stringify(pub.body));
         await waitFor(() => failing.received.length >= i + 1).catch(async (err) => {
-          const dest = await s.running.db.query("SELECT ready_at, now() AS now, paused_at, health_window, consecutive_failures, throttled_until FROM destinations WHERE id = $1", [d.id]);
-          const dls = await s.running.db.query("SELECT status, attempts, failures, next_attempt_at, lease_expires_at, last_error FROM deliveries WHERE destination_id = $1", [d.id]);
-          throw new Error(`${(err as Error).message} at i=${i}, received ${failing.received.length}: ${JSON.stringify(dest)} ${JSON.stringify(dls)}`);
+          const dest = await s.running.db.query(
+            "SELECT ready_at, now() AS now, paused_at, health_window, consecutive_failures, throttled_until FROM destinations WHERE id = $1",
+            [d.id],
+          );
+          const dls = await s.running.db.query(
+            "SELECT status, attempts, failures, next_attempt_at, lease_expires_at, last_error FROM deliveries WHERE destination_id = $1",
+            [d.id],
+          );
+          throw new Error(
+            `${(err as Error).message} at i=${i}, received ${failing.received.length}: ${JSON.stringify(dest)} ${JSON.stringify(dls)}`,
+          );
         });
       }
       await waitFor(async () => (await s.api("GET", `/v1/destinations/${d.id}`)).body.status === "paused", { timeoutMs: 10_000 });
       await s.api("POST", `/v1/destinations/${d.id}/resume`, { replay: false });
       const types = () => watcher.received.map((r) => (r.json as { type: string }).type);
-      await waitFor(() => watcher.received.length >= 3 && mails.length >= 3, { timeoutMs: 10_000, message: () => `alerts ${types().join(",")} mails ${mails.length}` });
+      await waitFor(() => watcher.received.length >= 3 && mails.length >= 3, {
+        timeoutMs: 10_000,
+        message: () => `alerts ${types().join(",")} mails ${mails.length}`,
+      });
       await sleep(2500); // a duplicate would have arrived by now (the alert poll is 2 s)
       assert.deepEqual(types(), ["destination.degraded", "destination.paused", "destination.resumed"]);
       const paused = watcher.received[1]!;

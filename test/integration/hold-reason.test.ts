@@ -45,8 +45,16 @@ async function seed(db: Db, destinations: [Dst, Dlv[]][]): Promise<string[]> {
        VALUES ($1, 'ten_1', 'http://x', '[]', 5, $2, $3, '{60}', '{60}', 60, true, $4,
                CASE WHEN $5 THEN now() END, CASE WHEN $5 THEN 'manual' END,
                CASE WHEN $6 THEN now() + interval '1 hour' END, $7, $8)`,
-      [d.id, d.max_concurrency ?? 5, d.ordered ?? false, d.ramp_limit ?? null, d.paused ?? false, d.throttled ?? false,
-        d.rate_limited ?? false, d.quiet ? JSON.stringify(schedule) : null],
+      [
+        d.id,
+        d.max_concurrency ?? 5,
+        d.ordered ?? false,
+        d.ramp_limit ?? null,
+        d.paused ?? false,
+        d.throttled ?? false,
+        d.rate_limited ?? false,
+        d.quiet ? JSON.stringify(schedule) : null,
+      ],
     );
     for (const [status, attempts, dueInS, quietHold] of dls) {
       const id = `dlv_${String(++n).padStart(3, "0")}`;
@@ -71,20 +79,83 @@ for (const backend of BACKENDS) {
         await migrate(db);
         const ids = await seed(db, [
           // paused beats throttled, for due and scheduled deliveries alike
-          [{ id: "dst_paused", paused: true, throttled: true }, [["queued", 0, -5], ["queued", 0, 300], ["retry_scheduled", 1, 60]]],
-          [{ id: "dst_throttled", throttled: true, rate_limited: true }, [["queued", 0, -5], ["retry_scheduled", 2, -1]]],
+          [
+            { id: "dst_paused", paused: true, throttled: true },
+            [
+              ["queued", 0, -5],
+              ["queued", 0, 300],
+              ["retry_scheduled", 1, 60],
+            ],
+          ],
+          [
+            { id: "dst_throttled", throttled: true, rate_limited: true },
+            [
+              ["queued", 0, -5],
+              ["retry_scheduled", 2, -1],
+            ],
+          ],
           // quiet hours hold due deliveries whose type they cover; a scheduled one stays "scheduled"
-          [{ id: "dst_quiet", quiet: true, rate_limited: true }, [["queued", 0, -5, true], ["queued", 0, 300, true], ["queued", 1, -5, false]]],
+          [
+            { id: "dst_quiet", quiet: true, rate_limited: true },
+            [
+              ["queued", 0, -5, true],
+              ["queued", 0, 300, true],
+              ["queued", 1, -5, false],
+            ],
+          ],
           // ordered: everything after the first unfinished (in flight here) is behind it, due or not
-          [{ id: "dst_ordered", ordered: true, rate_limited: true }, [["delivering", 1, -10], ["queued", 0, -5], ["retry_scheduled", 1, 120], ["queued", 0, 300]]],
+          [
+            { id: "dst_ordered", ordered: true, rate_limited: true },
+            [
+              ["delivering", 1, -10],
+              ["queued", 0, -5],
+              ["retry_scheduled", 1, 120],
+              ["queued", 0, 300],
+            ],
+          ],
           // the first waiting delivery of an ordered destination is not behind anything
-          [{ id: "dst_ordered_idle", ordered: true }, [["queued", 0, -5], ["queued", 0, -4]]],
+          [
+            { id: "dst_ordered_idle", ordered: true },
+            [
+              ["queued", 0, -5],
+              ["queued", 0, -4],
+            ],
+          ],
           // at the cap (and rate-limited): due ones wait for a slot, a retry not yet due is not held
-          [{ id: "dst_full", max_concurrency: 2, rate_limited: true }, [["delivering", 1, 0], ["delivering", 1, 0], ["queued", 0, -5], ["queued", 2, -1], ["retry_scheduled", 1, 90]]],
+          [
+            { id: "dst_full", max_concurrency: 2, rate_limited: true },
+            [
+              ["delivering", 1, 0],
+              ["delivering", 1, 0],
+              ["queued", 0, -5],
+              ["queued", 2, -1],
+              ["retry_scheduled", 1, 90],
+            ],
+          ],
           // a ramp after a probe caps it below max_concurrency
-          [{ id: "dst_ramp", max_concurrency: 5, ramp_limit: 1 }, [["delivering", 1, 0], ["queued", 0, -5]]],
-          [{ id: "dst_limited", rate_limited: true }, [["queued", 0, -5], ["queued", 3, -5], ["retry_scheduled", 1, 90]]],
-          [{ id: "dst_free" }, [["queued", 0, -5], ["delivered", 1, -5], ["dead", 3, -5]]],
+          [
+            { id: "dst_ramp", max_concurrency: 5, ramp_limit: 1 },
+            [
+              ["delivering", 1, 0],
+              ["queued", 0, -5],
+            ],
+          ],
+          [
+            { id: "dst_limited", rate_limited: true },
+            [
+              ["queued", 0, -5],
+              ["queued", 3, -5],
+              ["retry_scheduled", 1, 90],
+            ],
+          ],
+          [
+            { id: "dst_free" },
+            [
+              ["queued", 0, -5],
+              ["delivered", 1, -5],
+              ["dead", 3, -5],
+            ],
+          ],
         ]);
 
         const api = new Map<string, number>();
@@ -93,7 +164,9 @@ for (const backend of BACKENDS) {
           const reason = deliveryView(row).hold_reason;
           if (reason) api.set(reason, (api.get(reason) ?? 0) + 1);
         }
-        const quietIds = (await scheduledDestinations(db)).filter((d) => currentQuietWindow(d.delivery_schedule, Date.now()) !== null).map((d) => d.id);
+        const quietIds = (await scheduledDestinations(db))
+          .filter((d) => currentQuietWindow(d.delivery_schedule, Date.now()) !== null)
+          .map((d) => d.id);
         assert.deepEqual(quietIds, ["dst_quiet"]);
         const stats = new Map((await heldByReason(db, quietIds)).map((h) => [h.reason, h.n]));
 
@@ -101,7 +174,13 @@ for (const backend of BACKENDS) {
         // Every reason occurs, so a disagreement on any of them would show.
         assert.deepEqual([...api.keys()].sort(), [...HOLD_REASONS].sort());
         assert.deepEqual(Object.fromEntries([...api].sort()), {
-          paused: 3, throttled: 2, quiet_hours: 1, scheduled: 2, ordering: 3, concurrency: 3, rate_limited: 3,
+          paused: 3,
+          throttled: 2,
+          quiet_hours: 1,
+          scheduled: 2,
+          ordering: 3,
+          concurrency: 3,
+          rate_limited: 3,
         });
       } finally {
         await close();

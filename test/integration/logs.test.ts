@@ -45,8 +45,13 @@ for (const backend of BACKENDS) {
     });
 
     const lines = (): Line[] => raw.map((l) => JSON.parse(l) as Line);
-    const about = (destinationId: string, msg: string): Line[] => lines().filter((l) => l.destination_id === destinationId && l.msg === msg);
-    const dump = (destinationId: string) => () => lines().filter((l) => l.destination_id === destinationId).map((l) => `${l.level} ${l.msg}`).join("\n");
+    const about = (destinationId: string, msg: string): Line[] =>
+      lines().filter((l) => l.destination_id === destinationId && l.msg === msg);
+    const dump = (destinationId: string) => () =>
+      lines()
+        .filter((l) => l.destination_id === destinationId)
+        .map((l) => `${l.level} ${l.msg}`)
+        .join("\n");
 
     test("a failed attempt, a 429 and a success each log what happened, without payloads, bodies or secrets", async () => {
       rx.reset();
@@ -57,7 +62,9 @@ for (const backend of BACKENDS) {
         if (n === 2) return { status: 429, headers: { "retry-after": "1" }, body: BODY_MARKER };
         return { status: 200, body: BODY_MARKER };
       });
-      const d = (await s.api("POST", "/v1/destinations", { url: `${rx.url}/flaky`, event_types: ["lg.*"], retry_schedule_seconds: [0, 0, 0] })).body;
+      const d = (
+        await s.api("POST", "/v1/destinations", { url: `${rx.url}/flaky`, event_types: ["lg.*"], retry_schedule_seconds: [0, 0, 0] })
+      ).body;
       const secret: string = d.secret;
       assert.match(secret, /^whsec_/);
       const ev = await s.api("POST", "/v1/events", { type: "lg.x", payload: { marker: PAYLOAD_MARKER } });
@@ -107,9 +114,13 @@ for (const backend of BACKENDS) {
     test("a rate-limited backlog logs entering and leaving the limit once each, not once per claim", async () => {
       rx.reset();
       rx.respondWith({ status: 200 });
-      const d = (await s.api("POST", "/v1/destinations", {
-        url: `${rx.url}/shaped`, event_types: ["rl.*"], rate_limit: { max_per_second: 5, burst_capacity: 1 },
-      })).body;
+      const d = (
+        await s.api("POST", "/v1/destinations", {
+          url: `${rx.url}/shaped`,
+          event_types: ["rl.*"],
+          rate_limit: { max_per_second: 5, burst_capacity: 1 },
+        })
+      ).body;
       await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 10 }, (_, i) => ({ type: "rl.x", payload: { i } })) });
       await waitFor(() => rx.received.length === 10, { message: () => `received ${rx.received.length}` });
       await waitFor(() => about(d.id, "rate limit no longer holding").length > 0, { message: dump(d.id) });
@@ -127,12 +138,19 @@ for (const backend of BACKENDS) {
       rx.reset();
       rx.respondWith({ status: 200 });
       // A backlog still draining (4/s) when the window opens 1-2 s from now; it lasts 2 s.
-      const d = (await s.api("POST", "/v1/destinations", {
-        url: `${rx.url}/quiet`, event_types: ["qt.*"], rate_limit: { max_per_second: 4, burst_capacity: 1 },
-        delivery_schedule: { timezone: "UTC", quiet_start: wall(2), quiet_end: wall(4) },
-      })).body;
+      const d = (
+        await s.api("POST", "/v1/destinations", {
+          url: `${rx.url}/quiet`,
+          event_types: ["qt.*"],
+          rate_limit: { max_per_second: 4, burst_capacity: 1 },
+          delivery_schedule: { timezone: "UTC", quiet_start: wall(2), quiet_end: wall(4) },
+        })
+      ).body;
       await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 20 }, (_, i) => ({ type: "qt.x", payload: { i } })) });
-      await waitFor(() => rx.received.length === 20, { timeoutMs: 20_000, message: () => `received ${rx.received.length}\n${dump(d.id)()}` });
+      await waitFor(() => rx.received.length === 20, {
+        timeoutMs: 20_000,
+        message: () => `received ${rx.received.length}\n${dump(d.id)()}`,
+      });
       const held = about(d.id, "quiet hours: holding deliveries");
       const released = about(d.id, "quiet hours: releasing held deliveries");
       assert.equal(held.length, 1, dump(d.id)());
@@ -148,9 +166,13 @@ for (const backend of BACKENDS) {
     test("deliveries published into an open quiet window log the hold once at ingest and the release at its end", async () => {
       rx.reset();
       rx.respondWith({ status: 200 });
-      const d = (await s.api("POST", "/v1/destinations", {
-        url: `${rx.url}/quiet2`, event_types: ["qu.*"], delivery_schedule: { timezone: "UTC", quiet_start: wall(-2), quiet_end: wall(3) },
-      })).body;
+      const d = (
+        await s.api("POST", "/v1/destinations", {
+          url: `${rx.url}/quiet2`,
+          event_types: ["qu.*"],
+          delivery_schedule: { timezone: "UTC", quiet_start: wall(-2), quiet_end: wall(3) },
+        })
+      ).body;
       assert.equal(d.status, "quiet");
       await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 2 }, (_, i) => ({ type: "qu.x", payload: { i } })) });
       await s.api("POST", "/v1/events", { type: "qu.x", payload: { i: 2 } });
@@ -167,9 +189,14 @@ for (const backend of BACKENDS) {
     test("an auto-pause warns with its reason; probes log failure and the resume", async () => {
       const flaky = await startReceiver({ status: 503 });
       try {
-        const d = (await s.api("POST", "/v1/destinations", {
-          url: `${flaky.url}/503`, event_types: ["pr.*"], retry_schedule_seconds: NO_WAIT_RETRIES, probe_interval_seconds: 1,
-        })).body;
+        const d = (
+          await s.api("POST", "/v1/destinations", {
+            url: `${flaky.url}/503`,
+            event_types: ["pr.*"],
+            retry_schedule_seconds: NO_WAIT_RETRIES,
+            probe_interval_seconds: 1,
+          })
+        ).body;
         await s.api("POST", "/v1/events", { type: "pr.x", payload: { marker: PAYLOAD_MARKER } });
         await waitFor(() => about(d.id, "destination paused").length > 0, { message: dump(d.id) });
         const [paused] = about(d.id, "destination paused");

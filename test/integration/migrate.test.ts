@@ -24,7 +24,10 @@ describe("migrate on a Postgres server", () => {
       // One of them applied everything; the others waited on the lock and found nothing to do.
       assert.deepEqual(results.flat().sort(), ALL);
       assert.equal(results.filter((r) => r.length > 0).length, 1, JSON.stringify(results));
-      assert.deepEqual((await ledger(dbs[0]!)).map((r) => r.name), ALL);
+      assert.deepEqual(
+        (await ledger(dbs[0]!)).map((r) => r.name),
+        ALL,
+      );
       assert.deepEqual(await migrate(dbs[1]!), [], "a later start has nothing to apply");
     } finally {
       await Promise.all(dbs.map((db) => db.close()));
@@ -44,7 +47,10 @@ describe("migrate on a Postgres server", () => {
       }
       const cli = spawnSluiceCli(["migrate"], { DATABASE_URL: tdb.url });
       assert.equal(await cli.exited, 1, cli.output());
-      assert.match(cli.output(), /^sluice: The database was migrated by a newer Sluice: it has migration 9999_future\.sql, which this version does not know/m);
+      assert.match(
+        cli.output(),
+        /^sluice: The database was migrated by a newer Sluice: it has migration 9999_future\.sql, which this version does not know/m,
+      );
       assert.match(cli.output(), /Upgrade Sluice/);
       assert.doesNotMatch(cli.output(), /\n\s+at /, "no stack trace");
 
@@ -54,7 +60,11 @@ describe("migrate on a Postgres server", () => {
         return true;
       });
       const rows = await onServer(tdb.url, async (c) => (await c.query("SELECT name FROM sluice_migrations ORDER BY version")).rows);
-      assert.deepEqual(rows.map((r) => r.name), [...ALL, "9999_future.sql"], "the ledger is left as it was");
+      assert.deepEqual(
+        rows.map((r) => r.name),
+        [...ALL, "9999_future.sql"],
+        "the ledger is left as it was",
+      );
     } finally {
       await tdb.drop();
     }
@@ -73,11 +83,18 @@ for (const backend of BACKENDS) {
         await assert.rejects(migrate(db), (err: unknown) => {
           assert.ok(err instanceof StartupError, String(err));
           assert.equal(err.code, "SLUICE_STORE_SCHEMA_NEWER");
-          assert.match(err.message, /it has migrations 9998_next\.sql, 9999_future\.sql, which this version does not know \(its latest is \d{4}_\w+\.sql\)/);
+          assert.match(
+            err.message,
+            /it has migrations 9998_next\.sql, 9999_future\.sql, which this version does not know \(its latest is \d{4}_\w+\.sql\)/,
+          );
           assert.match(err.message, /Upgrade Sluice/);
           return true;
         });
-        assert.deepEqual((await ledger(db)).map((r) => r.name), [...ALL.slice(0, -1), "9998_next.sql", "9999_future.sql"], "nothing applied");
+        assert.deepEqual(
+          (await ledger(db)).map((r) => r.name),
+          [...ALL.slice(0, -1), "9998_next.sql", "9999_future.sql"],
+          "nothing applied",
+        );
       } finally {
         await close();
       }
@@ -93,11 +110,12 @@ for (const backend of BACKENDS) {
                                      throttle_schedule_seconds, probe_interval_seconds, replay_on_resume)
            VALUES ('dst_1', 'ten_1', 'http://x', '[]', 5, 1, false, '{60}', '{60}', 60, true)`,
         );
-        const delivery = (status: string) => db.query(
-          `INSERT INTO deliveries (destination_id, id, event_id, tenant_id, status, occurred_at, next_attempt_at)
+        const delivery = (status: string) =>
+          db.query(
+            `INSERT INTO deliveries (destination_id, id, event_id, tenant_id, status, occurred_at, next_attempt_at)
            VALUES ('dst_1', $1, 'evt_1', 'ten_1', $2, now(), now())`,
-          [`dlv_${status}`, status],
-        );
+            [`dlv_${status}`, status],
+          );
         const checkViolation = (constraint: string) => (err: unknown) => {
           const e = err as { code?: string; constraint?: string; message?: string };
           assert.equal(e.code, "23514", String(e.message)); // check_violation
@@ -106,12 +124,20 @@ for (const backend of BACKENDS) {
         };
         await delivery("queued");
         await assert.rejects(delivery("queud"), checkViolation("deliveries_status_check"));
-        await assert.rejects(db.query("UPDATE deliveries SET status = 'held' WHERE id = 'dlv_queued'"), checkViolation("deliveries_status_check"));
         await assert.rejects(
-          db.query("INSERT INTO attempts (destination_id, delivery_id, attempt_no, started_at, latency_ms, outcome) VALUES ('dst_1', 'dlv_queued', 1, now(), 1, 'ok')"),
+          db.query("UPDATE deliveries SET status = 'held' WHERE id = 'dlv_queued'"),
+          checkViolation("deliveries_status_check"),
+        );
+        await assert.rejects(
+          db.query(
+            "INSERT INTO attempts (destination_id, delivery_id, attempt_no, started_at, latency_ms, outcome) VALUES ('dst_1', 'dlv_queued', 1, now(), 1, 'ok')",
+          ),
           checkViolation("attempts_outcome_check"),
         );
-        await assert.rejects(db.query("UPDATE destinations SET health_status = 'sick'"), checkViolation("destinations_health_status_check"));
+        await assert.rejects(
+          db.query("UPDATE destinations SET health_status = 'sick'"),
+          checkViolation("destinations_health_status_check"),
+        );
         await assert.rejects(db.query("UPDATE destinations SET pause_cause = 'auto'"), checkViolation("destinations_pause_cause_check"));
         await db.query("UPDATE destinations SET pause_cause = NULL, health_status = 'critical'"); // NULL and known values pass
       } finally {

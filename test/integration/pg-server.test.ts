@@ -28,7 +28,10 @@ describe("createTestDatabase", () => {
     } finally {
       await db.drop();
     }
-    await assert.rejects(withClient(db.url, async () => {}), { code: "3D000" }); // invalid_catalog_name
+    await assert.rejects(
+      withClient(db.url, async () => {}),
+      { code: "3D000" },
+    ); // invalid_catalog_name
     await db.drop(); // a second drop is harmless
   });
 
@@ -79,11 +82,10 @@ describe("scripts/pg-server.mjs as a command wrapper", () => {
       "  testUrl: process.env.SLUICE_TEST_DATABASE_URL, dir: r.rows[0].dir }));",
       "process.exit(7);",
     ].join("\n");
-    const child = spawn(
-      process.execPath,
-      ["scripts/pg-server.mjs", "--", process.execPath, "--input-type=module", "-e", probe],
-      { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] },
-    );
+    const child = spawn(process.execPath, ["scripts/pg-server.mjs", "--", process.execPath, "--input-type=module", "-e", probe], {
+      cwd: repoRoot,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));

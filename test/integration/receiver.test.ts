@@ -2,15 +2,7 @@
 // their own.
 import assert from "node:assert/strict";
 import { after, before, beforeEach, describe, it } from "node:test";
-import {
-  hang,
-  rateLimited,
-  sequence,
-  slow,
-  startReceiver,
-  status,
-  type Receiver,
-} from "../helpers/receiver.js";
+import { hang, rateLimited, sequence, slow, startReceiver, status, type Receiver } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
 
 describe("receiver simulator", () => {
@@ -104,7 +96,10 @@ describe("receiver simulator", () => {
         else assert.deepEqual(a, { status: 429, retryAfter: "2" });
       });
     }
-    assert.ok(answers.some((a) => a.status === 429), "8 quick requests must exceed 3 per second somewhere");
+    assert.ok(
+      answers.some((a) => a.status === 429),
+      "8 quick requests must exceed 3 per second somewhere",
+    );
   });
 
   it("slow() delays the answer", async () => {

@@ -24,7 +24,8 @@ for (const backend of BACKENDS) {
         let answered = 0;
         rx.respondWith(() => (++answered <= 3 ? { status: 429, headers: { "retry-after": header() } } : { status: 200 }));
         const type = `ra${Math.random().toString(36).slice(2, 8)}`;
-        const d = (await s.api("POST", "/v1/destinations", { url: `${rx.url}${path}`, event_types: [`${type}.*`], max_concurrency: 1 })).body;
+        const d = (await s.api("POST", "/v1/destinations", { url: `${rx.url}${path}`, event_types: [`${type}.*`], max_concurrency: 1 }))
+          .body;
         assert.equal((await s.api("POST", "/v1/events", { type: `${type}.x`, payload: { label } })).status, 202);
 
         await waitFor(async () => (await s.api("GET", `/v1/destinations/${d.id}`)).body.status === "throttled", { timeoutMs: 5000 });

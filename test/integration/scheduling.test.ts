@@ -23,11 +23,15 @@ for (const backend of BACKENDS) {
       rx.reset();
       const zone = "Asia/Kolkata"; // +05:30: a half-hour offset, so minutes and seconds matter
       // Whole seconds: the window ends 5-6 s from now.
-      const d = (await s.api("POST", "/v1/destinations", {
-        url: `${rx.url}/quiet`, event_types: ["q.*"], max_concurrency: 1,
-        rate_limit: { max_per_second: 5, burst_capacity: 2 },
-        delivery_schedule: { timezone: zone, quiet_start: wall(zone, -2), quiet_end: wall(zone, 6) },
-      })).body;
+      const d = (
+        await s.api("POST", "/v1/destinations", {
+          url: `${rx.url}/quiet`,
+          event_types: ["q.*"],
+          max_concurrency: 1,
+          rate_limit: { max_per_second: 5, burst_capacity: 2 },
+          delivery_schedule: { timezone: zone, quiet_start: wall(zone, -2), quiet_end: wall(zone, 6) },
+        })
+      ).body;
       assert.equal(d.status, "quiet", JSON.stringify(d));
       const quietUntil = Date.parse(d.quiet_until);
       assert.ok(quietUntil > Date.now() + 3000 && quietUntil <= Date.now() + 7000, d.quiet_until);
@@ -42,24 +46,41 @@ for (const backend of BACKENDS) {
         events: order.map((i) => ({ type: "q.x", payload: { i }, occurred_at: new Date(base + i * 1000).toISOString() })),
       });
       assert.equal(pub.status, 202);
-      await waitFor(async () => {
-        const held = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}&status=held&limit=100`)).body.data;
-        return held.length === 12 && held.every((x: { hold_reason: string }) => x.hold_reason === "quiet_hours");
-      }, { timeoutMs: 3000, message: "deliveries show hold_reason quiet_hours" });
+      await waitFor(
+        async () => {
+          const held = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}&status=held&limit=100`)).body.data;
+          return held.length === 12 && held.every((x: { hold_reason: string }) => x.hold_reason === "quiet_hours");
+        },
+        { timeoutMs: 3000, message: "deliveries show hold_reason quiet_hours" },
+      );
       // Costs nothing until the window ends: the destination's ready_at is the window's end.
-      await waitFor(async () => {
-        const [row] = await s.running.db.query<{ ready_at: Date | null }>("SELECT ready_at FROM destinations WHERE id = $1", [d.id]);
-        return row?.ready_at?.getTime() === quietUntil;
-      }, { timeoutMs: 3000, message: "ready_at = the window's end" });
+      await waitFor(
+        async () => {
+          const [row] = await s.running.db.query<{ ready_at: Date | null }>("SELECT ready_at FROM destinations WHERE id = $1", [d.id]);
+          return row?.ready_at?.getTime() === quietUntil;
+        },
+        { timeoutMs: 3000, message: "ready_at = the window's end" },
+      );
       const metrics = (await s.api("GET", "/metrics", undefined, { key: null })).body as string;
       assert.match(metrics, /sluice_held\{reason="quiet_hours"\} 12/);
 
       await waitFor(() => rx.received.length === 12, { timeoutMs: 15_000, message: () => `received ${rx.received.length}` });
       const first = Math.min(...rx.received.map((r) => r.receivedAt));
       assert.ok(first >= quietUntil - 50, `first arrival ${quietUntil - first} ms before the window ended`);
-      assert.deepEqual(rx.received.map((r) => (r.json as { data: { i: number } }).data.i), [...Array(12).keys()]);
+      assert.deepEqual(
+        rx.received.map((r) => (r.json as { data: { i: number } }).data.i),
+        [...Array(12).keys()],
+      );
       // At the shaped rate, not in one flood.
-      assert.equal(worstWindow(rx.received.map((r) => r.receivedAt), 5, 2, 500), null);
+      assert.equal(
+        worstWindow(
+          rx.received.map((r) => r.receivedAt),
+          5,
+          2,
+          500,
+        ),
+        null,
+      );
       const span = Math.max(...rx.received.map((r) => r.receivedAt)) - first;
       assert.ok(span >= 1200, `12 sends at 5/s with a burst of 2 took only ${span} ms`);
       const after = (await s.api("GET", `/v1/destinations/${d.id}`)).body;
@@ -76,13 +97,19 @@ describe("quiet hours: bypass and applies_to", () => {
     const { s, rx } = ctx;
     rx.reset();
     const zone = "America/New_York";
-    const d = (await s.api("POST", "/v1/destinations", {
-      url: `${rx.url}/bypass`, event_types: ["*"],
-      delivery_schedule: {
-        timezone: zone, quiet_start: wall(zone, -60), quiet_end: wall(zone, 3600),
-        applies_to: ["marketing.*", "payment.*"], bypass_event_types: ["payment.failed"],
-      },
-    })).body;
+    const d = (
+      await s.api("POST", "/v1/destinations", {
+        url: `${rx.url}/bypass`,
+        event_types: ["*"],
+        delivery_schedule: {
+          timezone: zone,
+          quiet_start: wall(zone, -60),
+          quiet_end: wall(zone, 3600),
+          applies_to: ["marketing.*", "payment.*"],
+          bypass_event_types: ["payment.failed"],
+        },
+      })
+    ).body;
     assert.equal(d.status, "quiet");
     await s.api("POST", "/v1/events/batch", {
       events: [
@@ -100,7 +127,9 @@ describe("quiet hours: bypass and applies_to", () => {
     assert.ok(held.every((x: { hold_reason: string }) => x.hold_reason === "quiet_hours"));
 
     // Dropping payment.* from applies_to releases the held payment at once; marketing still waits.
-    const patched = await s.api("PATCH", `/v1/destinations/${d.id}`, { delivery_schedule: { ...d.delivery_schedule, applies_to: ["marketing.*"] } });
+    const patched = await s.api("PATCH", `/v1/destinations/${d.id}`, {
+      delivery_schedule: { ...d.delivery_schedule, applies_to: ["marketing.*"] },
+    });
     assert.equal(patched.status, 200);
     await waitFor(() => rx.received.length === 3, { timeoutMs: 5000 });
     assert.equal((rx.received[2]!.json as { type: string }).type, "payment.succeeded");
@@ -153,19 +182,33 @@ describe("held destinations cost nothing (invariant 3)", () => {
     const { s, rx } = ctx;
     rx.reset();
     const zone = "Pacific/Chatham"; // +12:45/+13:45
-    const quiet = (await s.api("POST", "/v1/destinations", {
-      url: `${rx.url}/q`, event_types: ["c.*"], delivery_schedule: { timezone: zone, quiet_start: wall(zone, -60), quiet_end: wall(zone, 3600) },
-    })).body;
+    const quiet = (
+      await s.api("POST", "/v1/destinations", {
+        url: `${rx.url}/q`,
+        event_types: ["c.*"],
+        delivery_schedule: { timezone: zone, quiet_start: wall(zone, -60), quiet_end: wall(zone, 3600) },
+      })
+    ).body;
     const paused = (await s.api("POST", "/v1/destinations", { url: `${rx.url}/p`, event_types: ["c.*"] })).body;
     await s.api("POST", `/v1/destinations/${paused.id}/pause`, {});
     await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 500 }, (_, i) => ({ type: "c.x", payload: { i } })) });
     // Both backlogs settle with no ready_at a worker could reach before the window ends.
-    await waitFor(async () => {
-      const rows = await s.running.db.query<{ id: string; ready_at: Date | null }>("SELECT id, ready_at FROM destinations WHERE id = ANY($1)", [[quiet.id, paused.id]]);
-      const q = rows.find((r) => r.id === quiet.id)!;
-      const p = rows.find((r) => r.id === paused.id)!;
-      return p.ready_at === null && q.ready_at !== null && q.ready_at.getTime() === Date.parse((await s.api("GET", `/v1/destinations/${quiet.id}`)).body.quiet_until);
-    }, { timeoutMs: 3000, message: "held destinations keep a ready_at no worker reaches" });
+    await waitFor(
+      async () => {
+        const rows = await s.running.db.query<{ id: string; ready_at: Date | null }>(
+          "SELECT id, ready_at FROM destinations WHERE id = ANY($1)",
+          [[quiet.id, paused.id]],
+        );
+        const q = rows.find((r) => r.id === quiet.id)!;
+        const p = rows.find((r) => r.id === paused.id)!;
+        return (
+          p.ready_at === null &&
+          q.ready_at !== null &&
+          q.ready_at.getTime() === Date.parse((await s.api("GET", `/v1/destinations/${quiet.id}`)).body.quiet_until)
+        );
+      },
+      { timeoutMs: 3000, message: "held destinations keep a ready_at no worker reaches" },
+    );
     // More held events do not wake the held destinations: their ready_at stays out of any claim's reach.
     const readyBefore = await readyAts(s, [quiet.id, paused.id]);
     await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 100 }, (_, i) => ({ type: "c.x", payload: { i } })) });
@@ -185,6 +228,8 @@ describe("held destinations cost nothing (invariant 3)", () => {
 });
 
 async function readyAts(s: TestSluice, ids: string[]): Promise<(number | null)[]> {
-  const rows = await s.running.db.query<{ ready_at: Date | null }>("SELECT ready_at FROM destinations WHERE id = ANY($1) ORDER BY id", [ids]);
+  const rows = await s.running.db.query<{ ready_at: Date | null }>("SELECT ready_at FROM destinations WHERE id = ANY($1) ORDER BY id", [
+    ids,
+  ]);
   return rows.map((r) => r.ready_at?.getTime() ?? null);
 }

@@ -72,7 +72,12 @@ async function receiver(respond: (req: Received, res: http.ServerResponse) => vo
 }
 
 const body = JSON.stringify({ type: "order.created", timestamp: "2024-01-01T00:00:00Z", data: { id: 1 } });
-const headers = { "content-type": "application/json", "webhook-id": "evt_1", "webhook-timestamp": "1700000000", "webhook-signature": "v1,abc" };
+const headers = {
+  "content-type": "application/json",
+  "webhook-id": "evt_1",
+  "webhook-timestamp": "1700000000",
+  "webhook-signature": "v1,abc",
+};
 
 function post(sender: Sender, url: string, timeoutMs = 2000): Promise<SendResult> {
   return sender.send({ url, body, headers, timeoutMs });

@@ -14,10 +14,17 @@ for (const backend of BACKENDS) {
 
     test("a backlog drains at the configured rate, shows rate_limited, and no window exceeds the bucket", async () => {
       const { s, rx } = ctx;
-      const d = (await s.api("POST", "/v1/destinations", {
-        url: `${rx.url}/rl`, event_types: ["rl.*"], max_concurrency: 50, rate_limit: { max_per_second: 10, burst_capacity: 5 },
-      })).body;
-      const pub = await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 30 }, (_, i) => ({ type: "rl.x", payload: { i } })) });
+      const d = (
+        await s.api("POST", "/v1/destinations", {
+          url: `${rx.url}/rl`,
+          event_types: ["rl.*"],
+          max_concurrency: 50,
+          rate_limit: { max_per_second: 10, burst_capacity: 5 },
+        })
+      ).body;
+      const pub = await s.api("POST", "/v1/events/batch", {
+        events: Array.from({ length: 30 }, (_, i) => ({ type: "rl.x", payload: { i } })),
+      });
       assert.equal(pub.status, 202);
       await waitFor(async () => (await s.api("GET", `/v1/destinations/${d.id}`)).body.status === "rate_limited", { timeoutMs: 5000 });
       const metrics = (await s.api("GET", "/metrics", undefined, { key: null })).body as string;
@@ -26,7 +33,10 @@ for (const backend of BACKENDS) {
       // The per-destination in-flight gauge is served (between two shaped sends it may have no sample for d).
       assert.match(metrics, /^# TYPE sluice_inflight gauge$/m);
       const held = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}&status=held&limit=100`)).body.data;
-      assert.ok(held.length > 0 && held.every((x: { hold_reason: string }) => x.hold_reason === "rate_limited"), JSON.stringify(held.slice(0, 2)));
+      assert.ok(
+        held.length > 0 && held.every((x: { hold_reason: string }) => x.hold_reason === "rate_limited"),
+        JSON.stringify(held.slice(0, 2)),
+      );
       await waitFor(() => rx.received.length === 30, { timeoutMs: 15_000, message: () => `received ${rx.received.length}` });
       const times = rx.received.map((r) => r.receivedAt);
       const bad = worstWindow(times, 10, 5, 500);
@@ -43,7 +53,11 @@ for (const backend of BACKENDS) {
 
       // The operator's audit reads the recorded attempts and agrees (500 ms: a loaded test machine stalls event loops).
       const lines: string[] = [];
-      const code = await auditRate(s.running.db, { destinationId: d.id, since: new Date(Date.now() - 60_000), all: true, jitterMs: 500 }, (l) => lines.push(l));
+      const code = await auditRate(
+        s.running.db,
+        { destinationId: d.id, since: new Date(Date.now() - 60_000), all: true, jitterMs: 500 },
+        (l) => lines.push(l),
+      );
       assert.equal(code, 0, lines.join("\n"));
       assert.match(lines.join("\n"), /attempts since .*: 30/);
       assert.match(lines.join("\n"), /per-second bucket: capacity 5, 10\/s — no window over the limit/);
@@ -52,9 +66,14 @@ for (const backend of BACKENDS) {
     test("PATCH rate_limit takes effect live", async () => {
       const { s, rx } = ctx;
       rx.reset();
-      const d = (await s.api("POST", "/v1/destinations", {
-        url: `${rx.url}/live`, event_types: ["live.*"], max_concurrency: 50, rate_limit: { max_per_second: 1, burst_capacity: 1 },
-      })).body;
+      const d = (
+        await s.api("POST", "/v1/destinations", {
+          url: `${rx.url}/live`,
+          event_types: ["live.*"],
+          max_concurrency: 50,
+          rate_limit: { max_per_second: 1, burst_capacity: 1 },
+        })
+      ).body;
       await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 20 }, (_, i) => ({ type: "live.x", payload: { i } })) });
       await waitFor(() => rx.received.length >= 1);
       const patched = await s.api("PATCH", `/v1/destinations/${d.id}`, { rate_limit: null });
@@ -81,14 +100,19 @@ describe("throttling is per destination", () => {
       // During the hold: more events, which the healthy destination gets at once.
       const before = healthy.received.length;
       await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 10 }, (_, i) => ({ type: "iso.y", payload: { i } })) });
-      await waitFor(() => healthy.received.length >= before + 10, { timeoutMs: 2000, message: "the healthy destination waited on the throttled one" });
+      await waitFor(() => healthy.received.length >= before + 10, {
+        timeoutMs: 2000,
+        message: "the healthy destination waited on the throttled one",
+      });
       assert.ok(Date.now() < holdEnd, "the healthy destination was served inside the other's hold");
       limited.respondWith({ status: 200 });
       await waitFor(() => limited.received.filter((r) => r.receivedAt >= holdEnd - 50).length >= 20, { timeoutMs: 10_000 });
       // Only requests already in flight when the first 429 came back may arrive inside the hold.
       const inside = limited.received.filter((r) => r.receivedAt > firstHit + 200 && r.receivedAt < holdEnd - 50);
       assert.equal(inside.length, 0, `${inside.length} requests arrived inside the hold`);
-      await waitFor(async () => (await s.api("GET", `/v1/deliveries?destination_id=${a.id}&status=delivered&limit=100`)).body.data.length === 20);
+      await waitFor(
+        async () => (await s.api("GET", `/v1/deliveries?destination_id=${a.id}&status=delivered&limit=100`)).body.data.length === 20,
+      );
     } finally {
       await limited.close();
       await healthy.close();
@@ -104,12 +128,20 @@ describe("a slow destination does not slow the others", () => {
     const fast = await startReceiver();
     try {
       // 3 slots of the worker's 20 can hang; the other 17 keep serving everyone else.
-      await s.api("POST", "/v1/destinations", { url: `${slow.url}/slow`, event_types: ["slow.*"], max_concurrency: 3, timeout_seconds: 30 });
+      await s.api("POST", "/v1/destinations", {
+        url: `${slow.url}/slow`,
+        event_types: ["slow.*"],
+        max_concurrency: 3,
+        timeout_seconds: 30,
+      });
       await s.api("POST", "/v1/destinations", { url: `${fast.url}/fast`, event_types: ["fast.*"], max_concurrency: 10 });
       await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 50 }, (_, i) => ({ type: "slow.x", payload: { i } })) });
       await waitFor(() => slow.inflight === 3);
       const waiting = (await s.api("GET", "/v1/deliveries?status=held&limit=10")).body.data as { hold_reason: string }[];
-      assert.ok(waiting.length === 10 && waiting.every((x) => x.hold_reason === "concurrency"), JSON.stringify(waiting.map((x) => x.hold_reason)));
+      assert.ok(
+        waiting.length === 10 && waiting.every((x) => x.hold_reason === "concurrency"),
+        JSON.stringify(waiting.map((x) => x.hold_reason)),
+      );
       await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 100 }, (_, i) => ({ type: "fast.x", payload: { i } })) });
       await waitFor(() => fast.received.length === 100, { timeoutMs: 5000, message: () => `fast got ${fast.received.length}` });
       assert.equal(slow.received.length, 3, "the slow destination never got more than its cap");

@@ -100,7 +100,10 @@ describe("SSRF guard at create and PATCH", () => {
     try {
       assertRefused(await allowed.api("POST", "/v1/destinations", { url: "http://10.0.0.1/x" }), /private-network/, "10.0.0.1");
       assertRefused(await allowed.api("POST", "/v1/destinations", { url: `http://[::1]:${rx.port}/x` }), /loopback/, "[::1]");
-      assert.equal((await allowed.api("POST", "/v1/destinations", { url: `http://localhost:${rx.port}/x`, event_types: ["never.sent"] })).status, 201);
+      assert.equal(
+        (await allowed.api("POST", "/v1/destinations", { url: `http://localhost:${rx.port}/x`, event_types: ["never.sent"] })).status,
+        201,
+      );
       const ok = await allowed.api("POST", "/v1/destinations", { url: `http://127.0.0.1:${rx.port}/ok`, event_types: ["cidr.*"] });
       assert.equal(ok.status, 201, JSON.stringify(ok.body));
       await allowed.api("POST", "/v1/events", { type: "cidr.ok", payload: {} });
@@ -123,7 +126,12 @@ describe("SSRF guard at send time", () => {
   before(async () => {
     rx = await startReceiver();
     api = await startSluice("server", { api: true, worker: false, env: { SLUICE_ALLOW_PRIVATE_NETWORKS: "1" } });
-    worker = await startSluice("server", { api: false, worker: true, databaseUrl: api.databaseUrl, env: { SLUICE_ALLOW_PRIVATE_NETWORKS: "0" } });
+    worker = await startSluice("server", {
+      api: false,
+      worker: true,
+      databaseUrl: api.databaseUrl,
+      env: { SLUICE_ALLOW_PRIVATE_NETWORKS: "0" },
+    });
   });
   after(async () => {
     await worker?.stop();
@@ -148,7 +156,11 @@ describe("SSRF guard at send time", () => {
     });
 
     for (const d of await destinations()) {
-      assert.match(d.pause_reason, /^auto: refused to connect to .*which this Sluice does not deliver to\. Set SLUICE_ALLOW_PRIVATE_NETWORKS=1 or add it to SLUICE_ALLOWED_CIDRS .*then resume the destination$/, d.url);
+      assert.match(
+        d.pause_reason,
+        /^auto: refused to connect to .*which this Sluice does not deliver to\. Set SLUICE_ALLOW_PRIVATE_NETWORKS=1 or add it to SLUICE_ALLOWED_CIDRS .*then resume the destination$/,
+        d.url,
+      );
       assert.equal(d.next_probe_at, null, `${d.url}: a blocked pause is never probed`);
     }
     const localhost = (await destinations())[urls.findIndex((u) => u.includes("localhost"))]!;
@@ -166,25 +178,42 @@ describe("SSRF guard at send time", () => {
     }
 
     const rows = await api.running.db.query<{ id: string; pause_cause: string; next_probe_at: Date | null }>(
-      "SELECT id, pause_cause, next_probe_at FROM destinations WHERE id = ANY($1::text[])", [dests]);
-    assert.ok(rows.length === dests.length && rows.every((r) => r.pause_cause === "permanent" && r.next_probe_at === null), JSON.stringify(rows));
+      "SELECT id, pause_cause, next_probe_at FROM destinations WHERE id = ANY($1::text[])",
+      [dests],
+    );
+    assert.ok(
+      rows.length === dests.length && rows.every((r) => r.pause_cause === "permanent" && r.next_probe_at === null),
+      JSON.stringify(rows),
+    );
     // One destination.paused alert each, as for any automatic pause.
     const alerts = await api.running.db.query<{ destination_id: string; reason: string }>(
-      "SELECT destination_id, payload->>'reason' AS reason FROM alerts WHERE type = 'destination.paused' AND destination_id = ANY($1::text[])", [dests]);
+      "SELECT destination_id, payload->>'reason' AS reason FROM alerts WHERE type = 'destination.paused' AND destination_id = ANY($1::text[])",
+      [dests],
+    );
     assert.deepEqual(alerts.map((a) => a.destination_id).sort(), [...dests].sort());
-    assert.ok(alerts.every((a) => /^auto: refused to connect to /.test(a.reason)), JSON.stringify(alerts));
+    assert.ok(
+      alerts.every((a) => /^auto: refused to connect to /.test(a.reason)),
+      JSON.stringify(alerts),
+    );
     assert.equal(rx.received.length, 0);
 
     // Once the policy allows the address, resuming delivers what was held.
     await worker!.stop();
-    worker = await startSluice("server", { api: false, worker: true, databaseUrl: api.databaseUrl, env: { SLUICE_ALLOW_PRIVATE_NETWORKS: "1" } });
+    worker = await startSluice("server", {
+      api: false,
+      worker: true,
+      databaseUrl: api.databaseUrl,
+      env: { SLUICE_ALLOW_PRIVATE_NETWORKS: "1" },
+    });
     const first = dests[0]!;
     const resumed = await api.api("POST", `/v1/destinations/${first}/resume`, {});
     assert.equal(resumed.status, 200, JSON.stringify(resumed.body));
     await rx.waitForCount(1);
     assert.equal(rx.received[0]!.path, "/a");
     const dl = e.deliveries.find((x: { destination_id: string }) => x.destination_id === first);
-    await waitFor(async () => (await api.api("GET", `/v1/deliveries/${dl.id}`)).body.status === "delivered", { message: "the resumed delivery was not delivered" });
+    await waitFor(async () => (await api.api("GET", `/v1/deliveries/${dl.id}`)).body.status === "delivered", {
+      message: "the resumed delivery was not delivered",
+    });
     assert.equal((await api.api("GET", `/v1/deliveries/${dl.id}/attempts`)).body.data.length, 2);
   });
 });

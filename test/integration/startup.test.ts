@@ -69,7 +69,9 @@ describe("start-up failures before the store opens", () => {
   });
 
   test("a malformed DATABASE_URL exits 2 without showing it, and a misspelt variable is pointed out", async () => {
-    const { code, out } = await finished(spawnSluiceCli(["start"], { DATABASE_URL: "postgres://app:hunter2@db:port/app", SLUICE_PORTT: "1" }));
+    const { code, out } = await finished(
+      spawnSluiceCli(["start"], { DATABASE_URL: "postgres://app:hunter2@db:port/app", SLUICE_PORTT: "1" }),
+    );
     assert.equal(code, 2, out);
     assert.match(out, /DATABASE_URL: is not a URL/);
     assert.ok(!out.includes("hunter2"), out);
@@ -79,9 +81,12 @@ describe("start-up failures before the store opens", () => {
 
   test("an unreachable DATABASE_URL is retried for SLUICE_DB_CONNECT_WAIT_SECONDS, then named", async () => {
     const port = await closedPort();
-    const { code, out } = await finished(spawnSluiceCli(["start"], {
-      DATABASE_URL: `postgres://u:hunter2@127.0.0.1:${port}/x`, SLUICE_DB_CONNECT_WAIT_SECONDS: "1",
-    }));
+    const { code, out } = await finished(
+      spawnSluiceCli(["start"], {
+        DATABASE_URL: `postgres://u:hunter2@127.0.0.1:${port}/x`,
+        SLUICE_DB_CONNECT_WAIT_SECONDS: "1",
+      }),
+    );
     assert.equal(code, 1, out);
     assert.match(out, new RegExp(`Cannot reach Postgres at 127\\.0\\.0\\.1:${port}.*connection refused`));
     assert.match(out, /DATABASE_URL/);
@@ -153,12 +158,15 @@ describe("the embedded store: one process at a time, a key never spent by a fail
     const p = spawnSluiceCli(["start", "--port", "0"], env(extra));
     running.push(p);
     let url = "";
-    await waitFor(() => {
-      const m = /"url":"(http:\/\/[^"]+)".*"msg":"sluice start ready"/.exec(p.output());
-      if (m) url = m[1]!;
-      if (p.proc.exitCode !== null) throw new Error(`sluice start exited: ${p.output()}`);
-      return url !== "";
-    }, { timeoutMs: 60_000, intervalMs: 50, message: () => `not ready: ${p.output()}` });
+    await waitFor(
+      () => {
+        const m = /"url":"(http:\/\/[^"]+)".*"msg":"sluice start ready"/.exec(p.output());
+        if (m) url = m[1]!;
+        if (p.proc.exitCode !== null) throw new Error(`sluice start exited: ${p.output()}`);
+        return url !== "";
+      },
+      { timeoutMs: 60_000, intervalMs: 50, message: () => `not ready: ${p.output()}` },
+    );
     return { p, url };
   }
 
@@ -173,7 +181,7 @@ describe("the embedded store: one process at a time, a key never spent by a fail
       headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-    return { status: res.status, body: (await res.json()) };
+    return { status: res.status, body: await res.json() };
   };
 
   let firstKey = "";
@@ -215,7 +223,11 @@ describe("the embedded store: one process at a time, a key never spent by a fail
       finished(spawnSluiceCli(["migrate"], env())),
       finished(spawnSluiceCli(["audit", "rate", "--destination", destinationId], env())),
     ]);
-    for (const [name, r] of [["start", second], ["migrate", migrate], ["audit", audit]] as const) {
+    for (const [name, r] of [
+      ["start", second],
+      ["migrate", migrate],
+      ["audit", audit],
+    ] as const) {
       assert.notEqual(r.code, 0, `${name}: ${r.out}`);
       assert.ok(r.out.includes(`The embedded store in ${path.resolve(dataDir)} is in use by process ${pid}`), `${name}: ${r.out}`);
       assert.match(r.out, /'sluice start', started \d{4}-/, `${name}: ${r.out}`);
@@ -237,9 +249,15 @@ describe("the embedded store: one process at a time, a key never spent by a fail
     const dead = spawn(process.execPath, ["-e", ""]);
     const deadPid = dead.pid!;
     await new Promise((r) => dead.on("exit", r));
-    writeFileSync(path.join(dataDir, "sluice.lock"), JSON.stringify({
-      pid: deadPid, host: os.hostname(), command: "sluice start", started_at: new Date().toISOString(),
-    }));
+    writeFileSync(
+      path.join(dataDir, "sluice.lock"),
+      JSON.stringify({
+        pid: deadPid,
+        host: os.hostname(),
+        command: "sluice start",
+        started_at: new Date().toISOString(),
+      }),
+    );
 
     const secondKey = "sk_startup_test_second_key";
     const { p, url } = await startReady({ SLUICE_API_KEY: secondKey });

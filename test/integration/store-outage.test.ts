@@ -43,7 +43,12 @@ describe("the store goes away under load", () => {
     const key = "sk_outage_test";
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
-    proc = spawnSluice("start", { DATABASE_URL: pgs.url, SLUICE_PORT: String(port), SLUICE_API_KEY: key, SLUICE_LOG_LEVEL: process.env.SLUICE_TEST_OUTAGE_LOG ?? "info" });
+    proc = spawnSluice("start", {
+      DATABASE_URL: pgs.url,
+      SLUICE_PORT: String(port),
+      SLUICE_API_KEY: key,
+      SLUICE_LOG_LEVEL: process.env.SLUICE_TEST_OUTAGE_LOG ?? "info",
+    });
     const p = proc;
     const call = async (method: string, path: string, body?: unknown) => {
       const res = await fetch(base + path, {
@@ -55,14 +60,18 @@ describe("the store goes away under load", () => {
       return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : null };
     };
     await waitFor(async () => (await call("GET", "/healthz").catch(() => ({ status: 0 }))).status === 200, {
-      timeoutMs: 30_000, message: () => `Sluice did not become ready: ${p.output()}`,
+      timeoutMs: 30_000,
+      message: () => `Sluice did not become ready: ${p.output()}`,
     });
 
     // Nine plain destinations, and one shaped to 20/s so that it holds a backlog through the
     // outage: its deliveries after the return prove claims resume by themselves, not by a publish.
     const dests: string[] = [];
     for (let i = 0; i < 10; i++) {
-      const r = await call("POST", "/v1/destinations", { url: `${rx.url}/d${i}`, ...(i === 0 ? { rate_limit: { max_per_second: 20 } } : {}) });
+      const r = await call("POST", "/v1/destinations", {
+        url: `${rx.url}/d${i}`,
+        ...(i === 0 ? { rate_limit: { max_per_second: 20 } } : {}),
+      });
       assert.equal(r.status, 201, JSON.stringify(r.body));
       dests.push(r.body.id);
     }
@@ -116,18 +125,24 @@ describe("the store goes away under load", () => {
     // Resumed by itself: the first arrival after the return, and the first for the shaped backlog.
     const firstAfter = rx.received.slice(before).find((r) => r.receivedAt >= backAt);
     const firstShaped = rx.received.slice(before).find((r) => r.receivedAt >= backAt && r.path === "/d0");
-    assert.ok(firstAfter && firstShaped, `deliveries resumed after the store came back (arrivals since: ${rx.received.length - before}, ` +
-      `last at ${(rx.received.at(-1)?.receivedAt ?? 0) - backAt} ms from the return; publishes ${[...byStatus].join(" ")}); output: ${p.output()}`);
+    assert.ok(
+      firstAfter && firstShaped,
+      `deliveries resumed after the store came back (arrivals since: ${rx.received.length - before}, ` +
+        `last at ${(rx.received.at(-1)?.receivedAt ?? 0) - backAt} ms from the return; publishes ${[...byStatus].join(" ")}); output: ${p.output()}`,
+    );
     const resumeMs = firstShaped.receivedAt - backAt;
     assert.ok(resumeMs <= 2000, `the shaped backlog resumed ${resumeMs} ms after the store's return (limit 2000 ms)`);
 
     // Nothing accepted is lost; duplicates could only come from a lease that expired (none did).
-    await waitFor(() => {
-      const ids = new Set(rx.received.map((r) => r.headers["webhook-id"]));
-      return [...accepted.keys()].every((id) => ids.has(id));
-      // Drained at full speed: d0's share (~1/10 of the events) at its 20/s takes ~5 s; a delivery
-      // stuck behind a lease (e.g. a claim the store committed as it died) would take 40 s.
-    }, { timeoutMs: 15_000, message: () => `not every accepted event arrived: ${accepted.size} accepted, ${rx.received.length} received` });
+    await waitFor(
+      () => {
+        const ids = new Set(rx.received.map((r) => r.headers["webhook-id"]));
+        return [...accepted.keys()].every((id) => ids.has(id));
+        // Drained at full speed: d0's share (~1/10 of the events) at its 20/s takes ~5 s; a delivery
+        // stuck behind a lease (e.g. a claim the store committed as it died) would take 40 s.
+      },
+      { timeoutMs: 15_000, message: () => `not every accepted event arrived: ${accepted.size} accepted, ${rx.received.length} received` },
+    );
     const seen = new Map<string, string>();
     for (const r of rx.received) {
       const id = r.headers["webhook-id"]!;
@@ -137,18 +152,26 @@ describe("the store goes away under load", () => {
     }
 
     // The outage is not the destinations' fault: no failed attempt, full health, nobody paused.
-    await waitFor(async () => {
-      const views = await Promise.all(dests.map((id) => call("GET", `/v1/destinations/${id}`)));
-      return views.every((v) => v.body.queued_events === 0);
-    }, { timeoutMs: 30_000, message: "deliveries still unfinished" });
+    await waitFor(
+      async () => {
+        const views = await Promise.all(dests.map((id) => call("GET", `/v1/destinations/${id}`)));
+        return views.every((v) => v.body.queued_events === 0);
+      },
+      { timeoutMs: 30_000, message: "deliveries still unfinished" },
+    );
     for (const id of dests) {
       const d = (await call("GET", `/v1/destinations/${id}`)).body;
       assert.deepEqual(d.health, { status: "healthy", score: 100, consecutive_failures: 0 }, `${id}: ${JSON.stringify(d)}`);
       assert.equal(d.paused_at, null);
       const attempts = (await call("GET", `/v1/destinations/${id}/attempts?limit=1000`)).body.data as { outcome: string }[];
-      assert.ok(attempts.every((a) => a.outcome === "success"), `${id}: ${JSON.stringify(attempts.find((a) => a.outcome !== "success"))}`);
+      assert.ok(
+        attempts.every((a) => a.outcome === "success"),
+        `${id}: ${JSON.stringify(attempts.find((a) => a.outcome !== "success"))}`,
+      );
     }
-    process.stderr.write(`# store outage: ${accepted.size} events accepted, ${unavailable.length} batches answered 503 over ${backAt - downAt} ms; shaped backlog resumed ${resumeMs} ms after the store's return\n`);
+    process.stderr.write(
+      `# store outage: ${accepted.size} events accepted, ${unavailable.length} batches answered 503 over ${backAt - downAt} ms; shaped backlog resumed ${resumeMs} ms after the store's return\n`,
+    );
 
     p.kill("SIGTERM");
     assert.equal(await p.exited, 0, `SIGTERM exits 0: ${p.output()}`);

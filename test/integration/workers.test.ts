@@ -31,7 +31,11 @@ describe("worker processes on a Postgres server", () => {
   async function publishRoundRobin(destIds: string[], n: number, type: string): Promise<string[]> {
     const ids: string[] = [];
     for (let off = 0; off < n; off += 500) {
-      const events = Array.from({ length: Math.min(500, n - off) }, (_, i) => ({ type, payload: { i: off + i }, destination_ids: [destIds[(off + i) % destIds.length]!] }));
+      const events = Array.from({ length: Math.min(500, n - off) }, (_, i) => ({
+        type,
+        payload: { i: off + i },
+        destination_ids: [destIds[(off + i) % destIds.length]!],
+      }));
       const r = await s.api("POST", "/v1/events/batch", { events });
       assert.equal(r.status, 202);
       ids.push(...r.body.events.map((e: { id: string }) => e.id));
@@ -50,18 +54,26 @@ describe("worker processes on a Postgres server", () => {
     try {
       const dests: string[] = [];
       for (let i = 0; i < 6; i++) {
-        dests.push((await s.api("POST", "/v1/destinations", { url: `${rx.url}/crash/${i}`, timeout_seconds: 2, max_concurrency: 4 })).body.id);
+        dests.push(
+          (await s.api("POST", "/v1/destinations", { url: `${rx.url}/crash/${i}`, timeout_seconds: 2, max_concurrency: 4 })).body.id,
+        );
       }
       const events = await publishRoundRobin(dests, 600, "crash.test");
       const a = worker();
-      await waitFor(() => rx.received.length >= 100, { timeoutMs: 30_000, message: () => `worker A delivered ${rx.received.length}; output: ${a.output()}` });
+      await waitFor(() => rx.received.length >= 100, {
+        timeoutMs: 30_000,
+        message: () => `worker A delivered ${rx.received.length}; output: ${a.output()}`,
+      });
       a.kill("SIGKILL");
       assert.equal(await a.exited, "SIGKILL");
       const atKill = rx.received.length;
       assert.ok(atKill < 600, "the kill happened mid-run");
 
       const b = worker();
-      await waitFor(async () => (await unfinished(dests)) === 0, { timeoutMs: 60_000, message: () => `still unfinished after restart; output: ${b.output()}` });
+      await waitFor(async () => (await unfinished(dests)) === 0, {
+        timeoutMs: 60_000,
+        message: () => `still unfinished after restart; output: ${b.output()}`,
+      });
       const got = new Map<string, number>();
       for (const r of rx.received) got.set(r.headers["webhook-id"]!, (got.get(r.headers["webhook-id"]!) ?? 0) + 1);
       for (const id of events) assert.ok(got.has(id), `event ${id} never arrived`);
@@ -93,13 +105,19 @@ describe("worker processes on a Postgres server", () => {
       const w1 = worker({ SLUICE_GRANT_CAP: "2", SLUICE_CLAIM_BATCH: "24", SLUICE_CLAIM_LOOPS: "4" });
       const w2 = worker({ SLUICE_GRANT_CAP: "2", SLUICE_CLAIM_BATCH: "24", SLUICE_CLAIM_LOOPS: "4" });
       await publishRoundRobin(dests, 1200, "cap.test");
-      await waitFor(async () => (await unfinished(dests)) === 0, { timeoutMs: 90_000, message: () => `unfinished; ${w1.output()} ${w2.output()}` });
+      await waitFor(async () => (await unfinished(dests)) === 0, {
+        timeoutMs: 90_000,
+        message: () => `unfinished; ${w1.output()} ${w2.output()}`,
+      });
       assert.equal(rx.received.length, 1200);
       for (const [i, cap] of caps.entries()) {
         const p = peak.get(`/cap/${i}`) ?? 0;
         assert.ok(p <= cap, `destination ${i} with cap ${cap} saw ${p} in flight`);
       }
-      assert.ok(caps.some((cap, i) => cap === 4 && peak.get(`/cap/${i}`) === 4), "a cap of 4 was reached, so the test could fail");
+      assert.ok(
+        caps.some((cap, i) => cap === 4 && peak.get(`/cap/${i}`) === 4),
+        "a cap of 4 was reached, so the test could fail",
+      );
       w1.kill("SIGTERM");
       w2.kill("SIGTERM");
       assert.equal(await w1.exited, 0);
@@ -158,7 +176,9 @@ describe("worker processes on a Postgres server", () => {
       const caps = [1, 2, 3, 4, 2, 3];
       const dests: string[] = [];
       for (const [i, cap] of caps.entries()) {
-        dests.push((await s.api("POST", "/v1/destinations", { url: `${rx.url}/kill/${i}`, timeout_seconds: 2, max_concurrency: cap })).body.id);
+        dests.push(
+          (await s.api("POST", "/v1/destinations", { url: `${rx.url}/kill/${i}`, timeout_seconds: 2, max_concurrency: cap })).body.id,
+        );
       }
       const steady = worker();
       const load = keepPublishing(dests, "kill.test");
@@ -166,13 +186,19 @@ describe("worker processes on a Postgres server", () => {
       for (let k = 0; k < 3; k++) {
         const before = rx.received.length;
         // Kill only while the victim is busy: some of its requests are in flight, their leases held.
-        await waitFor(() => rx.received.length >= before + 40, { timeoutMs: 30_000, message: () => `no progress before kill ${k + 1}: ${victim.output()}` });
+        await waitFor(() => rx.received.length >= before + 40, {
+          timeoutMs: 30_000,
+          message: () => `no progress before kill ${k + 1}: ${victim.output()}`,
+        });
         victim.kill("SIGKILL");
         assert.equal(await victim.exited, "SIGKILL");
         victim = worker();
       }
       const events = await load.stop();
-      await waitFor(async () => (await unfinished(dests)) === 0, { timeoutMs: 60_000, message: () => `unfinished after the kills: ${steady.output()} ${victim.output()}` });
+      await waitFor(async () => (await unfinished(dests)) === 0, {
+        timeoutMs: 60_000,
+        message: () => `unfinished after the kills: ${steady.output()} ${victim.output()}`,
+      });
 
       const got = countArrivals(rx);
       for (const id of events) assert.ok(got.has(id), `event ${id} never arrived`);
@@ -184,7 +210,10 @@ describe("worker processes on a Postgres server", () => {
         const p = peak.get(`/kill/${i}`) ?? 0;
         assert.ok(p <= cap, `destination ${i} with cap ${cap} saw ${p} in flight`);
       }
-      assert.ok(caps.some((cap, i) => cap > 1 && peak.get(`/kill/${i}`) === cap), "some cap above 1 was reached, so the test could fail");
+      assert.ok(
+        caps.some((cap, i) => cap > 1 && peak.get(`/kill/${i}`) === cap),
+        "some cap above 1 was reached, so the test could fail",
+      );
       steady.kill("SIGTERM");
       victim.kill("SIGTERM");
       assert.equal(await steady.exited, 0);
@@ -198,7 +227,8 @@ describe("worker processes on a Postgres server", () => {
     const { rx, peak } = await peakReceiver();
     try {
       const dests: string[] = [];
-      for (let i = 0; i < 4; i++) dests.push((await s.api("POST", "/v1/destinations", { url: `${rx.url}/term/${i}`, max_concurrency: 3 })).body.id);
+      for (let i = 0; i < 4; i++)
+        dests.push((await s.api("POST", "/v1/destinations", { url: `${rx.url}/term/${i}`, max_concurrency: 3 })).body.id);
       const load = keepPublishing(dests, "term.test");
       const a = worker();
       await waitFor(() => rx.received.length >= 60, { timeoutMs: 30_000, message: () => a.output() });
@@ -242,7 +272,11 @@ describe("graceful shutdown", () => {
       a.kill("SIGTERM");
       assert.equal(await a.exited, 0);
       const list = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}`)).body.data;
-      assert.deepEqual(list.map((x: { status: string }) => x.status), ["queued", "queued", "queued"], "released, not left leased for 90 s");
+      assert.deepEqual(
+        list.map((x: { status: string }) => x.status),
+        ["queued", "queued", "queued"],
+        "released, not left leased for 90 s",
+      );
       hang = false;
       spawnW();
       await waitFor(async () => (await s.api("GET", `/v1/destinations/${d.id}`)).body.queued_events === 0, { timeoutMs: 20_000 });
@@ -264,16 +298,21 @@ describe("separate api and worker processes", () => {
     const worker = spawnSluice("worker", env);
     try {
       let url = "";
-      await waitFor(() => {
-        const m = /"url":"(http:\/\/[^"]+)"/.exec(api.output());
-        if (m) url = m[1]!;
-        return url !== "";
-      }, { message: () => `api never became ready: ${api.output()}` });
+      await waitFor(
+        () => {
+          const m = /"url":"(http:\/\/[^"]+)"/.exec(api.output());
+          if (m) url = m[1]!;
+          return url !== "";
+        },
+        { message: () => `api never became ready: ${api.output()}` },
+      );
       const call = async (method: string, path: string, body?: unknown) => {
         const res = await fetch(url + path, {
-          method, headers: { authorization: "Bearer sk_split_test", "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body),
+          method,
+          headers: { authorization: "Bearer sk_split_test", "content-type": "application/json" },
+          body: body === undefined ? undefined : JSON.stringify(body),
         });
-        return { status: res.status, body: (await res.json()) };
+        return { status: res.status, body: await res.json() };
       };
       assert.equal((await fetch(url + "/healthz")).status, 200);
       await call("POST", "/v1/destinations", { url: `${rx.url}/split` });
@@ -300,10 +339,23 @@ describe("rate limits across worker processes", () => {
     const rx = await startReceiver({ status: 200, delayMs: 5 });
     const procs = [0, 1].map(() => spawnSluice("worker", { DATABASE_URL: s.databaseUrl!, SLUICE_CLAIM_BATCH: "1" }));
     try {
-      const d = (await s.api("POST", "/v1/destinations", { url: `${rx.url}/shared`, max_concurrency: 20, rate_limit: { max_per_second: 20, burst_capacity: 10 } })).body;
-      await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 70 }, (_, i) => ({ type: "sh.x", payload: { i }, destination_ids: [d.id] })) });
+      const d = (
+        await s.api("POST", "/v1/destinations", {
+          url: `${rx.url}/shared`,
+          max_concurrency: 20,
+          rate_limit: { max_per_second: 20, burst_capacity: 10 },
+        })
+      ).body;
+      await s.api("POST", "/v1/events/batch", {
+        events: Array.from({ length: 70 }, (_, i) => ({ type: "sh.x", payload: { i }, destination_ids: [d.id] })),
+      });
       await waitFor(() => rx.received.length === 70, { timeoutMs: 20_000, message: () => `received ${rx.received.length}` });
-      const bad = worstWindow(rx.received.map((r) => r.receivedAt), 20, 10, 500);
+      const bad = worstWindow(
+        rx.received.map((r) => r.receivedAt),
+        20,
+        10,
+        500,
+      );
       assert.equal(bad, null, JSON.stringify(bad));
     } finally {
       for (const p of procs) p.kill("SIGKILL");
@@ -322,8 +374,12 @@ describe("sharded workers", () => {
       const ids: string[] = [];
       for (let i = 0; i < 8; i++) ids.push((await s.api("POST", "/v1/destinations", { url: `${rx.url}/shard/${i}` })).body.id);
       const slice = new Map(
-        (await s.running.db.query<{ id: string; slice: number }>("SELECT id, abs(hashtext(id)) % 2 AS slice FROM destinations WHERE id = ANY($1)", [ids]))
-          .map((r) => [r.id, r.slice]),
+        (
+          await s.running.db.query<{ id: string; slice: number }>(
+            "SELECT id, abs(hashtext(id)) % 2 AS slice FROM destinations WHERE id = ANY($1)",
+            [ids],
+          )
+        ).map((r) => [r.id, r.slice]),
       );
       assert.ok([...slice.values()].includes(0) && [...slice.values()].includes(1), "both slices have destinations");
       await s.api("POST", "/v1/events/batch", { events: ids.map((id) => ({ type: "shard.x", payload: {}, destination_ids: [id] })) });

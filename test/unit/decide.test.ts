@@ -6,11 +6,24 @@ import type { Outcome } from "../../src/policy/outcome.js";
 
 const NOW = Date.parse("2026-03-01T12:00:00Z");
 const res = (statusCode: number | null, extra: Partial<SendResult> = {}): SendResult => ({
-  statusCode, errorClass: statusCode === null ? "timeout" : null, errorMessage: null, retryAfter: null, responseBody: "", latencyMs: 12, ...extra,
+  statusCode,
+  errorClass: statusCode === null ? "timeout" : null,
+  errorMessage: null,
+  retryAfter: null,
+  responseBody: "",
+  latencyMs: 12,
+  ...extra,
 });
 const send = (result: SendResult, failuresBefore = 0, retrySchedule = [5, 30]): FinishedSend => ({
-  destinationId: "dst_1", deliveryId: "dlv_1", leaseToken: "t", attemptNo: failuresBefore + 1, failuresBefore,
-  retrySchedule, throttleSchedule: [60, 300, 900], startedAt: new Date(NOW - 100), result,
+  destinationId: "dst_1",
+  deliveryId: "dlv_1",
+  leaseToken: "t",
+  attemptNo: failuresBefore + 1,
+  failuresBefore,
+  retrySchedule,
+  throttleSchedule: [60, 300, 900],
+  startedAt: new Date(NOW - 100),
+  result,
 });
 
 describe("decideDelivery", () => {
@@ -46,7 +59,11 @@ describe("decideDelivery", () => {
   test("a blocked address spends no retry: the delivery is held (queued) for the pause, never dead", () => {
     const blocked = res(null, { errorClass: "blocked", errorMessage: "Refused to connect to localhost (127.0.0.1): a loopback address" });
     // Even with the schedule spent, a fixed refusal must not kill the delivery.
-    for (const [failuresBefore, schedule] of [[0, [5, 30]], [2, [5, 30]], [0, []]] as const) {
+    for (const [failuresBefore, schedule] of [
+      [0, [5, 30]],
+      [2, [5, 30]],
+      [0, []],
+    ] as const) {
       const d = decideDelivery(send(blocked, failuresBefore, [...schedule]), NOW, () => 0.5);
       assert.deepEqual([d.delivery.status, d.delivery.delaySeconds, d.delivery.failed], ["queued", null, true]);
       assert.equal(d.attempt.outcome, "failure");
@@ -65,12 +82,29 @@ describe("decideDelivery", () => {
 
 describe("decideDestination", () => {
   const state = (over: Partial<Parameters<typeof decideDestination>[0]> = {}) => ({
-    id: "dst_1", tenant_id: "ten_1", name: "", url: "http://x", max_concurrency: 5, probe_interval_seconds: 300, ramp_limit: null as number | null, pause_cause: null,
-    health_window: "", health_status: "healthy" as const, consecutive_auth_failures: 0,
-    consecutive_failures: 0, consecutive_throttles: 0, throttled_until: null as Date | null, paused_at: null as Date | null, deleted_at: null, now: new Date(NOW), ...over,
+    id: "dst_1",
+    tenant_id: "ten_1",
+    name: "",
+    url: "http://x",
+    max_concurrency: 5,
+    probe_interval_seconds: 300,
+    ramp_limit: null as number | null,
+    pause_cause: null,
+    health_window: "",
+    health_status: "healthy" as const,
+    consecutive_auth_failures: 0,
+    consecutive_failures: 0,
+    consecutive_throttles: 0,
+    throttled_until: null as Date | null,
+    paused_at: null as Date | null,
+    deleted_at: null,
+    now: new Date(NOW),
+    ...over,
   });
   const o = (kind: Outcome["kind"], retryAfterSeconds: number | null = null, startedAt = NOW - 100) => ({
-    outcome: { kind, statusCode: null, errorClass: null, retryAfterSeconds } as Outcome, startedAt: new Date(startedAt), throttleSchedule: [60, 300, 900],
+    outcome: { kind, statusCode: null, errorClass: null, retryAfterSeconds } as Outcome,
+    startedAt: new Date(startedAt),
+    throttleSchedule: [60, 300, 900],
   });
 
   test("429 without Retry-After escalates the hold one step per episode", () => {
@@ -114,7 +148,10 @@ describe("decideDestination", () => {
   });
   test("success resets both counters; failures count up; 410 pauses", () => {
     assert.deepEqual(
-      [decideDestination(state({ consecutive_failures: 3, consecutive_throttles: 2 }), [o("success")])].map((u) => [u.consecutiveFailures, u.consecutiveThrottles]),
+      [decideDestination(state({ consecutive_failures: 3, consecutive_throttles: 2 }), [o("success")])].map((u) => [
+        u.consecutiveFailures,
+        u.consecutiveThrottles,
+      ]),
       [[0, 0]],
     );
     assert.equal(decideDestination(state({ consecutive_failures: 3 }), [o("failure"), o("failure")]).consecutiveFailures, 5);
@@ -122,8 +159,10 @@ describe("decideDestination", () => {
   });
   test("a blocked address pauses at once with a permanent cause (never probed) and code blocked", () => {
     const blocked = {
-      ...o("failure"), outcome: { kind: "failure", statusCode: null, errorClass: "blocked", retryAfterSeconds: null } as Outcome,
-      errorMessage: "Refused to connect to 10.0.0.1: a private-network address, which this Sluice does not deliver to. Set SLUICE_ALLOW_PRIVATE_NETWORKS=1 …",
+      ...o("failure"),
+      outcome: { kind: "failure", statusCode: null, errorClass: "blocked", retryAfterSeconds: null } as Outcome,
+      errorMessage:
+        "Refused to connect to 10.0.0.1: a private-network address, which this Sluice does not deliver to. Set SLUICE_ALLOW_PRIVATE_NETWORKS=1 …",
     };
     const u = decideDestination(state(), [blocked]);
     assert.deepEqual([u.pauseCause, u.pauseCode, u.transition, u.consecutiveFailures], ["permanent", "blocked", "paused", 1]);
@@ -134,7 +173,10 @@ describe("decideDestination", () => {
     const t = decideDestination(state({ health_window: "1111" }), [o("throttled"), o("throttled")]);
     assert.equal(t.healthWindow, "1111");
     assert.equal(t.consecutiveFailures, 0);
-    const f = decideDestination(state(), Array.from({ length: 10 }, () => o("failure")));
+    const f = decideDestination(
+      state(),
+      Array.from({ length: 10 }, () => o("failure")),
+    );
     assert.equal(f.healthWindow, "0000000000");
     assert.equal(f.pauseCause, "transient");
     assert.equal(f.transition, "paused");

@@ -37,7 +37,9 @@ test("every API code has a 4xx or 5xx status; start-up codes have none", () => {
 test("no code is built at run time", () => {
   // Every SluiceError takes an ErrorCode, so the compiler refuses an unknown one; this also
   // refuses template-built codes that a cast could sneak past it.
-  const src = ["src/errors.ts", "src/api/server.ts", "src/api/auth.ts"].map((f) => readFileSync(new URL(`../../${f}`, import.meta.url), "utf8")).join("\n");
+  const src = ["src/errors.ts", "src/api/server.ts", "src/api/auth.ts"]
+    .map((f) => readFileSync(new URL(`../../${f}`, import.meta.url), "utf8"))
+    .join("\n");
   // (The catalogue's own key type, `SLUICE_${string}`, is a type, not a code.)
   assert.doesNotMatch(src.replace("Record<`SLUICE_${string}`", ""), /`SLUICE_\$\{/);
 });

@@ -15,7 +15,15 @@ import { parseCidrList } from "../../src/policy/cidr.js";
 const strict: NetworkPolicy = { allowPrivateNetworks: false, allowedCidrs: [] };
 const open: NetworkPolicy = { allowPrivateNetworks: true, allowedCidrs: [] };
 
-const publicAddresses = ["8.8.8.8", "1.1.1.1", "2606:4700::1111", "2001:4860:4860::8888", "::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1"];
+const publicAddresses = [
+  "8.8.8.8",
+  "1.1.1.1",
+  "2606:4700::1111",
+  "2001:4860:4860::8888",
+  "::ffff:8.8.8.8",
+  "64:ff9b::808:808",
+  "2002:808:808::1",
+];
 
 const refusedAddresses = [
   "127.0.0.1",
@@ -105,18 +113,37 @@ test("allowedCidrs admits only addresses inside them", () => {
 test("parseCidrList normalises good entries and names the bad one", () => {
   assert.deepEqual(parseCidrList(""), []);
   assert.deepEqual(parseCidrList(" 127.0.0.0/8 , ::1/128,10.0.0.5 ,, fd00::/8"), ["127.0.0.0/8", "::1/128", "10.0.0.5/32", "fd00::/8"]);
-  for (const bad of ["garbage", "127.0.0.0/33", "::1/129", "127.0.0.0/", "127.0.0.0/-1", "127.0.0.0/8x", "256.0.0.0/8", "127.1/8", "1.2.3.4/8/9", "localhost/32"]) {
-    assert.throws(() => parseCidrList(`10.0.0.0/8,${bad}`), (err: Error) => err.message.includes(`'${bad}'`), bad);
+  for (const bad of [
+    "garbage",
+    "127.0.0.0/33",
+    "::1/129",
+    "127.0.0.0/",
+    "127.0.0.0/-1",
+    "127.0.0.0/8x",
+    "256.0.0.0/8",
+    "127.1/8",
+    "1.2.3.4/8/9",
+    "localhost/32",
+  ]) {
+    assert.throws(
+      () => parseCidrList(`10.0.0.0/8,${bad}`),
+      (err: Error) => err.message.includes(`'${bad}'`),
+      bad,
+    );
   }
 });
 
 test("checkLiteralHost refuses non-public IP literals and ignores names", () => {
   for (const url of ["http://127.1/", "http://[::1]/", "http://[::ffff:127.0.0.1]/", "http://0x7f000001/", "http://10.0.0.1./"]) {
-    assert.throws(() => checkLiteralHost(new URL(url).hostname, strict), (err: unknown) => {
-      assert.ok(err instanceof BlockedAddressError);
-      assert.equal(err.code, "SLUICE_DELIVERY_BLOCKED_ADDRESS");
-      return true;
-    }, url);
+    assert.throws(
+      () => checkLiteralHost(new URL(url).hostname, strict),
+      (err: unknown) => {
+        assert.ok(err instanceof BlockedAddressError);
+        assert.equal(err.code, "SLUICE_DELIVERY_BLOCKED_ADDRESS");
+        return true;
+      },
+      url,
+    );
   }
   checkLiteralHost("example.com", strict);
   checkLiteralHost("8.8.8.8", strict);
@@ -126,7 +153,10 @@ test("checkLiteralHost refuses non-public IP literals and ignores names", () => 
 
 test("literalHostRefusal refuses literals and localhost names the policy refuses, with the class and the setting", () => {
   const refused: [string, RegExp][] = [
-    ["http://127.0.0.1/", /^127\.0\.0\.1 is a loopback address, .*SLUICE_ALLOW_PRIVATE_NETWORKS=1 .*SLUICE_ALLOWED_CIDRS \(e\.g\. 127\.0\.0\.0\/8\)/],
+    [
+      "http://127.0.0.1/",
+      /^127\.0\.0\.1 is a loopback address, .*SLUICE_ALLOW_PRIVATE_NETWORKS=1 .*SLUICE_ALLOWED_CIDRS \(e\.g\. 127\.0\.0\.0\/8\)/,
+    ],
     ["http://127.1:8080/x", /^127\.0\.0\.1 is a loopback address/],
     ["http://2130706433/", /^127\.0\.0\.1 is a loopback address/],
     ["http://[::1]/", /^\[::1\] is a loopback address, .*\(e\.g\. ::1\/128\)/],
@@ -143,11 +173,21 @@ test("literalHostRefusal refuses literals and localhost names the policy refuses
     const refusal = literalHostRefusal(new URL(url).hostname, strict);
     assert.ok(refusal !== null, url);
     assert.match(refusal, message, url);
-    assert.match(refusal, /which this Sluice does not deliver to; set SLUICE_ALLOW_PRIVATE_NETWORKS=1 or add it to SLUICE_ALLOWED_CIDRS/, url);
+    assert.match(
+      refusal,
+      /which this Sluice does not deliver to; set SLUICE_ALLOW_PRIVATE_NETWORKS=1 or add it to SLUICE_ALLOWED_CIDRS/,
+      url,
+    );
     assert.equal(literalHostRefusal(new URL(url).hostname, open), null, url);
   }
   // Names other than localhost are not resolved: send time judges what they resolve to then.
-  for (const url of ["https://example.com/", "http://localhost.example.com/", "http://mylocalhost/", "http://8.8.8.8/", "http://[2606:4700::1111]/"]) {
+  for (const url of [
+    "https://example.com/",
+    "http://localhost.example.com/",
+    "http://mylocalhost/",
+    "http://8.8.8.8/",
+    "http://[2606:4700::1111]/",
+  ]) {
     assert.equal(literalHostRefusal(new URL(url).hostname, strict), null, url);
   }
   const cidr: NetworkPolicy = { allowPrivateNetworks: false, allowedCidrs: parseCidrList("127.0.0.0/8") };
@@ -163,8 +203,11 @@ test("literalHostRefusal refuses literals and localhost names the policy refuses
 
 test("a refused connection's message names the address, its class and the setting", () => {
   const err = new BlockedAddressError("127.0.0.1", isAddressAllowed("127.0.0.1", strict).reason!, "localhost");
-  assert.equal(err.message, "Refused to connect to localhost (127.0.0.1): a loopback address, which this Sluice does not deliver to. " +
-    "Set SLUICE_ALLOW_PRIVATE_NETWORKS=1 or add it to SLUICE_ALLOWED_CIDRS (e.g. 127.0.0.0/8) to allow it.");
+  assert.equal(
+    err.message,
+    "Refused to connect to localhost (127.0.0.1): a loopback address, which this Sluice does not deliver to. " +
+      "Set SLUICE_ALLOW_PRIVATE_NETWORKS=1 or add it to SLUICE_ALLOWED_CIDRS (e.g. 127.0.0.0/8) to allow it.",
+  );
 });
 
 function lookupAll(policy: NetworkPolicy, host: string): Promise<LookupAddress[]> {
@@ -175,12 +218,15 @@ function lookupAll(policy: NetworkPolicy, host: string): Promise<LookupAddress[]
 
 function lookupOne(policy: NetworkPolicy, host: string): Promise<{ address: string; family: number | undefined }> {
   return new Promise((resolve, reject) => {
-    guardedLookup(policy)(host, { family: 4 }, (err, address, family) => (err ? reject(err) : resolve({ address: address as string, family })));
+    guardedLookup(policy)(host, { family: 4 }, (err, address, family) =>
+      err ? reject(err) : resolve({ address: address as string, family }),
+    );
   });
 }
 
 test("guardedLookup refuses a name that resolves to loopback, in both callback forms", async () => {
-  const isBlocked = (err: unknown) => err instanceof BlockedAddressError && err.code === "SLUICE_DELIVERY_BLOCKED_ADDRESS" && /127\.0\.0\.1|::1/.test(err.address);
+  const isBlocked = (err: unknown) =>
+    err instanceof BlockedAddressError && err.code === "SLUICE_DELIVERY_BLOCKED_ADDRESS" && /127\.0\.0\.1|::1/.test(err.address);
   await assert.rejects(lookupAll(strict, "localhost"), isBlocked);
   await assert.rejects(lookupOne(strict, "localhost"), isBlocked);
 });
@@ -196,5 +242,8 @@ test("guardedLookup passes addresses through when they are allowed", async () =>
 });
 
 test("guardedLookup reports resolver errors unchanged", async () => {
-  await assert.rejects(lookupAll(strict, "nonexistent.invalid"), (err: NodeJS.ErrnoException) => err.code === "ENOTFOUND" || err.code === "EAI_AGAIN");
+  await assert.rejects(
+    lookupAll(strict, "nonexistent.invalid"),
+    (err: NodeJS.ErrnoException) => err.code === "ENOTFOUND" || err.code === "EAI_AGAIN",
+  );
 });

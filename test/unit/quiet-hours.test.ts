@@ -50,8 +50,14 @@ function intlOffsetMs(zone: string, ms: number): number {
   let f = formatters.get(zone);
   if (!f) {
     f = new Intl.DateTimeFormat("en-US", {
-      timeZone: zone, hourCycle: "h23", year: "numeric", month: "numeric", day: "numeric",
-      hour: "numeric", minute: "numeric", second: "numeric",
+      timeZone: zone,
+      hourCycle: "h23",
+      year: "numeric",
+      month: "numeric",
+      day: "numeric",
+      hour: "numeric",
+      minute: "numeric",
+      second: "numeric",
     });
     formatters.set(zone, f);
   }
@@ -193,14 +199,16 @@ function instantArb(zone: string): fc.Arbitrary<number> {
   const tsOther = transitionsIn(zone, Y2025, Y2028).filter((T) => T < Y2026 || T >= Y2027);
   if (ts2026.length === 0) return anyTime;
   const around = (ts: number[]) =>
-    fc.tuple(
-      fc.constantFrom(...ts),
-      fc.oneof(
-        fc.integer({ min: -3 * 3_600_000, max: 3 * 3_600_000 }),
-        fc.integer({ min: -40 * 3_600_000, max: 40 * 3_600_000 }),
-        fc.integer({ min: -2, max: 2 }),
-      ),
-    ).map(([T, d]) => T + d);
+    fc
+      .tuple(
+        fc.constantFrom(...ts),
+        fc.oneof(
+          fc.integer({ min: -3 * 3_600_000, max: 3 * 3_600_000 }),
+          fc.integer({ min: -40 * 3_600_000, max: 40 * 3_600_000 }),
+          fc.integer({ min: -2, max: 2 }),
+        ),
+      )
+      .map(([T, d]) => T + d);
   const parts = [
     { arbitrary: around(ts2026), weight: 6 },
     { arbitrary: anyTime, weight: 2 },
@@ -244,7 +252,11 @@ describe("quiet hours: properties against an Intl-based oracle", () => {
       fc.property(caseArb, ([s, t]) => {
         const w = currentQuietWindow(s, t);
         const o = oracleWindow(s, t);
-        assert.equal(w !== null, o !== null, `${JSON.stringify(s)} at ${iso(t)} (${wall(s.timezone, t)}): module ${JSON.stringify(w)} oracle ${JSON.stringify(o)}`);
+        assert.equal(
+          w !== null,
+          o !== null,
+          `${JSON.stringify(s)} at ${iso(t)} (${wall(s.timezone, t)}): module ${JSON.stringify(w)} oracle ${JSON.stringify(o)}`,
+        );
         assert.equal(releaseAtMs(s, "order.created", t) > t, o !== null);
         if (w && o) {
           assert.ok(w.startMs <= t && t < w.endMs);
@@ -278,7 +290,10 @@ describe("quiet hours: properties against an Intl-based oracle", () => {
         const next = n!;
         assert.ok(next > t);
         const o = oracleWindow(s, next);
-        assert.ok(o !== null && isFirstReach(s.timezone, next, o.startLocal), `${JSON.stringify(s)} ${iso(t)} -> ${iso(next)} does not start a window`);
+        assert.ok(
+          o !== null && isFirstReach(s.timezone, next, o.startLocal),
+          `${JSON.stringify(s)} ${iso(t)} -> ${iso(next)} does not start a window`,
+        );
         const now = oracleWindow(s, t);
         for (const u of samples(t + 1, next)) {
           const ou = oracleWindow(s, u);

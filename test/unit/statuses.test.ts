@@ -3,7 +3,14 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import {
-  ALERT_TYPES, ATTEMPT_OUTCOMES, DELIVERY_STATUSES, EMAIL_STATES, HEALTH_STATUSES, HOLD_REASONS, PAUSE_CAUSES, WAITING_STATUSES,
+  ALERT_TYPES,
+  ATTEMPT_OUTCOMES,
+  DELIVERY_STATUSES,
+  EMAIL_STATES,
+  HEALTH_STATUSES,
+  HOLD_REASONS,
+  PAUSE_CAUSES,
+  WAITING_STATUSES,
 } from "../../src/policy/statuses.js";
 import { holdReason, type HoldFacts } from "../../src/policy/hold-reason.js";
 
@@ -42,7 +49,15 @@ describe("statuses", () => {
 
 describe("holdReason", () => {
   const none: HoldFacts = {
-    status: "queued", attempted: false, due: true, paused: false, throttled: false, quiet: false, behind: false, atCap: false, rateLimited: false,
+    status: "queued",
+    attempted: false,
+    due: true,
+    paused: false,
+    throttled: false,
+    quiet: false,
+    behind: false,
+    atCap: false,
+    rateLimited: false,
   };
 
   test("nothing holds a due delivery with free capacity", () => {
@@ -51,7 +66,16 @@ describe("holdReason", () => {
   });
 
   test("the first reason in HOLD_REASONS order wins", () => {
-    const all: HoldFacts = { ...none, due: false, paused: true, throttled: true, quiet: true, behind: true, atCap: true, rateLimited: true };
+    const all: HoldFacts = {
+      ...none,
+      due: false,
+      paused: true,
+      throttled: true,
+      quiet: true,
+      behind: true,
+      atCap: true,
+      rateLimited: true,
+    };
     assert.equal(holdReason(all), "paused");
     assert.equal(holdReason({ ...all, paused: false }), "throttled");
     assert.equal(holdReason({ ...all, paused: false, throttled: false, due: true }), "quiet_hours");
@@ -61,15 +85,22 @@ describe("holdReason", () => {
     assert.equal(holdReason({ ...none, rateLimited: true }), "rate_limited");
     // Every reason is reachable, in the listed order.
     const seen = [
-      holdReason(all), holdReason({ ...all, paused: false }), holdReason({ ...all, paused: false, throttled: false, due: true }),
-      holdReason({ ...all, paused: false, throttled: false }), holdReason({ ...all, paused: false, throttled: false, attempted: true }),
-      holdReason({ ...all, paused: false, throttled: false, due: true, quiet: false, behind: false }), holdReason({ ...none, rateLimited: true }),
+      holdReason(all),
+      holdReason({ ...all, paused: false }),
+      holdReason({ ...all, paused: false, throttled: false, due: true }),
+      holdReason({ ...all, paused: false, throttled: false }),
+      holdReason({ ...all, paused: false, throttled: false, attempted: true }),
+      holdReason({ ...all, paused: false, throttled: false, due: true, quiet: false, behind: false }),
+      holdReason({ ...none, rateLimited: true }),
     ];
     assert.deepEqual(seen, [...HOLD_REASONS]);
   });
 
   test("quiet hours, capacity and the rate limit hold only due work; a retry waiting for its time is not 'scheduled'", () => {
-    assert.equal(holdReason({ ...none, due: false, attempted: true, status: "retry_scheduled", quiet: true, atCap: true, rateLimited: true }), null);
+    assert.equal(
+      holdReason({ ...none, due: false, attempted: true, status: "retry_scheduled", quiet: true, atCap: true, rateLimited: true }),
+      null,
+    );
     assert.equal(holdReason({ ...none, due: false, attempted: true, status: "queued" }), null);
   });
 });

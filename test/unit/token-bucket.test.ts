@@ -5,10 +5,22 @@ import { bucketsFor, grantBuckets, available, spend, nextTokenAtMs, refill, type
 
 describe("token bucket", () => {
   test("capacities follow the contract: burst for the finest window, the other window its own limit", () => {
-    assert.deepEqual(bucketsFor({ max_per_second: 10 }).map((b) => b.capacity), [10]);
-    assert.deepEqual(bucketsFor({ max_per_second: 10, burst_capacity: 25 }).map((b) => b.capacity), [25]);
-    assert.deepEqual(bucketsFor({ max_per_minute: 100, burst_capacity: 7 }).map((b) => b.capacity), [7]);
-    assert.deepEqual(bucketsFor({ max_per_second: 10, max_per_minute: 100, burst_capacity: 25 }).map((b) => b.capacity), [25, 100]);
+    assert.deepEqual(
+      bucketsFor({ max_per_second: 10 }).map((b) => b.capacity),
+      [10],
+    );
+    assert.deepEqual(
+      bucketsFor({ max_per_second: 10, burst_capacity: 25 }).map((b) => b.capacity),
+      [25],
+    );
+    assert.deepEqual(
+      bucketsFor({ max_per_minute: 100, burst_capacity: 7 }).map((b) => b.capacity),
+      [7],
+    );
+    assert.deepEqual(
+      bucketsFor({ max_per_second: 10, max_per_minute: 100, burst_capacity: 25 }).map((b) => b.capacity),
+      [25, 100],
+    );
     assert.deepEqual(bucketsFor(null), []);
   });
 
@@ -34,12 +46,17 @@ describe("token bucket", () => {
   test("property: no window ever exceeds burst + rate × length", () => {
     fc.assert(
       fc.property(
-        fc.record({
-          max_per_second: fc.option(fc.integer({ min: 1, max: 200 }), { nil: undefined }),
-          max_per_minute: fc.option(fc.integer({ min: 1, max: 3000 }), { nil: undefined }),
-          burst_capacity: fc.option(fc.integer({ min: 1, max: 300 }), { nil: undefined }),
-        }).filter((l) => l.max_per_second !== undefined || l.max_per_minute !== undefined),
-        fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 3000 }), want: fc.integer({ min: 0, max: 400 }) }), { minLength: 1, maxLength: 200 }),
+        fc
+          .record({
+            max_per_second: fc.option(fc.integer({ min: 1, max: 200 }), { nil: undefined }),
+            max_per_minute: fc.option(fc.integer({ min: 1, max: 3000 }), { nil: undefined }),
+            burst_capacity: fc.option(fc.integer({ min: 1, max: 300 }), { nil: undefined }),
+          })
+          .filter((l) => l.max_per_second !== undefined || l.max_per_minute !== undefined),
+        fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 3000 }), want: fc.integer({ min: 0, max: 400 }) }), {
+          minLength: 1,
+          maxLength: 200,
+        }),
         (limit, arrivals) => {
           const buckets = bucketsFor(limit);
           let states: (BucketState | undefined)[] = [];
@@ -77,7 +94,10 @@ describe("token bucket", () => {
         fc.integer({ min: 1, max: 200 }),
         fc.integer({ min: 1, max: 300 }),
         fc.integer({ min: 0, max: 1000 }),
-        fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 1500 }), want: fc.integer({ min: 0, max: 300 }) }), { minLength: 1, maxLength: 120 }),
+        fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 1500 }), want: fc.integer({ min: 0, max: 300 }) }), {
+          minLength: 1,
+          maxLength: 120,
+        }),
         fc.infiniteStream(fc.oneof(fc.constantFrom(0, 1), fc.double({ min: 0, max: 1, noNaN: true }))),
         (rate, burst, jitterMs, arrivals, delays) => {
           const limit = { max_per_second: rate, burst_capacity: burst };
@@ -108,11 +128,26 @@ describe("token bucket", () => {
   });
 
   test("grantBuckets holds back J ms of tokens, at most half the burst, never the last token", () => {
-    assert.deepEqual(grantBuckets({ max_per_second: 50, burst_capacity: 50 }, 250).map((b) => b.capacity), [37.5]);
-    assert.deepEqual(grantBuckets({ max_per_second: 1000, burst_capacity: 10 }, 250).map((b) => b.capacity), [5]);
-    assert.deepEqual(grantBuckets({ max_per_second: 10, burst_capacity: 1 }, 250).map((b) => b.capacity), [1]);
-    assert.deepEqual(grantBuckets({ max_per_second: 50 }, 0).map((b) => b.capacity), [50]);
-    assert.deepEqual(grantBuckets({ max_per_minute: 600 }, 250).map((b) => b.capacity), [597.5]);
+    assert.deepEqual(
+      grantBuckets({ max_per_second: 50, burst_capacity: 50 }, 250).map((b) => b.capacity),
+      [37.5],
+    );
+    assert.deepEqual(
+      grantBuckets({ max_per_second: 1000, burst_capacity: 10 }, 250).map((b) => b.capacity),
+      [5],
+    );
+    assert.deepEqual(
+      grantBuckets({ max_per_second: 10, burst_capacity: 1 }, 250).map((b) => b.capacity),
+      [1],
+    );
+    assert.deepEqual(
+      grantBuckets({ max_per_second: 50 }, 0).map((b) => b.capacity),
+      [50],
+    );
+    assert.deepEqual(
+      grantBuckets({ max_per_minute: 600 }, 250).map((b) => b.capacity),
+      [597.5],
+    );
   });
 
   test("property: a backlogged bucket is used at its full rate (no tokens wasted)", () => {

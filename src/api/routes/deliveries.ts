@@ -24,20 +24,32 @@ const STORED: Record<ApiDeliveryStatus, readonly DeliveryStatus[]> = {
 export function deliveryRoutes(ctx: ApiContext) {
   const tags = ["deliveries"];
   return async (app: FastifyInstance) => {
-    app.get<{ Querystring: Static<typeof DeliveryListQuery> }>("/v1/deliveries", { schema: { querystring: DeliveryListQuery, tags } }, async (req) => {
-      const before = decodeCursor(req.query.cursor);
-      if (before === undefined) throw badCursor();
-      const limit = req.query.limit ?? 100;
-      const status = req.query.status;
-      const rows = await listDeliveries(ctx.db, req.tenant.id, {
-        destinationId: req.query.destination_id, eventId: req.query.event_id, statuses: status ? STORED[status] : undefined,
-      }, limit, before);
-      // Filter on the derived status too (a stored "queued" may read as "held"); the cursor
-      // still advances over the raw page, so paging stays correct.
-      const views = rows.map(deliveryView);
-      const out = page(views, limit);
-      return status ? { data: out.data.filter((d) => d.status === status), next_cursor: out.next_cursor } : out;
-    });
+    app.get<{ Querystring: Static<typeof DeliveryListQuery> }>(
+      "/v1/deliveries",
+      { schema: { querystring: DeliveryListQuery, tags } },
+      async (req) => {
+        const before = decodeCursor(req.query.cursor);
+        if (before === undefined) throw badCursor();
+        const limit = req.query.limit ?? 100;
+        const status = req.query.status;
+        const rows = await listDeliveries(
+          ctx.db,
+          req.tenant.id,
+          {
+            destinationId: req.query.destination_id,
+            eventId: req.query.event_id,
+            statuses: status ? STORED[status] : undefined,
+          },
+          limit,
+          before,
+        );
+        // Filter on the derived status too (a stored "queued" may read as "held"); the cursor
+        // still advances over the raw page, so paging stays correct.
+        const views = rows.map(deliveryView);
+        const out = page(views, limit);
+        return status ? { data: out.data.filter((d) => d.status === status), next_cursor: out.next_cursor } : out;
+      },
+    );
 
     app.get<{ Params: Static<typeof IdParams> }>("/v1/deliveries/:id", { schema: { params: IdParams, tags } }, async (req) => {
       const d = await getDelivery(ctx.db, req.tenant.id, req.params.id);
@@ -52,19 +64,26 @@ export function deliveryRoutes(ctx: ApiContext) {
       return { data: attempts.map(attemptView), next_cursor: null };
     });
 
-    app.post<{ Params: Static<typeof IdParams> }>("/v1/deliveries/:id/retry", { schema: { params: IdParams, tags } }, async (req, reply) => {
-      const out = await ctx.db.tx(async (q) => {
-        const d = await getDelivery(q, req.tenant.id, req.params.id);
-        if (!d) throw new NotFoundError("delivery", req.params.id);
-        // Waiting deliveries of a destination change only under its row lock.
-        await lockDestination(q, d.destination_id);
-        if (!(await requeueDelivery(q, d.destination_id, d.id))) {
-          throw new ConflictError("SLUICE_DELIVERY_NOT_RETRYABLE", `Delivery '${d.id}' is ${d.status}; only dead or discarded deliveries can be retried.`);
-        }
-        return deliveryView((await getDelivery(q, req.tenant.id, req.params.id))!);
-      });
-      await ctx.db.notify(WORK_CHANNEL);
-      return reply.status(202).send(out);
-    });
+    app.post<{ Params: Static<typeof IdParams> }>(
+      "/v1/deliveries/:id/retry",
+      { schema: { params: IdParams, tags } },
+      async (req, reply) => {
+        const out = await ctx.db.tx(async (q) => {
+          const d = await getDelivery(q, req.tenant.id, req.params.id);
+          if (!d) throw new NotFoundError("delivery", req.params.id);
+          // Waiting deliveries of a destination change only under its row lock.
+          await lockDestination(q, d.destination_id);
+          if (!(await requeueDelivery(q, d.destination_id, d.id))) {
+            throw new ConflictError(
+              "SLUICE_DELIVERY_NOT_RETRYABLE",
+              `Delivery '${d.id}' is ${d.status}; only dead or discarded deliveries can be retried.`,
+            );
+          }
+          return deliveryView((await getDelivery(q, req.tenant.id, req.params.id))!);
+        });
+        await ctx.db.notify(WORK_CHANNEL);
+        return reply.status(202).send(out);
+      },
+    );
   };
 }

@@ -9,12 +9,31 @@ import { newId } from "../../ids.js";
 import { generateSecret } from "../../delivery/sign.js";
 import type { NetworkPolicy } from "../../delivery/network-guard.js";
 import {
-  insertDestination, getDestination, listDestinations, destinationCounts, updateDestinationConfig,
-  deleteDestination, pauseDestination, resumeDestination, recomputeQuietHold, setDestinationSecrets, type SecretEntry, type DestinationRow,
+  insertDestination,
+  getDestination,
+  listDestinations,
+  destinationCounts,
+  updateDestinationConfig,
+  deleteDestination,
+  pauseDestination,
+  resumeDestination,
+  recomputeQuietHold,
+  setDestinationSecrets,
+  type SecretEntry,
+  type DestinationRow,
 } from "../../db/queries/destinations.js";
 import type { Queryable } from "../../db/db.js";
 import { WORK_CHANNEL } from "../../db/channels.js";
-import { DestinationCreate, DestinationPatch, IdParams, ListQuery, PauseBody, ResumeBody, RotateSecretBody, TimelineQuery } from "../schemas.js";
+import {
+  DestinationCreate,
+  DestinationPatch,
+  IdParams,
+  ListQuery,
+  PauseBody,
+  ResumeBody,
+  RotateSecretBody,
+  TimelineQuery,
+} from "../schemas.js";
 import { withDefaults, applyPatch, checkDestinationConfig } from "../destination-config.js";
 import { destinationView, decodeCursor, page, attemptView } from "../serialize.js";
 
@@ -39,7 +58,8 @@ export function destinationRoutes(ctx: ApiContext) {
     app.post<{ Body: DestinationCreate }>("/v1/destinations", { schema: { body: DestinationCreate, tags } }, async (req, reply) => {
       const config = withDefaults(req.body);
       const problems = checkDestinationConfig(config, networkPolicy(ctx));
-      if (problems.length) throw new ValidationError(`Invalid destination: ${problems.map((p) => `${p.field} ${p.message}`).join("; ")}`, problems);
+      if (problems.length)
+        throw new ValidationError(`Invalid destination: ${problems.map((p) => `${p.field} ${p.message}`).join("; ")}`, problems);
       const secrets: SecretEntry[] = [{ secret: req.body.secret ?? generateSecret(), expires_at: null }];
       const row = await ctx.db.tx((q) => insertDestination(q, newId("dst"), req.tenant.id, config, secrets));
       return reply.status(201).send(destinationView(row, undefined, { withSecret: true }));
@@ -50,8 +70,14 @@ export function destinationRoutes(ctx: ApiContext) {
       if (before === undefined) throw badCursor();
       const limit = req.query.limit ?? 100;
       const rows = await listDestinations(ctx.db, req.tenant.id, limit, before);
-      const counts = await destinationCounts(ctx.db, rows.map((r) => r.id));
-      return page(rows.map((r) => destinationView(r, counts.get(r.id))), limit);
+      const counts = await destinationCounts(
+        ctx.db,
+        rows.map((r) => r.id),
+      );
+      return page(
+        rows.map((r) => destinationView(r, counts.get(r.id))),
+        limit,
+      );
     });
 
     app.get<{ Params: Static<typeof IdParams> }>("/v1/destinations/:id", { schema: { params: IdParams, tags } }, async (req) => {
@@ -61,7 +87,10 @@ export function destinationRoutes(ctx: ApiContext) {
     app.get<{ Params: Static<typeof IdParams> }>("/v1/destinations/:id/secret", { schema: { params: IdParams, tags } }, async (req) => {
       const row = await mustGet(ctx.db, req.tenant.id, req.params.id);
       const now = Date.now();
-      return { secret: row.secrets[0]?.secret, previous: row.secrets.slice(1).filter((s) => s.expires_at && Date.parse(s.expires_at) > now) };
+      return {
+        secret: row.secrets[0]?.secret,
+        previous: row.secrets.slice(1).filter((s) => s.expires_at && Date.parse(s.expires_at) > now),
+      };
     });
 
     app.patch<{ Params: Static<typeof IdParams>; Body: DestinationPatch }>(
@@ -72,7 +101,8 @@ export function destinationRoutes(ctx: ApiContext) {
           const current = await mustGet(q, req.tenant.id, req.params.id, true);
           const config = applyPatch(current, req.body);
           const problems = checkDestinationConfig(req.body, networkPolicy(ctx));
-          if (problems.length) throw new ValidationError(`Invalid destination: ${problems.map((p) => `${p.field} ${p.message}`).join("; ")}`, problems);
+          if (problems.length)
+            throw new ValidationError(`Invalid destination: ${problems.map((p) => `${p.field} ${p.message}`).join("; ")}`, problems);
           const secrets = req.body.secret ? rotate(current.secrets, req.body.secret, DEFAULT_ROTATION_GRACE_SECONDS) : null;
           const updated = await updateDestinationConfig(q, current.id, config, secrets);
           if (JSON.stringify(config.delivery_schedule) !== JSON.stringify(current.delivery_schedule)) {
@@ -135,7 +165,8 @@ export function destinationRoutes(ctx: ApiContext) {
           return { out: after, paused: current.paused_at ? null : reason };
         });
         // After the commit, and only when it changed something (a second pause just renames it).
-        if (paused !== null) ctx.log.info({ tenant_id: req.tenant.id, destination_id: req.params.id, by: "api", reason: paused }, "destination paused");
+        if (paused !== null)
+          ctx.log.info({ tenant_id: req.tenant.id, destination_id: req.params.id, by: "api", reason: paused }, "destination paused");
         return out;
       },
     );
@@ -153,10 +184,13 @@ export function destinationRoutes(ctx: ApiContext) {
             const how = replay ? "its held deliveries are replayed in order" : `${discarded} held deliveries were discarded`;
             await recordAlerts(q, [manualAlert(current, "destination.resumed", `resumed through the API; ${how}`, after, { discarded })]);
           }
-          const resumed = current.paused_at ? { mode: replay ? "replay" : "discard", discarded, paused_reason: current.pause_reason } : null;
+          const resumed = current.paused_at
+            ? { mode: replay ? "replay" : "discard", discarded, paused_reason: current.pause_reason }
+            : null;
           return { out: { ...after, discarded }, resumed };
         });
-        if (resumed) ctx.log.info({ tenant_id: req.tenant.id, destination_id: req.params.id, by: "api", ...resumed }, "destination resumed");
+        if (resumed)
+          ctx.log.info({ tenant_id: req.tenant.id, destination_id: req.params.id, by: "api", ...resumed }, "destination resumed");
         await ctx.db.notify(WORK_CHANNEL);
         return out;
       },
@@ -185,6 +219,12 @@ export function badCursor(): ValidationError {
   ]);
 }
 
-function manualAlert(d: DestinationRow, type: AlertInput["type"], reason: string, view: { health: AlertInput["payload"]["health"]; queued_events: number }, extra: Record<string, unknown> = {}): AlertInput {
+function manualAlert(
+  d: DestinationRow,
+  type: AlertInput["type"],
+  reason: string,
+  view: { health: AlertInput["payload"]["health"]; queued_events: number },
+  extra: Record<string, unknown> = {},
+): AlertInput {
   return alertInput(d, type, reason, view.health, { queued_events: view.queued_events, ...extra });
 }

@@ -22,7 +22,9 @@ export function eventRoutes(ctx: ApiContext) {
     const key = req.headers["idempotency-key"];
     if (key === undefined) return undefined;
     if (typeof key !== "string" || key.length === 0 || key.length > 255) {
-      throw new ValidationError("Invalid request: header Idempotency-Key must be 1–255 characters", [{ field: "header.idempotency-key", message: "must be 1–255 characters" }]);
+      throw new ValidationError("Invalid request: header Idempotency-Key must be 1–255 characters", [
+        { field: "header.idempotency-key", message: "must be 1–255 characters" },
+      ]);
     }
     return { key, hash: createHash("sha256").update(JSON.stringify(req.body)).digest("hex") };
   }
@@ -32,7 +34,10 @@ export function eventRoutes(ctx: ApiContext) {
     const found = await findIdempotent(ctx.db, req.tenant.id, idem.key);
     if (!found) return undefined;
     if (found.request_hash !== idem.hash) {
-      throw new ConflictError("SLUICE_IDEMPOTENCY_KEY_REUSED", `Idempotency-Key '${idem.key}' was used in the last 24 hours with a different body. Use a new key for a new request.`);
+      throw new ConflictError(
+        "SLUICE_IDEMPOTENCY_KEY_REUSED",
+        `Idempotency-Key '${idem.key}' was used in the last 24 hours with a different body. Use a new key for a new request.`,
+      );
     }
     return found.response;
   }
@@ -53,7 +58,12 @@ export function eventRoutes(ctx: ApiContext) {
     }
   }
 
-  async function run(req: FastifyRequest, inputs: Static<typeof EventIn>[], batch: boolean, idem: { key: string; hash: string } | undefined): Promise<Published[]> {
+  async function run(
+    req: FastifyRequest,
+    inputs: Static<typeof EventIn>[],
+    batch: boolean,
+    idem: { key: string; hash: string } | undefined,
+  ): Promise<Published[]> {
     const quietHolds: QuietHoldStart[] = [];
     const result = await withRetry(ctx.db, async (q) => {
       quietHolds.length = 0; // a retried transaction starts over
@@ -72,7 +82,10 @@ export function eventRoutes(ctx: ApiContext) {
     });
     // The claim at the window's end logs the release (docs/logs.md).
     for (const h of quietHolds) {
-      ctx.log.info({ tenant_id: req.tenant.id, destination_id: h.destinationId, quiet_until: h.until.toISOString() }, "quiet hours: holding deliveries");
+      ctx.log.info(
+        { tenant_id: req.tenant.id, destination_id: h.destinationId, quiet_until: h.until.toISOString() },
+        "quiet hours: holding deliveries",
+      );
     }
     metrics.eventsIngested.inc(result.length);
     metrics.deliveriesCreated.inc(result.reduce((n, r) => n + r.deliveries, 0));

@@ -11,18 +11,27 @@ import type { Static } from "@sinclair/typebox";
 
 export function tenantRoutes(ctx: ApiContext) {
   return async (app: FastifyInstance) => {
-    app.post<{ Body: Static<typeof TenantCreate> }>("/v1/tenants", { schema: { body: TenantCreate, tags: ["tenants"] } }, async (req, reply) => {
-      const admin = ctx.config.adminKey;
-      if (!admin) {
-        throw new SluiceError("SLUICE_AUTH_ADMIN_DISABLED", "Creating tenants needs an admin key: start Sluice with SLUICE_ADMIN_KEY set.");
-      }
-      if (!sameSecret(bearer(req), admin)) {
-        throw new SluiceError("SLUICE_AUTH_INVALID_KEY", "POST /v1/tenants takes the admin key (SLUICE_ADMIN_KEY) as its Bearer token.");
-      }
-      const apiKey = newApiKey();
-      const t = await ctx.db.tx((q) => insertTenant(q, { id: newId("ten"), name: req.body.name, alertEmail: req.body.alert_email ?? null }, apiKey));
-      return reply.status(201).send({ ...tenantView(t), api_key: apiKey });
-    });
+    app.post<{ Body: Static<typeof TenantCreate> }>(
+      "/v1/tenants",
+      { schema: { body: TenantCreate, tags: ["tenants"] } },
+      async (req, reply) => {
+        const admin = ctx.config.adminKey;
+        if (!admin) {
+          throw new SluiceError(
+            "SLUICE_AUTH_ADMIN_DISABLED",
+            "Creating tenants needs an admin key: start Sluice with SLUICE_ADMIN_KEY set.",
+          );
+        }
+        if (!sameSecret(bearer(req), admin)) {
+          throw new SluiceError("SLUICE_AUTH_INVALID_KEY", "POST /v1/tenants takes the admin key (SLUICE_ADMIN_KEY) as its Bearer token.");
+        }
+        const apiKey = newApiKey();
+        const t = await ctx.db.tx((q) =>
+          insertTenant(q, { id: newId("ten"), name: req.body.name, alertEmail: req.body.alert_email ?? null }, apiKey),
+        );
+        return reply.status(201).send({ ...tenantView(t), api_key: apiKey });
+      },
+    );
 
     app.get("/v1/tenant", { schema: { tags: ["tenants"] } }, async (req) => tenantView(req.tenant));
 

@@ -186,7 +186,14 @@ export async function leaseDeliveries(q: Queryable, grants: Grant[], leaseToken:
      SELECT NULL, picked.destination_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM picked WHERE picked.rn > picked.n`,
     // Arrays, not one JSON document: Postgres sizes unnest() by the arrays, while it guesses 100
     // rows for json_to_recordset — and that guess made it hash-join the whole deliveries table.
-    [grants.map((g) => g.destinationId), grants.map((g) => g.count), grants.map((g) => g.ordered), grants.map((g) => g.leaseSeconds), grants.map((g) => g.quiet), leaseToken],
+    [
+      grants.map((g) => g.destinationId),
+      grants.map((g) => g.count),
+      grants.map((g) => g.ordered),
+      grants.map((g) => g.leaseSeconds),
+      grants.map((g) => g.quiet),
+      leaseToken,
+    ],
   );
   const leased: LeasedDelivery[] = [];
   const moreDue = new Set<string>();

@@ -53,7 +53,13 @@ export interface DeliveryFilter {
 }
 
 /** Newest first, by id; `before` is the last id of the previous page. */
-export async function listDeliveries(q: Queryable, tenantId: string, f: DeliveryFilter, limit: number, before: string | null): Promise<DeliveryRow[]> {
+export async function listDeliveries(
+  q: Queryable,
+  tenantId: string,
+  f: DeliveryFilter,
+  limit: number,
+  before: string | null,
+): Promise<DeliveryRow[]> {
   const where = ["dl.tenant_id = $1", "($2::text IS NULL OR dl.id < $2)"];
   const params: unknown[] = [tenantId, before, limit];
   if (f.destinationId) {
@@ -93,7 +99,12 @@ export async function listAttempts(q: Queryable, destinationId: string, delivery
 }
 
 /** A destination's attempts (deliveries and probes), newest first. */
-export async function destinationTimeline(q: Queryable, destinationId: string, limit: number, before: Date | null): Promise<AttemptRowOut[]> {
+export async function destinationTimeline(
+  q: Queryable,
+  destinationId: string,
+  limit: number,
+  before: Date | null,
+): Promise<AttemptRowOut[]> {
   return q.query<AttemptRowOut>(
     `SELECT delivery_id, class, attempt_no, started_at, latency_ms, outcome, status_code, error_class, error_message, response_body
        FROM attempts WHERE destination_id = $1 AND ($2::timestamptz IS NULL OR started_at < $2)

@@ -19,8 +19,12 @@ export interface DestinationConfig {
   ordered: boolean;
   rate_limit: { max_per_second?: number; max_per_minute?: number; burst_capacity?: number } | null;
   delivery_schedule: {
-    timezone: string; quiet_start: string; quiet_end: string;
-    days?: string[]; applies_to?: string[]; bypass_event_types?: string[];
+    timezone: string;
+    quiet_start: string;
+    quiet_end: string;
+    days?: string[];
+    applies_to?: string[];
+    bypass_event_types?: string[];
   } | null;
   retry_schedule_seconds: number[];
   throttle_schedule_seconds: number[];
@@ -64,22 +68,46 @@ export interface DestinationCounts {
 }
 
 const CONFIG_COLUMNS = [
-  "name", "url", "event_types", "timeout_seconds", "max_concurrency", "ordered", "rate_limit", "delivery_schedule",
-  "retry_schedule_seconds", "throttle_schedule_seconds", "probe_interval_seconds", "replay_on_resume",
+  "name",
+  "url",
+  "event_types",
+  "timeout_seconds",
+  "max_concurrency",
+  "ordered",
+  "rate_limit",
+  "delivery_schedule",
+  "retry_schedule_seconds",
+  "throttle_schedule_seconds",
+  "probe_interval_seconds",
+  "replay_on_resume",
   "paused_retention_hours",
 ] as const;
 
 function configParams(c: DestinationConfig): unknown[] {
   return [
-    c.name, c.url, c.event_types, c.timeout_seconds, c.max_concurrency, c.ordered,
+    c.name,
+    c.url,
+    c.event_types,
+    c.timeout_seconds,
+    c.max_concurrency,
+    c.ordered,
     c.rate_limit === null ? null : JSON.stringify(c.rate_limit),
     c.delivery_schedule === null ? null : JSON.stringify(c.delivery_schedule),
-    c.retry_schedule_seconds, c.throttle_schedule_seconds, c.probe_interval_seconds, c.replay_on_resume,
+    c.retry_schedule_seconds,
+    c.throttle_schedule_seconds,
+    c.probe_interval_seconds,
+    c.replay_on_resume,
     c.paused_retention_hours,
   ];
 }
 
-export async function insertDestination(q: Queryable, id: string, tenantId: string, c: DestinationConfig, secrets: SecretEntry[]): Promise<DestinationRow> {
+export async function insertDestination(
+  q: Queryable,
+  id: string,
+  tenantId: string,
+  c: DestinationConfig,
+  secrets: SecretEntry[],
+): Promise<DestinationRow> {
   const cols = CONFIG_COLUMNS.join(", ");
   const params = CONFIG_COLUMNS.map((_, i) => `$${i + 4}`).join(", ");
   const rows = await q.query<DestinationRow>(
@@ -126,7 +154,12 @@ export async function destinationCounts(q: Queryable, ids: string[]): Promise<Ma
  * Writes a new config; the destination becomes ready at once so the next claim applies it
  * (a raised cap or a changed schedule takes effect within one dispatcher cycle).
  */
-export async function updateDestinationConfig(q: Queryable, id: string, c: DestinationConfig, secrets: SecretEntry[] | null): Promise<DestinationRow> {
+export async function updateDestinationConfig(
+  q: Queryable,
+  id: string,
+  c: DestinationConfig,
+  secrets: SecretEntry[] | null,
+): Promise<DestinationRow> {
   const sets = CONFIG_COLUMNS.map((col, i) => `${col} = $${i + 3}`).join(", ");
   const rows = await q.query<DestinationRow>(
     `UPDATE destinations SET ${sets}, secrets = coalesce($2::jsonb, secrets), updated_at = now(),
@@ -141,7 +174,10 @@ export async function updateDestinationConfig(q: Queryable, id: string, c: Desti
 
 /** Soft-deletes; waiting deliveries are discarded (in-flight ones finish). */
 export async function deleteDestination(q: Queryable, id: string): Promise<void> {
-  const [d] = await q.query<{ tenant_id: string }>(`UPDATE destinations SET deleted_at = now(), ready_at = ${READY_AT_IDLE}, updated_at = now() WHERE id = $1 RETURNING tenant_id`, [id]);
+  const [d] = await q.query<{ tenant_id: string }>(
+    `UPDATE destinations SET deleted_at = now(), ready_at = ${READY_AT_IDLE}, updated_at = now() WHERE id = $1 RETURNING tenant_id`,
+    [id],
+  );
   if (d) await bumpRoutingVersion(q, d.tenant_id);
   await q.query(
     `UPDATE deliveries SET status = 'discarded', finished_at = now(), updated_at = now(), last_error = 'destination deleted'

@@ -14,10 +14,9 @@ export interface RoutingTarget {
 
 /** The tenant's live destinations with their routing patterns. */
 export async function routingTargets(q: Queryable, tenantId: string): Promise<RoutingTarget[]> {
-  return q.query<RoutingTarget>(
-    "SELECT id, event_types, delivery_schedule FROM destinations WHERE tenant_id = $1 AND deleted_at IS NULL",
-    [tenantId],
-  );
+  return q.query<RoutingTarget>("SELECT id, event_types, delivery_schedule FROM destinations WHERE tenant_id = $1 AND deleted_at IS NULL", [
+    tenantId,
+  ]);
 }
 
 /** Changes whenever the tenant's destinations change (see bumpRoutingVersion). */
@@ -134,7 +133,13 @@ export async function findIdempotent(q: Queryable, tenantId: string, key: string
  * Records the answer for a key. False when another request holding the same key committed
  * first (the caller then rolls back and answers with the stored response).
  */
-export async function storeIdempotent(q: Queryable, tenantId: string, key: string, requestHash: string, response: unknown): Promise<boolean> {
+export async function storeIdempotent(
+  q: Queryable,
+  tenantId: string,
+  key: string,
+  requestHash: string,
+  response: unknown,
+): Promise<boolean> {
   const rows = await q.query(
     `INSERT INTO idempotency_keys (tenant_id, key, request_hash, response) VALUES ($1, $2, $3, $4)
      ON CONFLICT (tenant_id, key) DO UPDATE

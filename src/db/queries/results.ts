@@ -158,9 +158,13 @@ export async function updateDestinationsAfterResults(q: Queryable, updates: Dest
                             WHEN u."pauseReason" IS NOT NULL THEN ${probeAt}
                             ELSE ${readyAtOutsideHold("now()", until)} END,
             updated_at = now()
-       FROM ${recordset("$1", `id text, "consecutiveFailures" int, "consecutiveAuthFailures" int, "healthWindow" text, "healthStatus" text,
+       FROM ${recordset(
+         "$1",
+         `id text, "consecutiveFailures" int, "consecutiveAuthFailures" int, "healthWindow" text, "healthStatus" text,
               "rampLimit" int, "consecutiveThrottles" int, "throttleSeconds" float8, "throttleReason" text, "pauseReason" text,
-              "pauseCause" text`, updates.length)} AS u
+              "pauseCause" text`,
+         updates.length,
+       )} AS u
       WHERE d.id = u.id`,
     [jsonRows(updates)],
   );
@@ -177,7 +181,10 @@ export async function releaseLeases(q: Queryable, leases: { destinationId: strin
      RETURNING d.id`,
     [leases.map((l) => l.destinationId), leases.map((l) => l.id), leases.map((l) => l.leaseToken)],
   );
-  await wakeDestinations(q, leases.map((l) => l.destinationId));
+  await wakeDestinations(
+    q,
+    leases.map((l) => l.destinationId),
+  );
   return rows.length;
 }
 
@@ -197,7 +204,10 @@ export async function abandonClaims(q: Queryable, leaseTokens: string[]): Promis
      RETURNING d.destination_id`,
     [leaseTokens],
   );
-  await wakeDestinations(q, rows.map((r) => r.destination_id));
+  await wakeDestinations(
+    q,
+    rows.map((r) => r.destination_id),
+  );
   return rows.length;
 }
 
@@ -241,9 +251,21 @@ export async function applyProbe(q: Queryable, p: ProbeRecord): Promise<ProbeApp
   await q.query(
     `INSERT INTO attempts (destination_id, delivery_id, attempt_no, started_at, latency_ms, outcome, status_code, error_class, class, error_message, response_body)
      VALUES ($1, $2, 1, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING`,
-    [p.destinationId, p.probeId, p.startedAt, Math.round(p.latencyMs), p.ok ? "success" : "failure", p.statusCode, p.errorClass, p.healthClass, p.errorMessage, p.responseBody],
+    [
+      p.destinationId,
+      p.probeId,
+      p.startedAt,
+      Math.round(p.latencyMs),
+      p.ok ? "success" : "failure",
+      p.statusCode,
+      p.errorClass,
+      p.healthClass,
+      p.errorMessage,
+      p.responseBody,
+    ],
   );
-  if (!d || d.deleted_at || !d.paused_at || d.pause_cause !== "transient") return { resumed: false, destination: d ?? null, nextProbeAt: null };
+  if (!d || d.deleted_at || !d.paused_at || d.pause_cause !== "transient")
+    return { resumed: false, destination: d ?? null, nextProbeAt: null };
   if (p.ok) {
     const health = setHealth(emptyHealth(), 2);
     await q.query(

@@ -18,7 +18,9 @@ export async function tryRetentionLock(q: Queryable): Promise<boolean> {
 export async function pruneAttempts(q: Queryable, retentionHours: number, batch: number): Promise<number> {
   const rows = await q.query<{ n: number }>(
     `WITH d AS (DELETE FROM attempts WHERE ctid IN (SELECT ctid FROM attempts WHERE started_at < ${cutoff} LIMIT $2) RETURNING 1)
-     SELECT count(*)::int AS n FROM d`, [retentionHours, batch]);
+     SELECT count(*)::int AS n FROM d`,
+    [retentionHours, batch],
+  );
   return rows[0]!.n;
 }
 
@@ -28,7 +30,9 @@ export async function pruneDeliveries(q: Queryable, retentionHours: number, batc
     `WITH d AS (DELETE FROM deliveries WHERE (destination_id, id) IN (
         SELECT destination_id, id FROM deliveries WHERE finished_at < ${cutoff} AND status IN ('delivered', 'discarded', 'dead') LIMIT $2)
       RETURNING 1)
-     SELECT count(*)::int AS n FROM d`, [retentionHours, batch]);
+     SELECT count(*)::int AS n FROM d`,
+    [retentionHours, batch],
+  );
   return rows[0]!.n;
 }
 
@@ -39,7 +43,9 @@ export async function pruneEvents(q: Queryable, retentionHours: number, batch: n
         SELECT e.id FROM events e WHERE e.created_at < ${cutoff}
            AND NOT EXISTS (SELECT 1 FROM deliveries dl WHERE dl.event_id = e.id) LIMIT $2)
       RETURNING 1)
-     SELECT count(*)::int AS n FROM d`, [retentionHours, batch]);
+     SELECT count(*)::int AS n FROM d`,
+    [retentionHours, batch],
+  );
   return rows[0]!.n;
 }
 
@@ -61,13 +67,15 @@ export async function discardHeldPastPausedRetention(q: Queryable): Promise<numb
         WHERE dl.destination_id = p.id AND dl.status IN ('queued', 'retry_scheduled')
           AND greatest(dl.created_at, p.paused_at) < now() - make_interval(hours => p.paused_retention_hours)
        RETURNING 1)
-     SELECT count(*)::int AS n FROM d`);
+     SELECT count(*)::int AS n FROM d`,
+  );
   return rows[0]!.n;
 }
 
 /** Idempotency keys older than 24 hours (the window a retried POST is recognised in). */
 export async function pruneIdempotencyKeys(q: Queryable): Promise<number> {
   const rows = await q.query<{ n: number }>(
-    `WITH d AS (DELETE FROM idempotency_keys WHERE created_at < now() - interval '24 hours' RETURNING 1) SELECT count(*)::int AS n FROM d`);
+    `WITH d AS (DELETE FROM idempotency_keys WHERE created_at < now() - interval '24 hours' RETURNING 1) SELECT count(*)::int AS n FROM d`,
+  );
   return rows[0]!.n;
 }

@@ -23,7 +23,10 @@ export async function inflightByDestination(q: Queryable): Promise<{ destination
  * and each group is classified by holdReason(). `quietDestinationIds`: those whose quiet window
  * is open now, worked out by the caller. Unheld deliveries are left out.
  */
-export async function heldByReason(q: Queryable, quietDestinationIds: string[] = []): Promise<{ reason: HoldReason; n: number; oldest_age_s: number }[]> {
+export async function heldByReason(
+  q: Queryable,
+  quietDestinationIds: string[] = [],
+): Promise<{ reason: HoldReason; n: number; oldest_age_s: number }[]> {
   const groups = await q.query<HoldFactsRow>(
     // at_cap and behind as in deliveries.ts's SELECT, worked out once per destination instead of
     // once per delivery: live leases per destination, and each ordered destination's first
@@ -56,8 +59,15 @@ export async function heldByReason(q: Queryable, quietDestinationIds: string[] =
   const byReason = new Map<HoldReason, { reason: HoldReason; n: number; oldest_age_s: number }>();
   for (const g of groups) {
     const reason = holdReason({
-      status: g.status, attempted: g.attempted, due: g.due, paused: g.paused, throttled: g.throttled,
-      quiet: g.quiet, behind: g.behind, atCap: g.at_cap, rateLimited: g.rate_limited,
+      status: g.status,
+      attempted: g.attempted,
+      due: g.due,
+      paused: g.paused,
+      throttled: g.throttled,
+      quiet: g.quiet,
+      behind: g.behind,
+      atCap: g.at_cap,
+      rateLimited: g.rate_limited,
     });
     if (reason === null) continue;
     const sum = byReason.get(reason);
@@ -99,7 +109,10 @@ export async function attemptTimes(q: Queryable, destinationId: string, since: D
 }
 
 /** The limits `sluice audit rate` checks a destination's attempts against, or null if there is no such destination. */
-export async function destinationLimits(q: Queryable, destinationId: string): Promise<{ rate_limit: RateLimit | null; max_concurrency: number } | null> {
+export async function destinationLimits(
+  q: Queryable,
+  destinationId: string,
+): Promise<{ rate_limit: RateLimit | null; max_concurrency: number } | null> {
   const rows = await q.query<{ rate_limit: RateLimit | null; max_concurrency: number }>(
     "SELECT rate_limit, max_concurrency FROM destinations WHERE id = $1",
     [destinationId],

@@ -22,20 +22,22 @@ export async function insertTenant(
   t: { id: string; name: string; alertEmail: string | null; isDefault?: boolean },
   apiKey: string,
 ): Promise<TenantRow> {
-  const rows = await q.query<TenantRow>(
-    "INSERT INTO tenants (id, name, alert_email, is_default) VALUES ($1, $2, $3, $4) RETURNING *",
-    [t.id, t.name, t.alertEmail, t.isDefault ?? false],
-  );
+  const rows = await q.query<TenantRow>("INSERT INTO tenants (id, name, alert_email, is_default) VALUES ($1, $2, $3, $4) RETURNING *", [
+    t.id,
+    t.name,
+    t.alertEmail,
+    t.isDefault ?? false,
+  ]);
   await addApiKey(q, t.id, apiKey);
   return rows[0]!;
 }
 
 /** Adds another API key (stored hashed) to a tenant; a key it already has is left as it is. */
 export async function addApiKey(q: Queryable, tenantId: string, apiKey: string): Promise<void> {
-  await q.query(
-    "INSERT INTO api_keys (key_hash, tenant_id) VALUES ($1, $2) ON CONFLICT (key_hash) DO NOTHING",
-    [hashKey(apiKey), tenantId],
-  );
+  await q.query("INSERT INTO api_keys (key_hash, tenant_id) VALUES ($1, $2) ON CONFLICT (key_hash) DO NOTHING", [
+    hashKey(apiKey),
+    tenantId,
+  ]);
 }
 
 /** The default tenant, or null before the first start of an API. */
@@ -45,10 +47,9 @@ export async function defaultTenant(q: Queryable): Promise<TenantRow | null> {
 
 /** The tenant owning an API key, or null. */
 export async function tenantByKey(q: Queryable, apiKey: string): Promise<TenantRow | null> {
-  const rows = await q.query<TenantRow>(
-    "SELECT t.* FROM api_keys k JOIN tenants t ON t.id = k.tenant_id WHERE k.key_hash = $1",
-    [hashKey(apiKey)],
-  );
+  const rows = await q.query<TenantRow>("SELECT t.* FROM api_keys k JOIN tenants t ON t.id = k.tenant_id WHERE k.key_hash = $1", [
+    hashKey(apiKey),
+  ]);
   return rows[0] ?? null;
 }
 
