@@ -18,14 +18,7 @@ export interface DestinationConfig {
   max_concurrency: number;
   ordered: boolean;
   rate_limit: { max_per_second?: number; max_per_minute?: number; burst_capacity?: number } | null;
-  delivery_schedule: {
-    timezone: string;
-    quiet_start: string;
-    quiet_end: string;
-    days?: string[];
-    applies_to?: string[];
-    bypass_event_types?: string[];
-  } | null;
+  delivery_schedule: DeliverySchedule | null;
   retry_schedule_seconds: number[];
   throttle_schedule_seconds: number[];
   probe_interval_seconds: number;
