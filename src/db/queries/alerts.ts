@@ -4,7 +4,10 @@ import { jsonRows } from "../json-rows.js";
 // The alerts outbox (see alerts/alerts.ts): rows recorded in the transaction of a health
 // transition, then taken (row-locked, SKIP LOCKED) by one worker to publish and to e-mail.
 
-export type AlertType = "destination.degraded" | "destination.paused" | "destination.resumed";
+import type { AlertTypeName } from "../../policy/statuses.js";
+
+/** The alert types, named once in policy/statuses.ts. */
+export type AlertType = AlertTypeName;
 
 export interface AlertPayload {
   destination_id: string;
