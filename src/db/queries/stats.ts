@@ -1,8 +1,8 @@
 import type { Queryable } from "../db.js";
 import type { DeliverySchedule } from "../../policy/quiet-hours.js";
 import type { RateLimit } from "../../policy/token-bucket.js";
-import { holdReason } from "../../policy/hold-reason.js";
-import type { HoldReason, WaitingStatus } from "../../policy/statuses.js";
+import { holdReason, type HoldFacts } from "../../policy/hold-reason.js";
+import type { HoldReason } from "../../policy/statuses.js";
 
 // Read-only aggregates for metrics and audits, and the readiness probe.
 
@@ -27,7 +27,8 @@ export async function heldByReason(
   q: Queryable,
   quietDestinationIds: string[] = [],
 ): Promise<{ reason: HoldReason; n: number; oldest_age_s: number }[]> {
-  const groups = await q.query<HoldFactsRow>(
+  // Columns named as HoldFacts' fields: each group row is classified as it comes.
+  const groups = await q.query<HoldFacts & { n: number; oldest_age_s: number }>(
     // at_cap and behind as in deliveries.ts's SELECT, worked out once per destination instead of
     // once per delivery: live leases per destination, and each ordered destination's first
     // unfinished delivery (every later waiting one is behind it).
@@ -45,8 +46,8 @@ export async function heldByReason(
             d.paused_at IS NOT NULL AS paused, coalesce(d.throttled_until > now(), false) AS throttled,
             (dl.quiet_hold AND dl.destination_id = ANY($1::text[])) AS quiet,
             coalesce((f.occurred_at, f.id) < (dl.occurred_at, dl.id), false) AS behind,
-            coalesce(c.n, 0) >= CASE WHEN d.ordered THEN 1 ELSE least(d.max_concurrency, coalesce(d.ramp_limit, d.max_concurrency)) END AS at_cap,
-            d.rate_limited,
+            coalesce(c.n, 0) >= CASE WHEN d.ordered THEN 1 ELSE least(d.max_concurrency, coalesce(d.ramp_limit, d.max_concurrency)) END AS "atCap",
+            d.rate_limited AS "rateLimited",
             count(*)::int AS n, coalesce(max(extract(epoch FROM now() - dl.created_at)), 0)::float8 AS oldest_age_s
        FROM deliveries dl
        JOIN destinations d ON d.id = dl.destination_id
@@ -58,17 +59,7 @@ export async function heldByReason(
   );
   const byReason = new Map<HoldReason, { reason: HoldReason; n: number; oldest_age_s: number }>();
   for (const g of groups) {
-    const reason = holdReason({
-      status: g.status,
-      attempted: g.attempted,
-      due: g.due,
-      paused: g.paused,
-      throttled: g.throttled,
-      quiet: g.quiet,
-      behind: g.behind,
-      atCap: g.at_cap,
-      rateLimited: g.rate_limited,
-    });
+    const reason = holdReason(g);
     if (reason === null) continue;
     const sum = byReason.get(reason);
     if (sum) {
@@ -79,20 +70,6 @@ export async function heldByReason(
     }
   }
   return [...byReason.values()];
-}
-
-interface HoldFactsRow {
-  status: WaitingStatus;
-  attempted: boolean;
-  due: boolean;
-  paused: boolean;
-  throttled: boolean;
-  quiet: boolean;
-  behind: boolean;
-  at_cap: boolean;
-  rate_limited: boolean;
-  n: number;
-  oldest_age_s: number;
 }
 
 export interface AttemptTime {
