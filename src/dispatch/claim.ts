@@ -63,7 +63,6 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
     let budget = opts.capacity;
     const grants: Grant[] = [];
     const buckets = new Map<string, Bucket[]>();
-    const tokenLimited = new Set<string>();
     /** Free slots and whole tokens each rate-limited destination had at this claim. */
     const shaped = new Map<string, { slots: number; tokens: number }>();
     const quiet = new Map<string, QuietWindow>();
@@ -84,7 +83,6 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
       const slots = Math.min(slotsFree(gateInput(d, d.inflight)), opts.grantCap);
       // Tokens are spent in this transaction, so the limit holds across every worker process.
       const tokens = b.length ? available(b, statesOf(b, d.bucket_state), d.now.getTime(), slots) : slots;
-      if (tokens < slots) tokenLimited.add(d.id);
       if (b.length) shaped.set(d.id, { slots, tokens });
       const n = Math.min(tokens, budget);
       if (n <= 0) continue;
@@ -155,7 +153,7 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
         }
       }
       const nextTokenMs = b.length ? nextTokenAtMs(b, spent, nowMs) : null;
-      const rateLimited = rateLimitFinding(d, shaped.get(d.id), n, hadGrant.has(d.id), tokenLimited.has(d.id), nextWaitingMs);
+      const rateLimited = rateLimitFinding(d, shaped.get(d.id), n, hadGrant.has(d.id), nextWaitingMs);
       let at = nextReadyAt({ ...input, nextWaitingMs, nextLeaseExpiryMs, nextTokenMs });
       // A publish that commits while we hold this row added deliveries we cannot see, and it saw
       // the row as ready already, so it left ready_at to us: pushing ready_at past the next
@@ -167,7 +165,7 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
         at = at === null ? nowMs + IDLE_RECHECK_MS : Math.min(at, nowMs + IDLE_RECHECK_MS);
         idleRecheck = true;
       }
-      noteTransitions(result, d, rateLimited, quietHolding, win ?? null, win ? null : heldUntilNow(d));
+      noteTransitions(result, d, rateLimited, quietHolding, win ?? null);
       return {
         id: d.id,
         readyAt: at === null ? null : new Date(at),
@@ -205,21 +203,22 @@ function rateLimitFinding(
   shaped: { slots: number; tokens: number } | undefined,
   granted: number,
   hadGrant: boolean,
-  tokenLimited: boolean,
   nextWaitingMs: number | null,
 ): boolean {
   if (!shaped) return false;
   if (d.ordered ? granted > 0 : !hadGrant) return d.rate_limited;
   const dueLeft = nextWaitingMs !== null && nextWaitingMs <= d.now.getTime();
   if (!dueLeft) return false;
-  if (tokenLimited) return true;
+  // The buckets cut the grant: fewer whole tokens than free slots.
+  if (shaped.tokens < shaped.slots) return true;
   const undecided = shaped.slots === 0 || (granted > 0 && granted === shaped.tokens);
   return undecided ? d.rate_limited : false;
 }
 
 /**
  * Records the hold flags this claim changes; the row lock makes it the only claim that sees the
- * change. `open`: the quiet window open now; `ended`: the one whose end woke this claim.
+ * change (ingest sets quiet_holding too, when it parks deliveries in an open window). `open`: the
+ * quiet window open now.
  */
 function noteTransitions(
   result: ClaimResult,
@@ -227,25 +226,23 @@ function noteTransitions(
   rateLimited: boolean,
   quietHolding: boolean,
   open: QuietWindow | null = null,
-  ended: QuietWindow | null = null,
 ): void {
   if (rateLimited !== d.rate_limited) result.transitions.push({ kind: "rate_limited", destination: d, holding: rateLimited });
-  if (quietHolding !== d.quiet_holding) {
-    const until = quietHolding && open ? new Date(open.endMs) : null;
-    result.transitions.push({ kind: "quiet_hours", destination: d, holding: quietHolding, until, ...(ended ? { window: ended } : {}) });
-  } else if (!quietHolding && ended) {
-    // Deliveries published into an open window hold without a claim (ingest sets ready_at to the
-    // window's end), so no claim saw the hold begin: this one, woken by the window's end, reports the release.
-    result.transitions.push({ kind: "quiet_hours", destination: d, holding: false, until: null, window: ended });
+  if (quietHolding === d.quiet_holding) return;
+  if (quietHolding) {
+    result.transitions.push({ kind: "quiet_hours", destination: d, holding: true, until: open ? new Date(open.endMs) : null });
+    return;
   }
+  const ended = endedWindow(d);
+  result.transitions.push({ kind: "quiet_hours", destination: d, holding: false, until: null, ...(ended ? { window: ended } : {}) });
 }
 
 /**
- * The quiet window this claim was woken at the end of, if that is why it is ready: ready_at is
- * set to a window's end exactly (by ingest or a claim) only when the window held deliveries.
+ * On a release: the quiet window whose end woke this claim, for the log line (a held destination
+ * sleeps until its window's end exactly, so ready_at names it); null if it was released otherwise.
  */
-function heldUntilNow(d: ClaimedDestination): QuietWindow | null {
-  if (!d.delivery_schedule || !d.ready_at || d.has_waiting !== true) return null;
+function endedWindow(d: ClaimedDestination): QuietWindow | null {
+  if (!d.delivery_schedule || !d.ready_at) return null;
   const endMs = d.ready_at.getTime();
   const w = currentQuietWindow(d.delivery_schedule, endMs - 1);
   return w && w.endMs === endMs ? w : null;
