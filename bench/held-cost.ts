@@ -16,7 +16,7 @@
 //      publishes it while timing: first publish → last arrival, latency from each batch's publish.)
 import type pg from "pg";
 import { DateTime } from "luxon";
-import { connect, deliveriesByStatus, diffStats, tableStats } from "./pg.js";
+import { connect, deliveriesByStatus, diffStats, tableStats, withDatabase } from "./pg.js";
 import { CpuSampler, sleep, waitQuiet } from "./procs.js";
 import type { Receiver } from "./receiver.js";
 import { cpuPct, dbWorkTable, fmt, mark, rates, ratio, table } from "./report.js";
@@ -98,6 +98,35 @@ export interface HeldSpec {
 }
 
 export type HeldRunOutcome = Awaited<ReturnType<typeof heldRun>>;
+
+/**
+ * The runs of a held-cost bench in `order`, each on a fresh database `<name>_<run>` of
+ * `serverUrl`: A with the active destinations only, B with `held` beside them. `describeB` says
+ * what run B adds, for the progress line; logs go to `<name>-<run>[-<n>]` under `logPrefix`.
+ */
+export async function heldRuns(o: {
+  name: string;
+  serverUrl: string;
+  order: readonly ("A" | "B")[];
+  held: HeldSpec;
+  describeB: string;
+  logPrefix: (name: string) => string;
+  run: Omit<Parameters<typeof heldRun>[0], "label" | "url" | "held" | "logPrefix">;
+}): Promise<HeldRunOutcome[]> {
+  const runs: HeldRunOutcome[] = [];
+  for (const [i, run] of o.order.entries()) {
+    const pilot = o.order.lastIndexOf(run) !== i ? " (pilot)" : "";
+    process.stderr.write(`\n▶ run ${run}${pilot}: ${run === "A" ? "active destinations only" : o.describeB}\n`);
+    const logName = `${o.name.replace(/_/g, "-")}-${run}${o.order.length > 2 ? `-${i + 1}` : ""}`;
+    const r = await withDatabase(o.serverUrl, `${o.name}_${run.toLowerCase()}`, (url) =>
+      heldRun({ ...o.run, label: run, url, held: run === "B" ? o.held : null, logPrefix: o.logPrefix(logName) }),
+    );
+    runs.push(r);
+    const p99 = r.latencyMs ? `, p99 ${fmt(r.latencyMs.p99)} ms` : "";
+    process.stderr.write(`  run ${r.label}: ${fmt(r.received)}/${fmt(r.expected)} received, ${fmt(r.deliveriesPerSec)}/s${p99}\n`);
+  }
+  return runs;
+}
 
 export async function heldRun(o: {
   label: string;

@@ -10,11 +10,11 @@
 // Each run is bench/held-cost.ts's, with the throttled destination as the held one and the
 // healthy workload timed from its first publish.
 // Usage: npm run bench:isolation [-- --quick | --destinations 1000 --healthy-events 100000 --backlog 100000 --workers 2]
-import { postmasterPid, withDatabase } from "./pg.js";
+import { postmasterPid } from "./pg.js";
 import { parseFlags, runBench } from "./procs.js";
 import { Receiver } from "./receiver.js";
 import { benchStart, cpuPct, dbWorkTable, fmt, mark, ratio, table } from "./report.js";
-import { BATCH, heldRun, type HeldRunOutcome } from "./held-cost.js";
+import { BATCH, heldRuns, type HeldRunOutcome } from "./held-cost.js";
 
 async function main(): Promise<void> {
   const f = parseFlags("npm run bench:isolation", {
@@ -52,36 +52,25 @@ async function main(): Promise<void> {
   const { server, settings } = await bench.postgres(fsync);
   const receiver = await Receiver.start(bench.log("isolation-receiver.log"), { retryAfter });
 
-  const runs: HeldRunOutcome[] = [];
-  for (const run of ["A", "B"] as const) {
-    const dbName = `isolation_${run.toLowerCase()}`;
-    process.stderr.write(
-      `\n▶ run ${run}: ${run === "A" ? "baseline, healthy destinations only" : `with a throttled destination holding ${fmt(backlog)} deliveries`}\n`,
-    );
-    runs.push(
-      await withDatabase(server.url, dbName, (url) =>
-        heldRun({
-          label: run,
-          url,
-          receiver,
-          active: healthy,
-          activeEvents: healthyEvents,
-          workers,
-          warmup,
-          timeoutMs,
-          waitQuietMs,
-          timed: { publishRate },
-          held: run === "B" ? { kind: "throttled", destinations: 1, perDestination: backlog } : null,
-          logPrefix: bench.log(`isolation-${run}`),
-          postmaster: () => postmasterPid(server.dataDir),
-        }),
-      ),
-    );
-    const r = runs[runs.length - 1]!;
-    process.stderr.write(
-      `  run ${r.label}: ${fmt(r.received)}/${fmt(r.expected)} received, ${fmt(r.deliveriesPerSec)}/s, p99 ${fmt(r.latencyMs?.p99)} ms\n`,
-    );
-  }
+  const runs = await heldRuns({
+    name: "isolation",
+    serverUrl: server.url,
+    order: ["A", "B"],
+    held: { kind: "throttled", destinations: 1, perDestination: backlog },
+    describeB: `with a throttled destination holding ${fmt(backlog)} deliveries`,
+    logPrefix: bench.log,
+    run: {
+      receiver,
+      active: healthy,
+      activeEvents: healthyEvents,
+      workers,
+      warmup,
+      timeoutMs,
+      waitQuietMs,
+      timed: { publishRate },
+      postmaster: () => postmasterPid(server.dataDir),
+    },
+  });
 
   const [a, b] = runs as [HeldRunOutcome, HeldRunOutcome];
   const tputRatio = ratio(b.deliveriesPerSec, a.deliveriesPerSec);

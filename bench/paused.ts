@@ -6,11 +6,11 @@
 // Target: active throughput with/without ≥ 0.95; the paused destinations get no request and keep
 // their backlog queued.
 // Usage: npm run bench:paused [-- --quick | --destinations 1000 --paused 100 --held-per-destination 1000 --active-events 90000]
-import { postmasterPid, withDatabase } from "./pg.js";
+import { postmasterPid } from "./pg.js";
 import { parseFlags, runBench } from "./procs.js";
 import { Receiver } from "./receiver.js";
 import { benchStart, fmt } from "./report.js";
-import { BATCH, heldRun, parseRunOrder, printComparison, type HeldRunOutcome } from "./held-cost.js";
+import { BATCH, heldRuns, parseRunOrder, printComparison } from "./held-cost.js";
 
 async function main(): Promise<void> {
   const f = parseFlags("npm run bench:paused", {
@@ -52,33 +52,15 @@ async function main(): Promise<void> {
   const { server, settings } = await bench.postgres(fsync);
   const receiver = await Receiver.start(bench.log("paused-receiver.log"));
 
-  const runs: HeldRunOutcome[] = [];
-  for (const [i, run] of runOrder.entries()) {
-    const dbName = `paused_${run.toLowerCase()}`;
-    process.stderr.write(
-      `\n▶ run ${run}${runOrder.lastIndexOf(run) !== i ? " (pilot)" : ""}: ${run === "A" ? "active destinations only" : `+ ${fmt(paused)} paused holding ${fmt(paused * perDestination)}`}\n`,
-    );
-    runs.push(
-      await withDatabase(server.url, dbName, (url) =>
-        heldRun({
-          label: run,
-          url,
-          receiver,
-          active,
-          activeEvents,
-          workers,
-          warmup,
-          timeoutMs,
-          waitQuietMs,
-          held: run === "B" ? { kind: "paused", destinations: paused, perDestination, timezone: "UTC", windowHours: 0 } : null,
-          logPrefix: bench.log(`paused-${run}${runOrder.length > 2 ? `-${i + 1}` : ""}`),
-          postmaster: () => postmasterPid(server.dataDir),
-        }),
-      ),
-    );
-    const r = runs[runs.length - 1]!;
-    process.stderr.write(`  run ${r.label}: ${fmt(r.received)}/${fmt(r.expected)} received, ${fmt(r.deliveriesPerSec)}/s\n`);
-  }
+  const runs = await heldRuns({
+    name: "paused",
+    serverUrl: server.url,
+    order: runOrder,
+    held: { kind: "paused", destinations: paused, perDestination, timezone: "UTC", windowHours: 0 },
+    describeB: `+ ${fmt(paused)} paused holding ${fmt(paused * perDestination)}`,
+    logPrefix: bench.log,
+    run: { receiver, active, activeEvents, workers, warmup, timeoutMs, waitQuietMs, postmaster: () => postmasterPid(server.dataDir) },
+  });
   const verdict = printComparison(out, runs, `${fmt(paused)} paused`);
   out(
     `notes: only delivery is timed — the active workload is published with one deliver_at after publishing ends, so every active ` +

@@ -22,7 +22,7 @@ import { parseFlags, runBench, sleep, waitQuiet } from "./procs.js";
 import { Receiver } from "./receiver.js";
 import { benchStart, fmt, mark, table } from "./report.js";
 import { SluiceCluster } from "./sluice.js";
-import { BATCH, heldRun, parseRunOrder, printComparison, wallTime, type HeldRunOutcome } from "./held-cost.js";
+import { BATCH, heldRuns, parseRunOrder, printComparison, wallTime, type HeldRunOutcome } from "./held-cost.js";
 
 // ---- drain ---------------------------------------------------------------------------------------
 
@@ -335,32 +335,17 @@ async function main(): Promise<void> {
   let comparison: ReturnType<typeof printComparison> | null = null;
   if (part !== "drain") {
     const receiver = await Receiver.start(bench.log("quiet-cost-receiver.log"));
-    for (const [i, run] of runOrder.entries()) {
-      const dbName = `quiet_cost_${run.toLowerCase()}`;
-      process.stderr.write(
-        `\n▶ cost run ${run}${runOrder.lastIndexOf(run) !== i ? " (pilot)" : ""}: ${run === "A" ? "active destinations only" : `+ ${fmt(quietDestinations)} in quiet hours`}\n`,
-      );
-      runs.push(
-        await withDatabase(server.url, dbName, (url) =>
-          heldRun({
-            label: run,
-            url,
-            receiver,
-            active,
-            activeEvents,
-            workers,
-            warmup,
-            timeoutMs,
-            waitQuietMs,
-            held: run === "B" ? { kind: "quiet", destinations: quietDestinations, perDestination, timezone: zone, windowHours: 3 } : null,
-            logPrefix: bench.log(`quiet-cost-${run}${runOrder.length > 2 ? `-${i + 1}` : ""}`),
-            postmaster: () => postmasterPid(server.dataDir),
-          }),
-        ),
-      );
-      const r = runs[runs.length - 1]!;
-      process.stderr.write(`  run ${r.label}: ${fmt(r.received)}/${fmt(r.expected)} received, ${fmt(r.deliveriesPerSec)}/s\n`);
-    }
+    runs.push(
+      ...(await heldRuns({
+        name: "quiet_cost",
+        serverUrl: server.url,
+        order: runOrder,
+        held: { kind: "quiet", destinations: quietDestinations, perDestination, timezone: zone, windowHours: 3 },
+        describeB: `+ ${fmt(quietDestinations)} in quiet hours`,
+        logPrefix: bench.log,
+        run: { receiver, active, activeEvents, workers, warmup, timeoutMs, waitQuietMs, postmaster: () => postmasterPid(server.dataDir) },
+      })),
+    );
     out(`\n── cost: ${fmt(active)} active destinations, with and without ${fmt(quietDestinations)} in quiet hours`);
     comparison = printComparison(out, runs, `${fmt(quietDestinations)} quiet`);
   }

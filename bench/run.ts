@@ -8,16 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir, totalmem, hostname, release } from "node:os";
 import { join, resolve } from "node:path";
 import { setupGraphile } from "./baseline-graphile.js";
-import {
-  connect,
-  deliveriesByStatus,
-  dropDatabase,
-  postmasterPid,
-  recreateDatabase,
-  serverSettings,
-  startPostgres,
-  PgActivitySampler,
-} from "./pg.js";
+import { connect, deliveriesByStatus, postmasterPid, withDatabase, serverSettings, startPostgres, PgActivitySampler } from "./pg.js";
 import { cleanup, CpuSampler, machineBusyPct, parseFlags, runBench, waitQuiet } from "./procs.js";
 import { Receiver } from "./receiver.js";
 import { comparisonTable, deriveFigures, describeRun, writeJson, type RunResult, type Scenario, type System } from "./report.js";
@@ -411,10 +402,8 @@ async function main(): Promise<void> {
   for (const scenario of serverScenarios) {
     const delayMs = scenario === "50ms" ? 50 : 0;
     if (!skipSluice) {
-      const sluiceDb = `sluice_${scenario}`;
-      const databaseUrl = await recreateDatabase(server!.url, sluiceDb);
-      record(
-        await measure({
+      const result = await withDatabase(server!.url, `sluice_${scenario}`, (databaseUrl) =>
+        measure({
           ...common,
           system: "sluice",
           scenario,
@@ -435,13 +424,11 @@ async function main(): Promise<void> {
             }),
         }),
       );
-      await dropDatabase(server!.url, sluiceDb);
+      record(result);
     }
     if (skipBaseline) continue;
-    const gwDb = `graphile_${scenario}`;
-    const databaseUrl = await recreateDatabase(server!.url, gwDb);
-    record(
-      await measure({
+    const result = await withDatabase(server!.url, `graphile_${scenario}`, (databaseUrl) =>
+      measure({
         ...common,
         system: "graphile-worker",
         scenario,
@@ -462,7 +449,7 @@ async function main(): Promise<void> {
           }),
       }),
     );
-    await dropDatabase(server!.url, gwDb);
+    record(result);
   }
   if (server) await cleanup(); // nothing else on the machine during the embedded run
 
