@@ -13,6 +13,7 @@ const LAYERS = [
   ["errors.ts", 0],
   ["ids.ts", 0],
   ["policy/", 0],
+  ["schemas/", 0],
   ["config.ts", 1],
   ["logger.ts", 1],
   ["db/", 2],
@@ -27,7 +28,7 @@ const LAYERS = [
   ["cli/", 6],
 ];
 const NAMES = [
-  "policy, errors, ids",
+  "policy, schemas, errors, ids",
   "config, logger",
   "db",
   "metrics",

@@ -11,5 +11,9 @@ export interface ThrowawayPostgres {
   restart(): Promise<void>;
 }
 /** fsync: durable against a machine crash (slow). crashSafe: acknowledged commits survive crash() (synchronous_commit on). */
-export function startThrowawayPostgres(opts?: { fsync?: boolean; crashSafe?: boolean; log?: (line: string) => void }): Promise<ThrowawayPostgres>;
+export function startThrowawayPostgres(opts?: {
+  fsync?: boolean;
+  crashSafe?: boolean;
+  log?: (line: string) => void;
+}): Promise<ThrowawayPostgres>;
 export function waitForChild(child: import("node:child_process").ChildProcess, errorPrefix: string, errorCode: number): Promise<number>;

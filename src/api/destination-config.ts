@@ -1,10 +1,9 @@
 import { IANAZone } from "luxon";
 import type { FieldError } from "../errors.js";
-import type { DestinationConfig } from "../db/queries/destinations.js";
 import { literalHostRefusal, type NetworkPolicy } from "../delivery/network-guard.js";
 import { DEFAULT_RETRY_SCHEDULE_SECONDS } from "../policy/retry-schedule.js";
 import { DEFAULT_THROTTLE_SCHEDULE_SECONDS } from "../policy/throttle.js";
-import type { DestinationCreate, DestinationPatch } from "./schemas.js";
+import type { DestinationConfig, DestinationCreate, DestinationPatch } from "../schemas/destinations.js";
 
 // Destination config: defaults and the checks JSON Schema cannot express. Refused values never
 // reach the database (a rejected request writes nothing).

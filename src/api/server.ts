@@ -9,7 +9,8 @@ import { ping } from "../db/queries/stats.js";
 import type { ApiContext } from "./context.js";
 import { registerAuth } from "./auth.js";
 import { tenantRoutes } from "./routes/tenants.js";
-import { TIME_OF_DAY, EVENT_TYPE, EVENT_TYPE_PATTERN, URL_PATTERN, SECRET_PATTERN } from "./schemas.js";
+import { TIME_OF_DAY, EVENT_TYPE, EVENT_TYPE_PATTERN, URL_PATTERN, SECRET_PATTERN } from "../schemas/common.js";
+import { addNamedSchemas, openApiDocument } from "./openapi.js";
 import { destinationRoutes } from "./routes/destinations.js";
 import { eventRoutes } from "./routes/events.js";
 import { deliveryRoutes } from "./routes/deliveries.js";
@@ -47,13 +48,11 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === "body" ? bodyAjv : paramAjv).compile(schema));
 
   await app.register(swagger, {
-    openapi: {
-      openapi: "3.0.3",
-      info: { title: "Sluice API", version: ctx.version, description: "Outbound webhooks with per-destination flow control" },
-      components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
-      security: [{ bearer: [] }],
-    },
+    openapi: openApiDocument(ctx.version),
+    // Named schemas keep their names (components/schemas/Destination, not def-3).
+    refResolver: { buildLocalReference: (json, _base, _fragment, i) => (typeof json.$id === "string" ? json.$id : `def-${i}`) },
   });
+  addNamedSchemas(app);
 
   app.setErrorHandler((err: FastifyError, _req, reply) => {
     const { status, body } = toErrorBody(err);
@@ -107,6 +106,10 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     });
   }
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+  // The API reference (Scalar), rendered in the browser from /openapi.json; its script is served
+  // from the package, not a CDN. Imported here so worker-only processes never load it.
+  const { default: apiReference } = await import("@scalar/fastify-api-reference");
+  await app.register(apiReference, { routePrefix: "/docs", configuration: { url: "/openapi.json", pageTitle: "Sluice API reference" } });
 
   await app.register(tenantRoutes(ctx));
   await app.register(destinationRoutes(ctx));
@@ -205,6 +208,10 @@ function fieldError(v: AjvLikeError, part?: string): FieldError {
   if (v.keyword === "additionalProperties") {
     const f = String(v.params.additionalProperty);
     return { field: prefix + (path ? `${path}.${f}` : f), message: "is not a known field; check its spelling against the API reference" };
+  }
+  if (v.keyword === "enum") {
+    const allowed = (v.params.allowedValues as unknown[]).map(String).join(", ");
+    return { field: prefix + (path || "body"), message: `must be one of: ${allowed}` };
   }
   if (v.keyword === "minProperties") return { field: prefix + (path || "body"), message: "must set at least one field" };
   if (v.keyword === "pattern") {

@@ -21,14 +21,9 @@
 import { DateTime, IANAZone } from "luxon";
 import { matchesEventType } from "./event-match.js";
 
-export interface DeliverySchedule {
-  timezone: string;
-  quiet_start: string;
-  quiet_end: string;
-  days?: string[];
-  applies_to?: string[];
-  bypass_event_types?: string[];
-}
+import type { DeliverySchedule } from "../schemas/destinations.js";
+
+export type { DeliverySchedule };
 
 export interface QuietWindow {
   startMs: number;
@@ -42,7 +37,8 @@ export interface LocalDate {
   day: number;
 }
 
-const DAY_NAMES = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"] as const;
+/** The days a quiet window may start on (`days`), Monday first. */
+export const DAY_NAMES = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"] as const;
 const MS_PER_MINUTE = 60_000;
 const MS_PER_HOUR = 3_600_000;
 /** Farther from UTC than any zone's offset (UTC-12 .. UTC+14) plus slack. */

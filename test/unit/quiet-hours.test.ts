@@ -4,6 +4,7 @@ import fc from "fast-check";
 import { DateTime, Settings } from "luxon";
 import {
   scheduleApplies,
+  DAY_NAMES,
   currentQuietWindow,
   nextQuietStartMs,
   releaseAtMs,
@@ -42,7 +43,6 @@ const ZONES = [
   "Pacific/Chatham",
   "Pacific/Kiritimati",
 ] as const;
-const DAY_NAMES = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
 const DAY_MS = 86_400_000;
 
 const formatters = new Map<string, Intl.DateTimeFormat>();
@@ -183,7 +183,7 @@ function scheduleArb(zone: string): fc.Arbitrary<DeliverySchedule> {
       qe: wallTimeArb(zone),
       sSec: fc.boolean(),
       eSec: fc.boolean(),
-      days: fc.option(fc.subarray(DAY_NAMES, { minLength: 1 }), { nil: undefined }),
+      days: fc.option(fc.subarray([...DAY_NAMES], { minLength: 1 }), { nil: undefined }),
     })
     .filter((r) => r.qs !== r.qe)
     .map((r) => {

@@ -1,11 +1,14 @@
 import type { FastifyInstance } from "fastify";
-import type { Static } from "@sinclair/typebox";
+import { Type, type Static } from "@sinclair/typebox";
 import type { ApiContext } from "../context.js";
 import { ConflictError, NotFoundError } from "../../errors.js";
 import { getDelivery, listDeliveries, listAttempts, requeueDelivery } from "../../db/queries/deliveries.js";
 import { lockDestination } from "../../db/queries/destinations.js";
 import { WORK_CHANNEL } from "../../db/channels.js";
-import { DeliveryListQuery, IdParams } from "../schemas.js";
+import { IdParams, Page } from "../../schemas/common.js";
+import { Delivery, DeliveryListQuery } from "../../schemas/deliveries.js";
+import { Attempt } from "../../schemas/destinations.js";
+import { answers } from "../openapi.js";
 import { deliveryView, attemptView, decodeCursor, page } from "../serialize.js";
 import { badCursor } from "./destinations.js";
 import { WAITING_STATUSES, type ApiDeliveryStatus, type DeliveryStatus } from "../../policy/statuses.js";
@@ -23,10 +26,19 @@ const STORED: Record<ApiDeliveryStatus, readonly DeliveryStatus[]> = {
 
 export function deliveryRoutes(ctx: ApiContext) {
   const tags = ["deliveries"];
+  const One = Type.Ref(Delivery);
   return async (app: FastifyInstance) => {
     app.get<{ Querystring: Static<typeof DeliveryListQuery> }>(
       "/v1/deliveries",
-      { schema: { querystring: DeliveryListQuery, tags } },
+      {
+        schema: {
+          operationId: "listDeliveries",
+          summary: "List deliveries, newest first",
+          tags,
+          querystring: DeliveryListQuery,
+          response: answers({ 200: Page(One) }),
+        },
+      },
       async (req) => {
         const before = decodeCursor(req.query.cursor);
         if (before === undefined) throw badCursor();
@@ -51,22 +63,46 @@ export function deliveryRoutes(ctx: ApiContext) {
       },
     );
 
-    app.get<{ Params: Static<typeof IdParams> }>("/v1/deliveries/:id", { schema: { params: IdParams, tags } }, async (req) => {
-      const d = await getDelivery(ctx.db, req.tenant.id, req.params.id);
-      if (!d) throw new NotFoundError("delivery", req.params.id);
-      return deliveryView(d);
-    });
+    app.get<{ Params: Static<typeof IdParams> }>(
+      "/v1/deliveries/:id",
+      { schema: { operationId: "getDelivery", summary: "Get a delivery", tags, params: IdParams, response: answers({ 200: One }, [404]) } },
+      async (req) => {
+        const d = await getDelivery(ctx.db, req.tenant.id, req.params.id);
+        if (!d) throw new NotFoundError("delivery", req.params.id);
+        return deliveryView(d);
+      },
+    );
 
-    app.get<{ Params: Static<typeof IdParams> }>("/v1/deliveries/:id/attempts", { schema: { params: IdParams, tags } }, async (req) => {
-      const d = await getDelivery(ctx.db, req.tenant.id, req.params.id);
-      if (!d) throw new NotFoundError("delivery", req.params.id);
-      const attempts = await listAttempts(ctx.db, d.destination_id, d.id);
-      return { data: attempts.map(attemptView), next_cursor: null };
-    });
+    app.get<{ Params: Static<typeof IdParams> }>(
+      "/v1/deliveries/:id/attempts",
+      {
+        schema: {
+          operationId: "listDeliveryAttempts",
+          summary: "A delivery's attempts, first to last",
+          tags,
+          params: IdParams,
+          response: answers({ 200: Page(Type.Ref(Attempt)) }, [404]),
+        },
+      },
+      async (req) => {
+        const d = await getDelivery(ctx.db, req.tenant.id, req.params.id);
+        if (!d) throw new NotFoundError("delivery", req.params.id);
+        const attempts = await listAttempts(ctx.db, d.destination_id, d.id);
+        return { data: attempts.map(attemptView), next_cursor: null };
+      },
+    );
 
     app.post<{ Params: Static<typeof IdParams> }>(
       "/v1/deliveries/:id/retry",
-      { schema: { params: IdParams, tags } },
+      {
+        schema: {
+          operationId: "retryDelivery",
+          summary: "Queue a dead or discarded delivery again",
+          tags,
+          params: IdParams,
+          response: answers({ 202: One }, [404, 409]),
+        },
+      },
       async (req, reply) => {
         const out = await ctx.db.tx(async (q) => {
           const d = await getDelivery(q, req.tenant.id, req.params.id);

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import type { Static } from "@sinclair/typebox";
+import { Type, type Static } from "@sinclair/typebox";
 import type { ApiContext } from "../context.js";
 import { destinationTimeline } from "../../db/queries/deliveries.js";
 import { alertInput, recordAlerts, type AlertInput } from "../../alerts/alerts.js";
@@ -24,16 +24,19 @@ import {
 } from "../../db/queries/destinations.js";
 import type { Queryable } from "../../db/db.js";
 import { WORK_CHANNEL } from "../../db/channels.js";
+import { IdParams, ListQuery, Page } from "../../schemas/common.js";
 import {
+  AttemptTimeline,
+  Destination,
   DestinationCreate,
   DestinationPatch,
-  IdParams,
-  ListQuery,
+  DestinationSecret,
   PauseBody,
   ResumeBody,
   RotateSecretBody,
   TimelineQuery,
-} from "../schemas.js";
+} from "../../schemas/destinations.js";
+import { answers, BODY_ERRORS } from "../openapi.js";
 import { withDefaults, applyPatch, checkDestinationConfig } from "../destination-config.js";
 import { destinationView, decodeCursor, page, attemptView } from "../serialize.js";
 
@@ -42,6 +45,8 @@ const DEFAULT_ROTATION_GRACE_SECONDS = 24 * 3600;
 
 export function destinationRoutes(ctx: ApiContext) {
   const tags = ["destinations"];
+  const One = Type.Ref(Destination);
+  const Secret = Type.Ref(DestinationSecret);
 
   async function view(q: Queryable, row: DestinationRow, withSecret = false) {
     const counts = await destinationCounts(q, [row.id]);
@@ -55,47 +60,104 @@ export function destinationRoutes(ctx: ApiContext) {
   }
 
   return async (app: FastifyInstance) => {
-    app.post<{ Body: DestinationCreate }>("/v1/destinations", { schema: { body: DestinationCreate, tags } }, async (req, reply) => {
-      const config = withDefaults(req.body);
-      const problems = checkDestinationConfig(config, networkPolicy(ctx));
-      if (problems.length)
-        throw new ValidationError(`Invalid destination: ${problems.map((p) => `${p.field} ${p.message}`).join("; ")}`, problems);
-      const secrets: SecretEntry[] = [{ secret: req.body.secret ?? generateSecret(), expires_at: null }];
-      const row = await ctx.db.tx((q) => insertDestination(q, newId("dst"), req.tenant.id, config, secrets));
-      return reply.status(201).send(destinationView(row, undefined, { withSecret: true }));
-    });
+    app.post<{ Body: DestinationCreate }>(
+      "/v1/destinations",
+      {
+        schema: {
+          operationId: "createDestination",
+          summary: "Create a destination",
+          tags,
+          body: DestinationCreate,
+          response: answers({ 201: One }, BODY_ERRORS),
+        },
+      },
+      async (req, reply) => {
+        const config = withDefaults(req.body);
+        const problems = checkDestinationConfig(config, networkPolicy(ctx));
+        if (problems.length)
+          throw new ValidationError(`Invalid destination: ${problems.map((p) => `${p.field} ${p.message}`).join("; ")}`, problems);
+        const secrets: SecretEntry[] = [{ secret: req.body.secret ?? generateSecret(), expires_at: null }];
+        const row = await ctx.db.tx((q) => insertDestination(q, newId("dst"), req.tenant.id, config, secrets));
+        return reply.status(201).send(destinationView(row, undefined, { withSecret: true }));
+      },
+    );
 
-    app.get<{ Querystring: Static<typeof ListQuery> }>("/v1/destinations", { schema: { querystring: ListQuery, tags } }, async (req) => {
-      const before = decodeCursor(req.query.cursor);
-      if (before === undefined) throw badCursor();
-      const limit = req.query.limit ?? 100;
-      const rows = await listDestinations(ctx.db, req.tenant.id, limit, before);
-      const counts = await destinationCounts(
-        ctx.db,
-        rows.map((r) => r.id),
-      );
-      return page(
-        rows.map((r) => destinationView(r, counts.get(r.id))),
-        limit,
-      );
-    });
+    app.get<{ Querystring: Static<typeof ListQuery> }>(
+      "/v1/destinations",
+      {
+        schema: {
+          operationId: "listDestinations",
+          summary: "List destinations, newest first",
+          tags,
+          querystring: ListQuery,
+          response: answers({ 200: Page(One) }),
+        },
+      },
+      async (req) => {
+        const before = decodeCursor(req.query.cursor);
+        if (before === undefined) throw badCursor();
+        const limit = req.query.limit ?? 100;
+        const rows = await listDestinations(ctx.db, req.tenant.id, limit, before);
+        const counts = await destinationCounts(
+          ctx.db,
+          rows.map((r) => r.id),
+        );
+        return page(
+          rows.map((r) => destinationView(r, counts.get(r.id))),
+          limit,
+        );
+      },
+    );
 
-    app.get<{ Params: Static<typeof IdParams> }>("/v1/destinations/:id", { schema: { params: IdParams, tags } }, async (req) => {
-      return view(ctx.db, await mustGet(ctx.db, req.tenant.id, req.params.id));
-    });
+    app.get<{ Params: Static<typeof IdParams> }>(
+      "/v1/destinations/:id",
+      {
+        schema: {
+          operationId: "getDestination",
+          summary: "Get a destination and its live state",
+          tags,
+          params: IdParams,
+          response: answers({ 200: One }, [404]),
+        },
+      },
+      async (req) => {
+        return view(ctx.db, await mustGet(ctx.db, req.tenant.id, req.params.id));
+      },
+    );
 
-    app.get<{ Params: Static<typeof IdParams> }>("/v1/destinations/:id/secret", { schema: { params: IdParams, tags } }, async (req) => {
-      const row = await mustGet(ctx.db, req.tenant.id, req.params.id);
-      const now = Date.now();
-      return {
-        secret: row.secrets[0]?.secret,
-        previous: row.secrets.slice(1).filter((s) => s.expires_at && Date.parse(s.expires_at) > now),
-      };
-    });
+    app.get<{ Params: Static<typeof IdParams> }>(
+      "/v1/destinations/:id/secret",
+      {
+        schema: {
+          operationId: "getDestinationSecret",
+          summary: "Get the signing secret (and earlier ones still signing)",
+          tags,
+          params: IdParams,
+          response: answers({ 200: Secret }, [404]),
+        },
+      },
+      async (req) => {
+        const row = await mustGet(ctx.db, req.tenant.id, req.params.id);
+        const now = Date.now();
+        return {
+          secret: row.secrets[0]?.secret,
+          previous: row.secrets.slice(1).filter((s) => s.expires_at && Date.parse(s.expires_at) > now),
+        };
+      },
+    );
 
     app.patch<{ Params: Static<typeof IdParams>; Body: DestinationPatch }>(
       "/v1/destinations/:id",
-      { schema: { params: IdParams, body: DestinationPatch, tags } },
+      {
+        schema: {
+          operationId: "updateDestination",
+          summary: "Change any config field; takes effect within a second",
+          tags,
+          params: IdParams,
+          body: DestinationPatch,
+          response: answers({ 200: One }, [404, ...BODY_ERRORS]),
+        },
+      },
       async (req) => {
         const row = await ctx.db.tx(async (q) => {
           const current = await mustGet(q, req.tenant.id, req.params.id, true);
@@ -117,7 +179,17 @@ export function destinationRoutes(ctx: ApiContext) {
 
     app.post<{ Params: Static<typeof IdParams>; Body: Static<typeof RotateSecretBody> }>(
       "/v1/destinations/:id/rotate-secret",
-      { schema: { params: IdParams, body: RotateSecretBody, tags }, config: { optionalBody: true } },
+      {
+        schema: {
+          operationId: "rotateDestinationSecret",
+          summary: "Rotate the signing secret; earlier ones keep signing for grace_seconds",
+          tags,
+          params: IdParams,
+          body: RotateSecretBody,
+          response: answers({ 200: Secret }, [404, ...BODY_ERRORS]),
+        },
+        config: { optionalBody: true },
+      },
       async (req) => {
         return ctx.db.tx(async (q) => {
           const current = await mustGet(q, req.tenant.id, req.params.id, true);
@@ -129,17 +201,38 @@ export function destinationRoutes(ctx: ApiContext) {
       },
     );
 
-    app.delete<{ Params: Static<typeof IdParams> }>("/v1/destinations/:id", { schema: { params: IdParams, tags } }, async (req, reply) => {
-      await ctx.db.tx(async (q) => {
-        await mustGet(q, req.tenant.id, req.params.id, true);
-        await deleteDestination(q, req.params.id);
-      });
-      return reply.status(204).send();
-    });
+    app.delete<{ Params: Static<typeof IdParams> }>(
+      "/v1/destinations/:id",
+      {
+        schema: {
+          operationId: "deleteDestination",
+          summary: "Delete a destination",
+          tags,
+          params: IdParams,
+          response: answers({ 204: Type.Null() }, [404]),
+        },
+      },
+      async (req, reply) => {
+        await ctx.db.tx(async (q) => {
+          await mustGet(q, req.tenant.id, req.params.id, true);
+          await deleteDestination(q, req.params.id);
+        });
+        return reply.status(204).send();
+      },
+    );
 
     app.get<{ Params: Static<typeof IdParams>; Querystring: Static<typeof TimelineQuery> }>(
       "/v1/destinations/:id/attempts",
-      { schema: { params: IdParams, querystring: TimelineQuery, tags } },
+      {
+        schema: {
+          operationId: "listDestinationAttempts",
+          summary: "The destination's attempt timeline, newest first (probes included)",
+          tags,
+          params: IdParams,
+          querystring: TimelineQuery,
+          response: answers({ 200: AttemptTimeline }, [404]),
+        },
+      },
       async (req) => {
         const d = await mustGet(ctx.db, req.tenant.id, req.params.id);
         const limit = req.query.limit ?? 100;
@@ -151,7 +244,17 @@ export function destinationRoutes(ctx: ApiContext) {
 
     app.post<{ Params: Static<typeof IdParams>; Body: Static<typeof PauseBody> }>(
       "/v1/destinations/:id/pause",
-      { schema: { params: IdParams, body: PauseBody, tags }, config: { optionalBody: true } },
+      {
+        schema: {
+          operationId: "pauseDestination",
+          summary: "Pause: hold every delivery to it",
+          tags,
+          params: IdParams,
+          body: PauseBody,
+          response: answers({ 200: One }, [404, ...BODY_ERRORS]),
+        },
+        config: { optionalBody: true },
+      },
       async (req) => {
         const { out, paused } = await ctx.db.tx(async (q) => {
           const current = await mustGet(q, req.tenant.id, req.params.id, true);
@@ -173,7 +276,17 @@ export function destinationRoutes(ctx: ApiContext) {
 
     app.post<{ Params: Static<typeof IdParams>; Body: Static<typeof ResumeBody> }>(
       "/v1/destinations/:id/resume",
-      { schema: { params: IdParams, body: ResumeBody, tags }, config: { optionalBody: true } },
+      {
+        schema: {
+          operationId: "resumeDestination",
+          summary: "Resume: replay or discard what was held",
+          tags,
+          params: IdParams,
+          body: ResumeBody,
+          response: answers({ 200: One }, [404, ...BODY_ERRORS]),
+        },
+        config: { optionalBody: true },
+      },
       async (req) => {
         const { out, resumed } = await ctx.db.tx(async (q) => {
           const current = await mustGet(q, req.tenant.id, req.params.id, true);

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { createHash } from "node:crypto";
-import type { Static } from "@sinclair/typebox";
+import { Type, type Static } from "@sinclair/typebox";
 import type { ApiContext } from "../context.js";
 import { ConflictError, NotFoundError, ValidationError } from "../../errors.js";
 import { withRetry } from "../../db/db.js";
@@ -9,7 +9,9 @@ import { listDeliveries } from "../../db/queries/deliveries.js";
 import { publishEvents, type Published } from "../../events/publish.js";
 import { WORK_CHANNEL } from "../../db/channels.js";
 import { metrics } from "../../metrics.js";
-import { EventIn, EventBatch, IdParams } from "../schemas.js";
+import { IdParams } from "../../schemas/common.js";
+import { Event, EventAccepted, EventBatch, EventBatchAccepted, EventIn, IdempotencyHeaders } from "../../schemas/events.js";
+import { answers, BODY_ERRORS } from "../openapi.js";
 import { eventView, deliveryView } from "../serialize.js";
 
 class IdempotentReplay extends Error {}
@@ -94,23 +96,58 @@ export function eventRoutes(ctx: ApiContext) {
   }
 
   return async (app: FastifyInstance) => {
-    app.post<{ Body: Static<typeof EventIn> }>("/v1/events", { schema: { body: EventIn, tags } }, async (req, reply) => {
-      return reply.status(202).send(await accept(req, [req.body], false));
-    });
+    app.post<{ Body: Static<typeof EventIn> }>(
+      "/v1/events",
+      {
+        schema: {
+          operationId: "publishEvent",
+          summary: "Publish an event; durable when answered",
+          tags,
+          headers: IdempotencyHeaders,
+          body: EventIn,
+          response: answers({ 202: Type.Ref(EventAccepted) }, [409, ...BODY_ERRORS]),
+        },
+      },
+      async (req, reply) => {
+        return reply.status(202).send(await accept(req, [req.body], false));
+      },
+    );
 
     app.post<{ Body: EventBatch }>(
       "/v1/events/batch",
-      { schema: { body: EventBatch, tags }, bodyLimit: ctx.config.maxBatchBytes },
+      {
+        schema: {
+          operationId: "publishEventBatch",
+          summary: "Publish up to 1,000 events in one transaction",
+          tags,
+          headers: IdempotencyHeaders,
+          body: EventBatch,
+          response: answers({ 202: EventBatchAccepted }, [409, ...BODY_ERRORS]),
+        },
+        bodyLimit: ctx.config.maxBatchBytes,
+      },
       async (req, reply) => {
         return reply.status(202).send(await accept(req, req.body.events, true));
       },
     );
 
-    app.get<{ Params: Static<typeof IdParams> }>("/v1/events/:id", { schema: { params: IdParams, tags } }, async (req) => {
-      const ev = await getEvent(ctx.db, req.tenant.id, req.params.id);
-      if (!ev) throw new NotFoundError("event", req.params.id);
-      const deliveries = await listDeliveries(ctx.db, req.tenant.id, { eventId: ev.id }, 1000, null);
-      return { ...eventView(ev), deliveries: deliveries.map(deliveryView) };
-    });
+    app.get<{ Params: Static<typeof IdParams> }>(
+      "/v1/events/:id",
+      {
+        schema: {
+          operationId: "getEvent",
+          summary: "Get an event and its deliveries",
+          tags,
+          params: IdParams,
+          response: answers({ 200: Type.Ref(Event) }, [404]),
+        },
+      },
+      async (req) => {
+        const ev = await getEvent(ctx.db, req.tenant.id, req.params.id);
+        if (!ev) throw new NotFoundError("event", req.params.id);
+        const deliveries = await listDeliveries(ctx.db, req.tenant.id, { eventId: ev.id }, 1000, null);
+        return { ...eventView(ev), deliveries: deliveries.map(deliveryView) };
+      },
+    );
   };
 }

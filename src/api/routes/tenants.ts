@@ -5,15 +5,24 @@ import { bearer } from "../auth.js";
 import { SluiceError } from "../../errors.js";
 import { newApiKey, newId } from "../../ids.js";
 import { insertTenant, updateTenant } from "../../db/queries/tenants.js";
-import { TenantCreate, TenantPatch } from "../schemas.js";
+import { Tenant, TenantCreate, TenantCreated, TenantPatch } from "../../schemas/tenants.js";
+import { answers, BODY_ERRORS } from "../openapi.js";
 import { tenantView } from "../serialize.js";
-import type { Static } from "@sinclair/typebox";
+import { Type, type Static } from "@sinclair/typebox";
 
 export function tenantRoutes(ctx: ApiContext) {
   return async (app: FastifyInstance) => {
     app.post<{ Body: Static<typeof TenantCreate> }>(
       "/v1/tenants",
-      { schema: { body: TenantCreate, tags: ["tenants"] } },
+      {
+        schema: {
+          operationId: "createTenant",
+          summary: "Create a tenant and its first API key (admin key)",
+          tags: ["tenants"],
+          body: TenantCreate,
+          response: answers({ 201: Type.Ref(TenantCreated) }, [403, ...BODY_ERRORS]),
+        },
+      },
       async (req, reply) => {
         const admin = ctx.config.adminKey;
         if (!admin) {
@@ -33,12 +42,35 @@ export function tenantRoutes(ctx: ApiContext) {
       },
     );
 
-    app.get("/v1/tenant", { schema: { tags: ["tenants"] } }, async (req) => tenantView(req.tenant));
+    app.get(
+      "/v1/tenant",
+      {
+        schema: {
+          operationId: "getTenant",
+          summary: "The calling key's tenant",
+          tags: ["tenants"],
+          response: answers({ 200: Type.Ref(Tenant) }),
+        },
+      },
+      async (req) => tenantView(req.tenant),
+    );
 
-    app.patch<{ Body: Static<typeof TenantPatch> }>("/v1/tenant", { schema: { body: TenantPatch, tags: ["tenants"] } }, async (req) => {
-      const t = await updateTenant(ctx.db, req.tenant.id, req.body);
-      return tenantView(t);
-    });
+    app.patch<{ Body: Static<typeof TenantPatch> }>(
+      "/v1/tenant",
+      {
+        schema: {
+          operationId: "updateTenant",
+          summary: "Change the calling key's tenant",
+          tags: ["tenants"],
+          body: TenantPatch,
+          response: answers({ 200: Type.Ref(Tenant) }, BODY_ERRORS),
+        },
+      },
+      async (req) => {
+        const t = await updateTenant(ctx.db, req.tenant.id, req.body);
+        return tenantView(t);
+      },
+    );
   };
 }
 

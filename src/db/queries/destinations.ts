@@ -1,5 +1,6 @@
 import type { Queryable } from "../db.js";
-import { scheduleApplies, type DeliverySchedule } from "../../policy/quiet-hours.js";
+import { scheduleApplies } from "../../policy/quiet-hours.js";
+import type { DeliverySchedule, DestinationConfig } from "../../schemas/destinations.js";
 import { bumpRoutingVersion } from "./events.js";
 import { emptyHealth } from "../../policy/health.js";
 import { setHealth } from "./health.js";
@@ -9,22 +10,7 @@ import type { HealthStatus, PauseCauseStored } from "../../policy/statuses.js";
 // Destinations: their config as the API sets it (defaults and checks in api/destination-config.ts),
 // their signing secrets, pause and resume, and the locks that guard their waiting deliveries.
 
-/** The settable part of a destination, one column each. */
-export interface DestinationConfig {
-  name: string;
-  url: string;
-  event_types: string[];
-  timeout_seconds: number;
-  max_concurrency: number;
-  ordered: boolean;
-  rate_limit: { max_per_second?: number; max_per_minute?: number; burst_capacity?: number } | null;
-  delivery_schedule: DeliverySchedule | null;
-  retry_schedule_seconds: number[];
-  throttle_schedule_seconds: number[];
-  probe_interval_seconds: number;
-  replay_on_resume: boolean;
-  paused_retention_hours: number;
-}
+export type { DestinationConfig };
 
 export interface SecretEntry {
   secret: string;

@@ -1,0 +1,73 @@
+import { Type, type TSchema } from "@sinclair/typebox";
+import type { FastifyInstance } from "fastify";
+import type { FastifyDynamicSwaggerOptions } from "@fastify/swagger";
+import { ErrorBody } from "../schemas/common.js";
+import { Destination, DestinationSecret, Attempt } from "../schemas/destinations.js";
+import { Delivery } from "../schemas/deliveries.js";
+import { Event, EventAccepted } from "../schemas/events.js";
+import { Tenant, TenantCreated } from "../schemas/tenants.js";
+
+// The OpenAPI side of the routes: the named schemas every route may refer to (components/schemas
+// in /openapi.json, and named types in the SDK) and the error answers each operation documents.
+
+/** Registered with addSchema: routes refer to them with Type.Ref, OpenAPI names them by `$id`. */
+export const NAMED_SCHEMAS: TSchema[] = [
+  ErrorBody,
+  Tenant,
+  TenantCreated,
+  Destination,
+  DestinationSecret,
+  Attempt,
+  Delivery,
+  EventAccepted,
+  Event,
+];
+
+export function addNamedSchemas(app: FastifyInstance): void {
+  for (const s of NAMED_SCHEMAS) app.addSchema(s);
+}
+
+const ErrorRef = Type.Ref(ErrorBody);
+
+/**
+ * A route's `response` map: its success answers, and the error body for every 4xx and 5xx it can
+ * give. Every /v1 route can answer 400/422 (bad input), 401 (key) and 503 (store away); `more`
+ * adds e.g. 404 for routes that take an id. A 204 is `Type.Null()` (no body).
+ */
+export function answers<R extends Record<number, TSchema>>(ok: R, more: readonly (404 | 409 | 413 | 415 | 403)[] = []) {
+  const errors: Record<number, typeof ErrorRef> = {};
+  for (const s of [400, 401, ...more, 422, 503]) errors[s] = ErrorRef;
+  return { ...ok, ...errors };
+}
+
+/** The errors a route with a JSON body adds to the usual ones. */
+export const BODY_ERRORS = [413, 415] as const;
+
+export function openApiDocument(version: string): FastifyDynamicSwaggerOptions["openapi"] {
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "Sluice API",
+      version,
+      summary: "Outbound webhooks with per-destination flow control",
+      description:
+        "Publish events; Sluice delivers them to each destination as webhooks, at the pace each destination can take " +
+        "(429 throttling, concurrency caps, rate limits, quiet hours, health). Errors are `{error: {code, message, details?}}` " +
+        "with a stable SLUICE_* code. Lists are paged with `cursor` and `next_cursor`.",
+      license: { name: "Apache-2.0", identifier: "Apache-2.0" },
+    },
+    servers: [{ url: "/", description: "the Sluice that serves this document" }],
+    components: {
+      securitySchemes: {
+        bearer: { type: "http", scheme: "bearer", description: "a tenant's API key (sk_…), or the admin key for POST /v1/tenants" },
+      },
+    },
+    security: [{ bearer: [] }],
+    tags: [
+      { name: "destinations", description: "Where webhooks go, and how fast" },
+      { name: "events", description: "What happened; each event fans out to deliveries" },
+      { name: "deliveries", description: "One event to one destination, and its attempts" },
+      { name: "tenants", description: "Accounts and their keys" },
+    ],
+  };
+}

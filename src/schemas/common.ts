@@ -1,0 +1,49 @@
+import { Type, type TSchema } from "@sinclair/typebox";
+
+// Shapes shared by every part of the API. The schemas in src/schemas/ are the one source of each
+// shape: they validate requests (ajv), serialize responses (fast-json-stringify: a field not in
+// the schema is never sent), generate the OpenAPI document at /openapi.json (and from it the SDK
+// in sdk/), and give the TypeScript types (`Static<typeof X>`) the rest of the code uses.
+// A schema with an `$id` is registered once and appears under components/schemas by that name.
+
+/** A string of a fixed set (JSON Schema `enum`: one line in OpenAPI, a string union in TypeScript). */
+export const Enum = <T extends string>(values: readonly T[], description?: string) =>
+  Type.Unsafe<T>({ type: "string", enum: [...values], ...(description ? { description } : {}) });
+
+export const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
+export const Timestamp = (description?: string) => Type.String({ format: "date-time", ...(description ? { description } : {}) });
+export const Seconds = (min: number, max: number, description?: string) =>
+  Type.Integer({ minimum: min, maximum: max, ...(description ? { description } : {}) });
+
+export const TIME_OF_DAY = "^([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9])?$";
+// Event types: no spaces, no `*` (reserved for patterns).
+export const EVENT_TYPE = "^[A-Za-z0-9_.:/\\-]{1,200}$";
+export const EVENT_TYPE_PATTERN = "^[A-Za-z0-9_.:/\\-]{0,200}\\*?$";
+export const URL_PATTERN = "^[Hh][Tt][Tt][Pp][Ss]?://";
+export const SECRET_PATTERN = "^whsec_[A-Za-z0-9+/=]{16,200}$";
+
+export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
+
+const Limit = Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: "page size" });
+const Cursor = Type.String({ maxLength: 200, description: "the next_cursor of the previous page" });
+
+export const ListQuery = Type.Object({ limit: Type.Optional(Limit), cursor: Type.Optional(Cursor) }, { additionalProperties: false });
+
+/** The query of a list endpoint: limit and cursor, and the filters given. */
+export const ListQueryWith = <P extends Record<string, TSchema>>(filters: P) =>
+  Type.Object({ limit: Type.Optional(Limit), cursor: Type.Optional(Cursor), ...filters }, { additionalProperties: false });
+
+/** A page of a list: `next_cursor` is null on the last page. */
+export const Page = <T extends TSchema>(item: T) =>
+  Type.Object({ data: Type.Array(item), next_cursor: Nullable(Type.String({ description: "pass as `cursor` for the next page" })) });
+
+export const ErrorBody = Type.Object(
+  {
+    error: Type.Object({
+      code: Type.String({ description: "stable SLUICE_* code (docs/api.md lists them)" }),
+      message: Type.String({ description: "what is wrong and how to mend it" }),
+      details: Type.Optional(Type.Unknown({ description: "for 422: one {field, message} per invalid field" })),
+    }),
+  },
+  { $id: "Error", description: "Every error answer" },
+);

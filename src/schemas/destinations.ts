@@ -1,0 +1,158 @@
+import { Type, type Static } from "@sinclair/typebox";
+import { DAY_NAMES } from "../policy/quiet-hours.js";
+import { ATTEMPT_OUTCOMES, DESTINATION_STATUSES, HEALTH_STATUSES } from "../policy/statuses.js";
+import { Enum, EVENT_TYPE_PATTERN, Nullable, SECRET_PATTERN, Seconds, TIME_OF_DAY, Timestamp, URL_PATTERN } from "./common.js";
+
+export const RateLimit = Type.Object(
+  {
+    max_per_second: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 100_000 })),
+    max_per_minute: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 6_000_000 })),
+    burst_capacity: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+  },
+  { additionalProperties: false, description: "Token buckets; null = unlimited" },
+);
+export type RateLimit = Static<typeof RateLimit>;
+
+export const DeliverySchedule = Type.Object(
+  {
+    timezone: Type.String({ minLength: 1, maxLength: 64, description: "IANA zone name, e.g. Europe/Berlin" }),
+    quiet_start: Type.String({ pattern: TIME_OF_DAY, description: "HH:MM[:SS] local time the quiet window starts" }),
+    quiet_end: Type.String({
+      pattern: TIME_OF_DAY,
+      description: "HH:MM[:SS] local time it ends; may be before quiet_start (crosses midnight)",
+    }),
+    days: Type.Optional(Type.Array(Enum(DAY_NAMES), { minItems: 1, maxItems: 7, uniqueItems: true })),
+    applies_to: Type.Optional(Type.Array(Type.String({ pattern: EVENT_TYPE_PATTERN }), { maxItems: 200, uniqueItems: true })),
+    bypass_event_types: Type.Optional(Type.Array(Type.String({ pattern: EVENT_TYPE_PATTERN }), { maxItems: 200, uniqueItems: true })),
+  },
+  { additionalProperties: false, description: "Quiet hours" },
+);
+export type DeliverySchedule = Static<typeof DeliverySchedule>;
+
+/** The settable part of a destination; each is one column of destinations. */
+const configFields = {
+  name: Type.String({ maxLength: 200 }),
+  url: Type.String({ minLength: 1, maxLength: 2048, pattern: URL_PATTERN, description: "http or https URL deliveries POST to" }),
+  event_types: Type.Array(Type.String({ pattern: EVENT_TYPE_PATTERN }), { maxItems: 500, uniqueItems: true }),
+  timeout_seconds: Seconds(1, 60),
+  max_concurrency: Type.Integer({ minimum: 1, maximum: 1000 }),
+  ordered: Type.Boolean(),
+  rate_limit: Nullable(RateLimit),
+  delivery_schedule: Nullable(DeliverySchedule),
+  retry_schedule_seconds: Type.Array(Seconds(0, 7 * 86400), { maxItems: 50 }),
+  throttle_schedule_seconds: Type.Array(Seconds(1, 7 * 86400), { minItems: 1, maxItems: 50 }),
+  probe_interval_seconds: Seconds(1, 86400),
+  replay_on_resume: Type.Boolean(),
+  paused_retention_hours: Type.Integer({
+    minimum: 1,
+    maximum: 8760,
+    description: "how long deliveries wait for a paused destination before they are discarded",
+  }),
+};
+export const DestinationConfig = Type.Object(configFields);
+/** A destination's whole config, defaults filled in (api/destination-config.ts). */
+export type DestinationConfig = Static<typeof DestinationConfig>;
+
+const Secret = Type.String({ pattern: SECRET_PATTERN, description: "Standard Webhooks secret whsec_<base64>" });
+
+export const DestinationCreate = Type.Composite(
+  [
+    Type.Pick(DestinationConfig, ["url"]),
+    Type.Partial(Type.Omit(DestinationConfig, ["url"])),
+    Type.Object({ secret: Type.Optional(Secret) }),
+  ],
+  { additionalProperties: false },
+);
+export type DestinationCreate = Static<typeof DestinationCreate>;
+
+export const DestinationPatch = Type.Partial(DestinationCreate, { additionalProperties: false, minProperties: 1 });
+export type DestinationPatch = Static<typeof DestinationPatch>;
+
+export const Health = Type.Object({
+  status: Enum(HEALTH_STATUSES),
+  score: Type.Number({ minimum: 0, maximum: 100 }),
+  consecutive_failures: Type.Integer(),
+});
+
+export const Destination = Type.Composite(
+  [
+    Type.Object({ id: Type.String({ description: "dst_…" }) }),
+    DestinationConfig,
+    Type.Object({
+      secret: Type.Optional(Type.String({ description: "on create only: the signing secret" })),
+      status: Enum(DESTINATION_STATUSES),
+      throttled_until: Nullable(Timestamp()),
+      throttle_reason: Nullable(Type.String()),
+      paused_at: Nullable(Timestamp()),
+      pause_reason: Nullable(Type.String()),
+      quiet_until: Nullable(Timestamp("while a quiet window is open: when it ends")),
+      next_quiet_at: Nullable(Timestamp("when the next quiet window starts")),
+      next_probe_at: Nullable(Timestamp("paused for a transient cause: when the next probe goes")),
+      ramp_limit: Nullable(
+        Type.Integer({ description: "recovering after a probe: the concurrency it may use now, rising to max_concurrency" }),
+      ),
+      queued_events: Type.Integer({ description: "deliveries not yet finished" }),
+      inflight: Type.Integer({ description: "deliveries in flight now" }),
+      health: Health,
+      discarded: Type.Optional(Type.Integer({ description: "on resume only: held deliveries discarded" })),
+      created_at: Timestamp(),
+      updated_at: Timestamp(),
+    }),
+  ],
+  { $id: "Destination" },
+);
+export type Destination = Static<typeof Destination>;
+
+export const PauseBody = Type.Object({ reason: Type.Optional(Type.String({ maxLength: 500 })) }, { additionalProperties: false });
+export const ResumeBody = Type.Object(
+  { replay: Type.Optional(Type.Boolean({ description: "deliver what was held (true) or discard it; default replay_on_resume" })) },
+  { additionalProperties: false },
+);
+export const RotateSecretBody = Type.Object(
+  {
+    secret: Type.Optional(Secret),
+    grace_seconds: Type.Optional(Seconds(0, 7 * 86400, "how long the previous secrets keep signing (default 24 h)")),
+  },
+  { additionalProperties: false },
+);
+
+export const DestinationSecret = Type.Object(
+  {
+    secret: Type.String({ description: "the current signing secret" }),
+    previous: Type.Array(Type.Object({ secret: Type.String(), expires_at: Nullable(Timestamp()) }), {
+      description: "earlier secrets that still sign until expires_at",
+    }),
+  },
+  { $id: "DestinationSecret" },
+);
+
+export const Attempt = Type.Object(
+  {
+    delivery_id: Nullable(Type.String({ description: "null for a probe" })),
+    kind: Enum(["delivery", "probe"] as const),
+    class: Nullable(Type.String({ description: "how the answer was classified: 2xx, 4xx, 5xx, 429, timeout, dns, …" })),
+    attempt: Type.Integer(),
+    started_at: Timestamp(),
+    latency_ms: Type.Number(),
+    outcome: Enum(ATTEMPT_OUTCOMES),
+    status_code: Nullable(Type.Integer()),
+    error_class: Nullable(Type.String()),
+    error_message: Nullable(Type.String()),
+    response_body: Nullable(Type.String({ description: "at most 1 KiB of the answer" })),
+  },
+  { $id: "Attempt" },
+);
+export type Attempt = Static<typeof Attempt>;
+
+export const TimelineQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
+    before: Type.Optional(Timestamp("only attempts started before this time (the next_before of the previous page)")),
+  },
+  { additionalProperties: false },
+);
+
+export const AttemptTimeline = Type.Object({
+  data: Type.Array(Type.Ref(Attempt)),
+  next_before: Nullable(Timestamp("pass as `before` for the next page")),
+});

@@ -1,0 +1,51 @@
+import { Type, type Static } from "@sinclair/typebox";
+import { EVENT_TYPE, Timestamp } from "./common.js";
+import { Delivery } from "./deliveries.js";
+
+export const EventIn = Type.Object(
+  {
+    type: Type.String({ pattern: EVENT_TYPE, description: "Event type, e.g. order.created" }),
+    payload: Type.Unknown({ description: "Any JSON value; at most SLUICE_MAX_PAYLOAD_BYTES" }),
+    occurred_at: Type.Optional(Timestamp()),
+    deliver_at: Type.Optional(Timestamp("not delivered before this time")),
+    destination_ids: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
+        minItems: 1,
+        maxItems: 1000,
+        uniqueItems: true,
+        description: "only these destinations (else every destination whose event_types match)",
+      }),
+    ),
+  },
+  { additionalProperties: false, required: ["type", "payload"] },
+);
+export type EventIn = Static<typeof EventIn>;
+
+export const EventBatch = Type.Object({ events: Type.Array(EventIn, { minItems: 1, maxItems: 1000 }) }, { additionalProperties: false });
+export type EventBatch = Static<typeof EventBatch>;
+
+export const EventAccepted = Type.Object(
+  { id: Type.String({ description: "evt_…" }), deliveries: Type.Integer({ description: "deliveries created" }) },
+  { $id: "EventAccepted" },
+);
+export const EventBatchAccepted = Type.Object({ events: Type.Array(Type.Ref(EventAccepted)) });
+
+export const IdempotencyHeaders = Type.Object({
+  "idempotency-key": Type.Optional(
+    Type.String({ minLength: 1, maxLength: 255, description: "a repeat with the same key within 24 h gets the first answer" }),
+  ),
+});
+
+export const Event = Type.Object(
+  {
+    id: Type.String(),
+    type: Type.String(),
+    payload: Type.Unknown(),
+    occurred_at: Timestamp(),
+    deliver_at: Type.Union([Timestamp(), Type.Null()]),
+    created_at: Timestamp(),
+    deliveries: Type.Optional(Type.Array(Type.Ref(Delivery), { description: "GET /v1/events/{id} only" })),
+  },
+  { $id: "Event" },
+);
+export type Event = Static<typeof Event>;

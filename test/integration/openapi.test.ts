@@ -1,0 +1,86 @@
+import { describe, test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import SwaggerParser from "@apidevtools/swagger-parser";
+import { startSluice, type TestSluice } from "../helpers/sluice.js";
+
+// The served OpenAPI document is valid OpenAPI 3.1 (checked by a real validator) and complete
+// enough to generate a typed client from: every operation is named, summarised and tagged, says
+// what each success answer holds and that every error answer is the error body.
+
+interface Operation {
+  operationId?: string;
+  summary?: string;
+  tags?: string[];
+  security?: unknown[];
+  parameters?: { name: string; in: string }[];
+  responses: Record<string, { content?: Record<string, { schema?: unknown }> }>;
+}
+
+describe("OpenAPI document", () => {
+  let s: TestSluice;
+  let doc: { openapi: string; paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, unknown> } };
+  before(async () => {
+    s = await startSluice("embedded", { worker: false });
+    doc = (await s.api("GET", "/openapi.json", undefined, { key: null })).body;
+  });
+  after(async () => s?.stop());
+
+  const operations = () =>
+    Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item).map(([method, op]) => ({ where: `${method.toUpperCase()} ${path}`, op })),
+    );
+
+  test("is valid OpenAPI 3.1 for @apidevtools/swagger-parser", async () => {
+    assert.equal(doc.openapi, "3.1.0");
+    await SwaggerParser.validate(structuredClone(doc) as never); // throws, naming every problem
+  });
+
+  test("every operation has an operationId, a summary, a tag and typed answers", () => {
+    const ids = new Set<string>();
+    assert.ok(operations().length >= 20, `only ${operations().length} operations`);
+    for (const { where, op } of operations()) {
+      assert.ok(op.operationId, `${where}: no operationId`);
+      assert.ok(!ids.has(op.operationId), `${where}: operationId ${op.operationId} used twice`);
+      ids.add(op.operationId);
+      assert.ok(op.summary, `${where}: no summary`);
+      assert.ok(op.tags?.length, `${where}: no tag`);
+      const codes = Object.keys(op.responses);
+      const ok = codes.filter((c) => c.startsWith("2"));
+      assert.equal(ok.length, 1, `${where}: success answers ${ok.join(",")}`);
+      if (ok[0] !== "204") assert.ok(op.responses[ok[0]!]!.content?.["application/json"]?.schema, `${where}: ${ok[0]} has no schema`);
+      for (const c of ["400", "401", "422", "503"]) assert.ok(codes.includes(c), `${where}: no ${c} answer`);
+      for (const c of codes.filter((c) => /^[45]/.test(c))) {
+        assert.deepEqual(op.responses[c]!.content?.["application/json"]?.schema, { $ref: "#/components/schemas/Error" }, `${where} ${c}`);
+      }
+    }
+    assert.ok(doc.components.schemas.Destination && doc.components.schemas.Delivery && doc.components.schemas.Event);
+  });
+
+  test("publishing documents the Idempotency-Key header", () => {
+    for (const path of ["/v1/events", "/v1/events/batch"]) {
+      const params = doc.paths[path]!.post!.parameters ?? [];
+      assert.ok(
+        params.some((p) => p.in === "header" && p.name === "idempotency-key"),
+        `${path}: ${JSON.stringify(params)}`,
+      );
+    }
+  });
+
+  test("answers carry only the fields their schema declares", async () => {
+    const r = await s.api("POST", "/v1/destinations", { url: "http://127.0.0.1:9/hooks", event_types: ["x.y"] });
+    assert.equal(r.status, 201);
+    const declared = Object.keys((doc.components.schemas.Destination as { properties: object }).properties);
+    for (const k of Object.keys(r.body as object)) assert.ok(declared.includes(k), `undeclared field ${k}`);
+  });
+
+  test("the API reference is served at /docs, with its script from Sluice itself", async () => {
+    const page = await fetch(`${s.url}/docs/`);
+    assert.equal(page.status, 200);
+    const html = await page.text();
+    assert.match(html, /openapi\.json/);
+    assert.doesNotMatch(html, /cdn\.jsdelivr|unpkg\.com/);
+    const js = await fetch(`${s.url}/docs/js/scalar.js`);
+    assert.equal(js.status, 200);
+    assert.match(js.headers.get("content-type") ?? "", /javascript/);
+  });
+});
