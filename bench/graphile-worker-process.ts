@@ -1,9 +1,7 @@
 // The baseline's worker: graphile-worker 0.16 running one `deliver` job per delivery, each a
 // signed undici POST like Sluice's (same body shape, Standard Webhooks headers, keep-alive
 // Agent). No flow control: every job runs as soon as a slot is free.
-//
-// argv: <connectionString> <concurrency> <maxPoolSize>
-// IPC out: ready
+// argv: <connectionString> <concurrency> <maxPoolSize>; IPC out: ready
 import { createHmac, randomBytes } from "node:crypto";
 import { Logger, run, type Task } from "graphile-worker";
 import { Agent, request } from "undici";
@@ -18,31 +16,21 @@ export interface DeliverPayload {
   data: unknown;
 }
 
-const [connectionString, concurrencyArg, poolArg] = process.argv.slice(2);
-const concurrency = Number(concurrencyArg ?? "50");
-const maxPoolSize = Number(poolArg ?? String(concurrency + 1));
+const [connectionString, concurrency, maxPoolSize] = process.argv.slice(2);
 
 // Unlimited connections per origin and no pipelining, as Sluice's sender.
 const agent = new Agent({ keepAliveTimeout: 60_000, pipelining: 1, headersTimeout: 0, bodyTimeout: 0 });
-const USER_AGENT = "graphile-worker-baseline/0.16.6";
 const TIMEOUT_MS = 15_000; // Sluice's default timeout_seconds
 
 // One signing key per destination, as each Sluice destination has its own secret.
 const keys = new Map<number, Buffer>();
-function keyFor(dest: number): Buffer {
-  let k = keys.get(dest);
-  if (k === undefined) {
-    k = randomBytes(24);
-    keys.set(dest, k);
-  }
-  return k;
-}
 
 const deliver: Task = async (raw) => {
   const p = raw as DeliverPayload;
   const body = `{"type":${JSON.stringify(p.type)},"timestamp":"${p.timestamp}","data":${JSON.stringify(p.data)}}`;
   const ts = Math.floor(Date.now() / 1000);
-  const sig = createHmac("sha256", keyFor(p.dest)).update(`${p.id}.${ts}.${body}`).digest("base64");
+  if (!keys.has(p.dest)) keys.set(p.dest, randomBytes(24));
+  const sig = createHmac("sha256", keys.get(p.dest)!).update(`${p.id}.${ts}.${body}`).digest("base64");
   const res = await request(p.url, {
     method: "POST",
     dispatcher: agent,
@@ -50,7 +38,7 @@ const deliver: Task = async (raw) => {
     signal: AbortSignal.timeout(TIMEOUT_MS),
     headers: {
       "content-type": "application/json",
-      "user-agent": USER_AGENT,
+      "user-agent": "graphile-worker-baseline/0.16.6",
       "webhook-id": p.id,
       "webhook-timestamp": String(ts),
       "webhook-signature": `v1,${sig}`,
@@ -68,8 +56,8 @@ const logger = new Logger(() => (level: string, message) => {
 
 const runner = await run({
   connectionString,
-  concurrency,
-  maxPoolSize,
+  concurrency: Number(concurrency),
+  maxPoolSize: Number(maxPoolSize),
   noHandleSignals: true,
   pollInterval: 1000,
   logger,
@@ -84,7 +72,5 @@ async function stop(): Promise<void> {
   await agent.close().catch(() => undefined);
   process.exit(0);
 }
-process.on("SIGTERM", () => void stop());
-process.on("SIGINT", () => void stop());
-process.on("disconnect", () => void stop()); // the bench is gone
+for (const event of ["SIGTERM", "SIGINT", "disconnect"] as const) process.on(event, () => void stop()); // disconnect: the bench is gone
 process.send?.({ type: "ready" });

@@ -7,8 +7,8 @@ import { startThrowawayPostgres, type ThrowawayPostgres } from "../scripts/pg-se
 import { registerPostgres } from "./procs.js";
 
 /** A throwaway server, stopped (and its data deleted) with the bench's children on any exit. */
-export async function startPostgres(opts: { fsync: boolean }): Promise<ThrowawayPostgres> {
-  const server = await startThrowawayPostgres({ fsync: opts.fsync, log: () => undefined });
+export async function startPostgres(fsync: boolean): Promise<ThrowawayPostgres> {
+  const server = await startThrowawayPostgres({ fsync, log: () => undefined });
   registerPostgres(server);
   return server;
 }
@@ -40,25 +40,20 @@ export async function adminQuery<R = Record<string, unknown>>(serverUrl: string,
   }
 }
 
-/** A fresh database (after a CHECKPOINT, so that no run inherits the dirty pages of the one before). */
-export async function recreateDatabase(serverUrl: string, dbName: string): Promise<string> {
-  if (!/^[a-z_][a-z0-9_]*$/.test(dbName)) throw new Error(`bad database name ${dbName}`);
-  await adminQuery(serverUrl, "CHECKPOINT");
-  await adminQuery(serverUrl, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-  await adminQuery(serverUrl, `CREATE DATABASE ${dbName}`);
-  return databaseUrl(serverUrl, dbName);
-}
-
-export async function dropDatabase(serverUrl: string, dbName: string): Promise<void> {
-  await adminQuery(serverUrl, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
-}
-
-/** `f(url)` on a fresh database `dbName`, dropped afterwards. */
+/**
+ * `f(url)` on a fresh database `dbName` — created after a CHECKPOINT, so that no run inherits the
+ * dirty pages of the one before — and dropped afterwards.
+ */
 export async function withDatabase<T>(serverUrl: string, dbName: string, f: (url: string) => Promise<T>): Promise<T> {
+  if (!/^[a-z_][a-z0-9_]*$/.test(dbName)) throw new Error(`bad database name ${dbName}`);
+  const drop = (): Promise<unknown> => adminQuery(serverUrl, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
   try {
-    return await f(await recreateDatabase(serverUrl, dbName));
+    await adminQuery(serverUrl, "CHECKPOINT");
+    await drop();
+    await adminQuery(serverUrl, `CREATE DATABASE ${dbName}`);
+    return await f(databaseUrl(serverUrl, dbName));
   } finally {
-    await dropDatabase(serverUrl, dbName);
+    await drop().catch(() => undefined);
   }
 }
 
@@ -70,18 +65,15 @@ const SETTINGS = [
   "wal_sync_method",
   "shared_buffers",
   "max_connections",
-] as const;
+];
 
-export async function serverSettings(serverUrl: string): Promise<Record<(typeof SETTINGS)[number], string>> {
+export async function serverSettings(serverUrl: string): Promise<Record<string, string>> {
   const rows = await adminQuery<{ name: string; setting: string }>(
     serverUrl,
     "SELECT name, current_setting(name) AS setting FROM unnest($1::text[]) AS name",
     [SETTINGS],
   );
-  return Object.fromEntries(SETTINGS.map((n) => [n, rows.find((r) => r.name === n)?.setting ?? "?"])) as Record<
-    (typeof SETTINGS)[number],
-    string
-  >;
+  return Object.fromEntries(SETTINGS.map((n) => [n, rows.find((r) => r.name === n)?.setting ?? "?"]));
 }
 
 /** A client of `url` whose connection errors (the server going away on Ctrl-C) surface as failed queries. */
@@ -102,8 +94,6 @@ export async function deliveriesByStatus(db: pg.Client, destinationId?: string):
   ).rows;
   return Object.fromEntries(rows.map((r) => [destinationId ? r.status : `deliveries.${r.status}`, r.n]));
 }
-
-// ---- row counters ----------------------------------------------------------------------------
 
 export type Stats = Map<string, { rows: number; scans: number }>;
 
@@ -127,53 +117,44 @@ export function diffStats(a: Stats, b: Stats): { name: string; rows: number; sca
 }
 
 /**
- * Samples pg_stat_activity of one database twice a second and reports, per state and wait
- * event, how many of its client connections were in it on average. "idle in transaction" means
- * Postgres waits on the client mid-transaction (round trips); "active: CPU" means it computes;
- * "active: IO/LWLock:WAL…" means commits wait on the log.
+ * Samples pg_stat_activity of one database twice a second: per state and wait event, how many of
+ * its client connections were in it on average.
  */
 export class PgActivitySampler {
   private readonly totals = new Map<string, number>();
   private samples = 0;
   private timer: NodeJS.Timeout | null = null;
-  private client: pg.Client | null = null;
-  private busy = false;
+  private sampling: Promise<void> | null = null;
 
-  constructor(private readonly databaseUrl: string) {}
+  private constructor(private readonly client: pg.Client) {}
 
-  async begin(): Promise<void> {
-    this.client = await connect(this.databaseUrl);
-    this.timer = setInterval(() => void this.sample(), 500);
-    this.timer.unref();
+  static async begin(url: string): Promise<PgActivitySampler> {
+    const s = new PgActivitySampler(await connect(url));
+    s.timer = setInterval(() => void (s.sampling ??= s.sample().finally(() => (s.sampling = null))), 500);
+    return s;
   }
 
   async end(): Promise<Record<string, number>> {
-    if (this.timer) clearInterval(this.timer);
-    while (this.busy) await new Promise((r) => setTimeout(r, 10));
-    await this.client?.end().catch(() => undefined);
-    const sorted = [...this.totals.entries()].sort((a, b) => b[1] - a[1]);
+    clearInterval(this.timer!);
+    await this.sampling;
+    await this.client.end().catch(() => undefined);
+    const sorted = [...this.totals].sort((a, b) => b[1] - a[1]);
     return Object.fromEntries(sorted.map(([k, v]) => [k, Math.round((v / Math.max(1, this.samples)) * 100) / 100]));
   }
 
   private async sample(): Promise<void> {
-    if (this.busy || !this.client) return;
-    this.busy = true;
-    try {
-      const rows = (
-        await this.client.query<{ k: string; n: number }>(`
-        SELECT CASE WHEN state = 'active' THEN 'active: ' || coalesce(wait_event_type || ':' || wait_event, 'CPU')
-                    ELSE coalesce(state, '?') END AS k,
-               count(*)::int AS n
-        FROM pg_stat_activity
-        WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
-        GROUP BY 1`)
-      ).rows;
-      this.samples++;
-      for (const r of rows) this.totals.set(r.k, (this.totals.get(r.k) ?? 0) + r.n);
-    } catch {
-      // a sample lost is no loss
-    } finally {
-      this.busy = false;
-    }
+    const rows = await this.client
+      .query<{ k: string; n: number }>(
+        `SELECT CASE WHEN state = 'active' THEN 'active: ' || coalesce(wait_event_type || ':' || wait_event, 'CPU')
+                    ELSE coalesce(state, '?') END AS k, count(*)::int AS n
+           FROM pg_stat_activity
+          WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+          GROUP BY 1`,
+      )
+      .then((r) => r.rows)
+      .catch(() => null); // a sample lost is no loss
+    if (!rows) return;
+    this.samples++;
+    for (const r of rows) this.totals.set(r.k, (this.totals.get(r.k) ?? 0) + r.n);
   }
 }

@@ -1,6 +1,5 @@
-// The bench's own process: its command-line flags, its child processes (every one registered, so
-// that an error, Ctrl-C or a timeout still ends them all, and the Postgres server with them), and a
-// /proc sampler that says where the CPU went during a run.
+// The bench's own process: its flags, its child processes (all stopped, with the Postgres server,
+// on an error, Ctrl-C or a timeout), and a /proc sampler that says where the CPU went.
 import { fork, spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream, readdirSync, readFileSync } from "node:fs";
 import net from "node:net";
@@ -24,9 +23,17 @@ type Values<S extends Record<string, Flag>> = {
         : number;
 };
 
+/** The flags of the benches that run `sluice api` + N × `sluice worker` against a receiver. */
+export const clusterFlags = (timeoutS: number) => ({
+  workers: { def: 2, help: "sluice worker processes beside one sluice api" },
+  "timeout-s": { def: timeoutS, help: "per run, for the deliveries to arrive" },
+  "wait-quiet-s": { def: 60, min: 0, help: "before each timed run, wait up to N s for other processes to leave the CPU (0 = don't)" },
+  "no-fsync": { type: "bool" as const, help: "Postgres with fsync=off (default: durable)" },
+});
+
 /**
  * Parses `--name value` flags from their spec, which also makes the --help text: int flags are
- * whole numbers ≥ `min` (default 1), `def` when absent (`quick` under --quick). --help prints and exits.
+ * whole numbers ≥ `min` (default 1), `def` when absent (`quick` under --quick).
  */
 export function parseFlags<S extends Record<string, Flag>>(usage: string, spec: S): Values<S> & { quick: boolean } {
   const all: Record<string, Flag> = {
@@ -34,20 +41,15 @@ export function parseFlags<S extends Record<string, Flag>>(usage: string, spec: 
     quick: { type: "bool", help: spec.quick?.help ?? "small sizes (see above)" },
     help: { type: "bool", help: "this text" },
   };
-  const { values } = parseArgs({
-    options: Object.fromEntries(
-      Object.entries(all).map(([k, f]) => [k, { type: f.type === "bool" ? ("boolean" as const) : ("string" as const) }]),
-    ),
-  });
+  const type = (f: Flag) => (f.type === "bool" ? ("boolean" as const) : ("string" as const));
+  const { values } = parseArgs({ options: Object.fromEntries(Object.entries(all).map(([k, f]) => [k, { type: type(f) }])) });
   if (values.help) {
     const left = (k: string, f: Flag): string => `--${k}${f.type === "bool" ? "" : ` ${f.arg ?? "N"}`}`;
     const width = Math.max(...Object.entries(all).map(([k, f]) => left(k, f).length)) + 2;
     const lines = Object.entries(all).map(([k, f]) => {
-      const d =
-        f.type === "bool" || f.def === undefined || f.help.includes("default")
-          ? ""
-          : ` (default ${f.def}${f.quick === undefined ? "" : `; --quick ${f.quick}`})`;
-      return `  ${left(k, f).padEnd(width)}${f.help}${d}`;
+      const quick = f.type !== "bool" && f.quick !== undefined ? `; --quick ${f.quick}` : "";
+      const def = f.type === "bool" || f.def === undefined || f.help.includes("default") ? "" : ` (default ${f.def}${quick})`;
+      return `  ${left(k, f).padEnd(width)}${f.help}${def}`;
     });
     process.stdout.write(`${usage} -- [options]\n\n${lines.join("\n")}\n`);
     process.exit(0);
@@ -57,17 +59,16 @@ export function parseFlags<S extends Record<string, Flag>>(usage: string, spec: 
   for (const [k, f] of Object.entries(spec)) {
     const v = values[k];
     if (f.type === "bool") out[k] = v === true;
-    else if (f.type === "str") out[k] = v ?? (quick && f.quick !== undefined ? f.quick : f.def);
-    else out[k] = v === undefined ? (quick && f.quick !== undefined ? f.quick : f.def) : intFlag(v as string, k, f.min ?? 1);
+    else if (v === undefined) out[k] = quick && f.quick !== undefined ? f.quick : f.def;
+    else if (f.type === "str") out[k] = v;
+    else {
+      const n = Number(v);
+      const min = f.min ?? 1;
+      if (!Number.isInteger(n) || n < min) throw new Error(`--${k} takes a whole number ≥ ${min}, not '${String(v)}'`);
+      out[k] = n;
+    }
   }
   return out as Values<S> & { quick: boolean };
-}
-
-/** A whole number ≥ `min`, from `--name`. */
-export function intFlag(v: string, name: string, min = 1): number {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} takes a whole number ≥ ${min}, not '${v}'`);
-  return n;
 }
 
 // ---- children --------------------------------------------------------------------------------
@@ -78,9 +79,11 @@ function logged(child: ChildProcess, logFile: string): ChildProcess {
   const out = createWriteStream(logFile);
   child.stdout?.pipe(out, { end: false });
   child.stderr?.pipe(out, { end: false });
-  child.once("exit", () => setTimeout(() => out.end(), 50));
   children.add(child);
-  child.once("exit", () => children.delete(child));
+  child.once("exit", () => {
+    children.delete(child);
+    setTimeout(() => out.end(), 50);
+  });
   return child;
 }
 
@@ -89,21 +92,17 @@ export function spawnLogged(cmd: string, args: string[], opts: { env: NodeJS.Pro
   return logged(spawn(cmd, args, { env: opts.env, cwd: opts.cwd, stdio: ["ignore", "pipe", "pipe"] }), opts.logFile);
 }
 
-/** Forks a TypeScript module of bench/ with an IPC channel; its output goes to `logFile`. */
-export function forkLogged(modulePath: string, args: string[], logFile: string): ChildProcess {
-  return logged(fork(modulePath, args, { execArgv: ["--import", "tsx"], stdio: ["ignore", "pipe", "pipe", "ipc"] }), logFile);
-}
-
-/** Resolves with the first IPC message of `type` (a child's "ready"), or fails if it exits or `ms` pass first. */
-export function firstMessage<M extends { type: string }>(child: ChildProcess, type: string, what: string, ms = 30_000): Promise<M> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${what} did not start within ${ms / 1000} s`)), ms);
+/** Forks a TypeScript module of bench/ with an IPC channel; resolves once it sends its first `ready` message. */
+export function forkReady<M extends { type: string }>(module: string, args: string[], logFile: string, ms = 30_000) {
+  const child = logged(fork(module, args, { execArgv: ["--import", "tsx"], stdio: ["ignore", "pipe", "pipe", "ipc"] }), logFile);
+  return new Promise<{ child: ChildProcess; ready: M }>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${module} did not start within ${ms / 1000} s`)), ms);
     child.on("message", (m: M) => {
-      if (m.type !== type) return;
+      if (m.type !== "ready") return;
       clearTimeout(timer);
-      resolve(m);
+      resolve({ child, ready: m });
     });
-    child.once("exit", (code) => reject(new Error(`${what} exited early (code ${code})`)));
+    child.once("exit", (code) => reject(new Error(`${module} exited early (code ${code}); see ${logFile}`)));
   });
 }
 
@@ -130,7 +129,7 @@ export function freePort(): Promise<number> {
 
 // ---- lifecycle -------------------------------------------------------------------------------
 
-let pgServer: { stop(): Promise<void>; dataDir: string } | null = null;
+let pgServer: { stop(): Promise<void> } | null = null;
 
 /** The Postgres server to stop with everything else (bench/pg.ts registers it). */
 export function registerPostgres(s: typeof pgServer): void {
@@ -153,23 +152,17 @@ export function runBench(main: () => Promise<void>): void {
       if (exiting) return;
       exiting = true;
       process.stderr.write(`\n${sig}: stopping every child process and Postgres…\n`);
-      const hard = setTimeout(() => process.exit(130), 20_000);
-      void cleanup().finally(() => {
-        clearTimeout(hard);
-        process.exit(130);
-      });
+      setTimeout(() => process.exit(130), 20_000);
+      void cleanup().finally(() => process.exit(130));
     });
   }
-  process.on("exit", () => {
-    for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
-    // scripts/pg-server.mjs SIGKILLs its server and deletes its data directory from its own exit hook.
-  });
+  // scripts/pg-server.mjs SIGKILLs its server and deletes its data directory from its own exit hook.
+  process.on("exit", () => children.forEach((c) => c.exitCode === null && c.kill("SIGKILL")));
   main()
     .then(cleanup)
     .then(() => process.exit(process.exitCode ?? 0))
     .catch(async (err: unknown) => {
-      // After a signal the run fails as its processes go away: the signal handler exits.
-      if (exiting) return;
+      if (exiting) return; // after a signal the run fails as its processes go away
       process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
       await cleanup();
       process.exit(1);
@@ -184,8 +177,7 @@ const round = (n: number, digits: number): number => Math.round(n * 10 ** digits
 /** Every process: parent pid and CPU ticks (utime + stime). */
 function readAllStats(): Map<number, { ppid: number; ticks: number }> {
   const out = new Map<number, { ppid: number; ticks: number }>();
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
+  for (const name of readdirSync("/proc").filter((n) => /^\d+$/.test(n))) {
     try {
       const raw = readFileSync(`/proc/${name}/stat`, "utf8");
       // The command name is parenthesised and may hold spaces: parse after the last ')'.
@@ -198,63 +190,53 @@ function readAllStats(): Map<number, { ppid: number; ticks: number }> {
   return out;
 }
 
-/** The aggregate "cpu" line of /proc/stat: user nice system idle iowait irq softirq steal, in ticks. */
-function machineTicks(): number[] {
-  try {
-    return (readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "").trim().split(/\s+/).slice(1, 9).map(Number);
-  } catch {
-    return [];
-  }
+/** Busy seconds (user nice system irq softirq steal) and iowait seconds of the machine since `from` (/proc/stat). */
+function machineSeconds(from: number[] = []): { ticks: number[]; busy: number; iowait: number } {
+  const ticks = (readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "").trim().split(/\s+/).slice(1, 9).map(Number);
+  const d = (i: number): number => ((ticks[i] ?? 0) - (from[i] ?? 0)) / TICKS_PER_SECOND;
+  return { ticks, busy: d(0) + d(1) + d(2) + d(5) + d(6) + d(7), iowait: d(4) };
 }
 
-/** Busy seconds (user nice system irq softirq steal) and iowait seconds between two readings. */
-function busyBetween(a: number[], b: number[]): { busy: number; iowait: number } {
-  const d = (i: number): number => ((b[i] ?? 0) - (a[i] ?? 0)) / TICKS_PER_SECOND;
-  return { busy: d(0) + d(1) + d(2) + d(5) + d(6) + d(7), iowait: d(4) };
-}
+export type CpuFigures = Record<string, { cpuSeconds: number; pctOfOneCore: number }>;
 
 /**
- * Samples /proc once a second and attributes CPU time to named process trees. A process that
- * exits between samples loses at most its last second; the trees measured here are long-lived.
+ * Samples /proc once a second and attributes CPU time to the system under test and Postgres (with
+ * their descendants), the receiver and the bench itself. A process that exits between samples
+ * loses at most its last second.
  */
 export class CpuSampler {
-  private readonly start = new Map<number, number>();
-  private readonly last = new Map<number, number>();
-  private readonly owner = new Map<number, string>();
-  private timer: NodeJS.Timeout | null = null;
+  private readonly procs = new Map<number, { name: string; first: number; last: number }>();
+  private timer: NodeJS.Timeout | undefined;
   private startedAt = 0;
   private machineStart: number[] = [];
 
-  /** `roots` names each component's processes; `tree` adds their descendants too. */
-  constructor(private readonly roots: () => Record<string, { pids: number[]; tree: boolean }>) {}
+  constructor(
+    private readonly o: { system: string; pids: () => number[]; postmaster: () => number | null; receiver: number; bench?: string },
+  ) {}
 
-  begin(): void {
+  begin(): this {
     this.startedAt = Date.now();
-    this.machineStart = machineTicks();
+    this.machineStart = machineSeconds().ticks;
     this.sample(true);
-    this.timer = setInterval(() => this.sample(false), 1000);
-    this.timer.unref();
+    this.timer = setInterval(() => this.sample(false), 1000).unref();
+    return this;
   }
 
   /** Seconds of CPU per component and as a percentage of one core over the sampled span. */
-  end(): Record<string, { cpuSeconds: number; pctOfOneCore: number }> {
-    if (this.timer) clearInterval(this.timer);
+  end(): CpuFigures {
+    clearInterval(this.timer);
     this.sample(false);
     const spanS = Math.max(0.001, (Date.now() - this.startedAt) / 1000);
-    const sums: Record<string, number> = {};
-    for (const name of Object.keys(this.roots())) sums[name] = 0;
-    for (const [pid, ticks] of this.last) {
-      const name = this.owner.get(pid);
-      if (name !== undefined) sums[name] = (sums[name] ?? 0) + ticks - (this.start.get(pid) ?? 0);
-    }
-    const out: Record<string, { cpuSeconds: number; pctOfOneCore: number }> = {};
+    const out: CpuFigures = {};
     const put = (name: string, s: number): void =>
       void (out[name] = { cpuSeconds: round(s, 2), pctOfOneCore: round((100 * s) / spanS, 0) });
-    for (const [name, ticks] of Object.entries(sums)) put(name, ticks / TICKS_PER_SECOND);
+    for (const name of [this.o.system, "postgres", "receiver", this.o.bench ?? "bench"]) {
+      const mine = [...this.procs.values()].filter((p) => p.name === name);
+      put(name, mine.reduce((n, p) => n + p.last - p.first, 0) / TICKS_PER_SECOND);
+    }
     // The whole machine, everything included: is the box saturated, or waiting on the disk?
-    const m = busyBetween(this.machineStart, machineTicks());
-    const ours = Object.values(out).reduce((n, v) => n + v.cpuSeconds, 0);
-    put("(other processes, kernel)", Math.max(0, m.busy - ours));
+    const m = machineSeconds(this.machineStart);
+    put("(other processes, kernel)", Math.max(0, m.busy - Object.values(out).reduce((n, v) => n + v.cpuSeconds, 0)));
     put("(machine busy)", m.busy);
     put("(machine iowait)", m.iowait);
     return out;
@@ -264,21 +246,19 @@ export class CpuSampler {
     const stats = readAllStats();
     const kids = new Map<number, number[]>();
     for (const [pid, s] of stats) kids.set(s.ppid, [...(kids.get(s.ppid) ?? []), pid]);
-    for (const [name, root] of Object.entries(this.roots())) {
-      const stack = root.pids.filter((p) => stats.has(p));
-      while (stack.length > 0) {
-        const pid = stack.pop()!;
-        const s = stats.get(pid);
-        if (s === undefined) continue;
-        const owner = this.owner.get(pid);
-        if (owner !== undefined && owner !== name) continue; // claimed by another component
-        if (owner === undefined) {
-          this.owner.set(pid, name);
-          // A process born after begin() counts from zero; one alive at begin() from its then-total.
-          if (first) this.start.set(pid, s.ticks);
-        }
-        this.last.set(pid, s.ticks);
-        if (root.tree) stack.push(...(kids.get(pid) ?? []));
+    const tree = (pids: number[]): number[] => pids.flatMap((p) => [p, ...tree(kids.get(p) ?? [])]);
+    const roots: [string, number[]][] = [
+      [this.o.system, tree(this.o.pids())],
+      ["postgres", tree([this.o.postmaster() ?? -1])],
+      ["receiver", [this.o.receiver]],
+      [this.o.bench ?? "bench", [process.pid]],
+    ];
+    for (const [name, pids] of roots) {
+      for (const pid of pids.filter((p) => stats.has(p))) {
+        const ticks = stats.get(pid)!.ticks;
+        // A process born after begin() counts from zero; one alive at begin() from its then-total.
+        const p = this.procs.get(pid) ?? { name, first: first ? ticks : 0, last: 0 };
+        this.procs.set(pid, { ...p, last: ticks });
       }
     }
   }
@@ -286,22 +266,17 @@ export class CpuSampler {
 
 /** How busy the whole machine is over `ms`, in % of one core (a quiet 2-core box: near 0). */
 export async function machineBusyPct(ms: number): Promise<number> {
-  const a = machineTicks();
+  const { ticks } = machineSeconds();
   await sleep(ms);
-  return Math.round((100 * busyBetween(a, machineTicks()).busy) / (ms / 1000));
+  return Math.round((100 * machineSeconds(ticks).busy) / (ms / 1000));
 }
 
-/** Waits (up to `maxMs`) until the machine is below `maxBusyPct` of one core; returns the last reading. */
-export async function waitQuiet(maxMs: number, maxBusyPct = 25): Promise<number> {
-  if (maxMs <= 0) return machineBusyPct(1000);
+/** Waits (up to `maxMs`) until the machine is below 25 % of one core; returns the last reading. */
+export async function waitQuiet(maxMs: number): Promise<number> {
   const from = Date.now();
   let busy = await machineBusyPct(1000);
-  let told = false;
-  while (busy > maxBusyPct && Date.now() - from < maxMs) {
-    if (!told)
-      process.stderr.write(`  machine busy (${busy}% of one core); waiting up to ${Math.round(maxMs / 1000)} s for it to go quiet\n`);
-    told = true;
-    busy = await machineBusyPct(2000);
-  }
+  if (busy > 25 && maxMs > 0)
+    process.stderr.write(`  machine busy (${busy}% of one core); waiting up to ${Math.round(maxMs / 1000)} s for it to go quiet\n`);
+  while (busy > 25 && Date.now() - from < maxMs) busy = await machineBusyPct(2000);
   return busy;
 }

@@ -1,43 +1,41 @@
-// Quiet hours, two figures (one throwaway Postgres server, `sluice api` + N × `sluice worker`):
-//   drain  One destination (max_per_second 100, burst 100, max_concurrency 200) inside a quiet
-//          window receives 10,000 events whose occurred_at values are distinct and published in a
-//          shuffled order. The window is then closed a few seconds ahead (PATCH delivery_schedule)
-//          and the receiver records every arrival: none may come before the window's end, the
-//          drain must keep the rate limit (no window over burst + rate × length), use it fully
-//          (≥ 98 % while backlogged) and go in occurred_at order. A second, small drain at
-//          max_concurrency 1 (20/s, 1,000 events) shows the exact order, which requests of one
-//          grant sent side by side cannot guarantee on the wire.
-//   cost   100 active destinations beside 10,000 destinations in quiet hours holding 10 deliveries
-//          each, against the same 100 alone (bench/held-cost.ts): active throughput with/without
-//          (target ≥ 0.95) and proof that the claim leaves the quiet destinations alone.
-// Usage: npm run bench:quiet [-- --quick | --part drain | --part cost | --help]
+// Quiet hours, two figures (docs/benchmarks.md):
+//   drain  one destination inside a quiet window receives events with distinct occurred_at values,
+//          published shuffled; the window is then closed a few seconds ahead and the receiver
+//          records every arrival: none before the window's end, the rate limit kept and used,
+//          occurred_at order. Then the same at max_concurrency 1, which shows the exact order.
+//   cost   active destinations beside destinations in quiet hours holding deliveries, against the
+//          active ones alone (bench/held-cost.ts).
 import { writeFileSync } from "node:fs";
 import { DateTime, IANAZone } from "luxon";
 import type pg from "pg";
-import { auditBucket } from "../src/policy/rate-audit.js";
-import { bucketsFor } from "../src/policy/token-bucket.js";
-import { analyseOrder } from "./drain-order.js";
-import { connect, deliveriesByStatus, postmasterPid, withDatabase } from "./pg.js";
-import { parseFlags, runBench, sleep, waitQuiet } from "./procs.js";
+import { analyseOrder, rateFigures } from "./arrivals.js";
+import { connect, deliveriesByStatus, withDatabase } from "./pg.js";
+import { clusterFlags, parseFlags, runBench, sleep, waitQuiet } from "./procs.js";
 import { Receiver } from "./receiver.js";
 import { benchStart, fmt, mark, table } from "./report.js";
 import { SluiceCluster } from "./sluice.js";
-import { BATCH, heldRuns, parseRunOrder, printComparison, wallTime, type HeldRunOutcome } from "./held-cost.js";
+import { BATCH, heldRuns, parseRunOrder, printComparison, wallTime, warmupFor } from "./held-cost.js";
 
-// ---- drain ---------------------------------------------------------------------------------------
-
-function mulberry32(seed: number): () => number {
+/** Deterministic shuffle (mulberry32), so that a drain's publish order is the same in every run. */
+function shuffled(n: number, seed: number): number[] {
   let a = seed >>> 0;
-  return () => {
+  const rnd = (): number => {
     a = (a + 0x6d2b79f5) >>> 0;
     let t = a;
     t = Math.imul(t ^ (t >>> 15), t | 1);
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
+  const order = Array.from({ length: n }, (_, i) => i);
+  for (let i = n - 1; i > 0; i--) {
+    const j = Math.floor(rnd() * (i + 1));
+    [order[i], order[j]] = [order[j]!, order[i]!];
+  }
+  return order;
 }
 
 type DrainOutcome = Awaited<ReturnType<typeof drain>>;
+type Status = { status?: string; queued_events?: number };
 
 async function drain(o: {
   cluster: SluiceCluster;
@@ -51,9 +49,9 @@ async function drain(o: {
   zone: string;
   closeAfterS: number;
   waitQuietMs: number;
-  saveArrivals: string | null;
+  saveArrivals: string | undefined;
 }) {
-  const { cluster, db, receiver } = o;
+  const { cluster, receiver } = o;
   const log = (s: string): void => void process.stderr.write(`  [drain ${o.label}] ${s}\n`);
   // Open since a minute ago, ending in two hours: the whole publish happens inside it.
   const open = { timezone: o.zone, quiet_start: wallTime(o.zone, -60_000), quiet_end: wallTime(o.zone, 2 * 3_600_000) };
@@ -65,18 +63,11 @@ async function drain(o: {
     delivery_schedule: open,
   });
   await receiver.reset();
-  const count = async (): Promise<number> => (await receiver.progress()).logged;
+  const status = async (): Promise<Status> => cluster.must<Status>(200, "GET", `/v1/destinations/${id}`);
 
-  // Ranks 0 … N−1 = occurred_at order (an hour ago, 1 ms apart); published in a shuffled order.
+  // Ranks 0 … N−1 = occurred_at order (an hour ago, 1 ms apart), published in a shuffled order.
   const baseMs = Date.now() - 3_600_000;
-  const order = Array.from({ length: o.events }, (_, i) => i);
-  const rnd = mulberry32(20261121 + o.events);
-  for (let i = order.length - 1; i > 0; i--) {
-    const j = Math.floor(rnd() * (i + 1));
-    [order[i], order[j]] = [order[j]!, order[i]!];
-  }
-  let descents = 0;
-  for (let i = 1; i < order.length; i++) if (order[i]! < order[i - 1]!) descents++;
+  const order = shuffled(o.events, 20261121 + o.events);
   const p0 = Date.now();
   for (let off = 0; off < o.events; off += BATCH) {
     await cluster.publishBatch(
@@ -90,8 +81,8 @@ async function drain(o: {
   }
   const publishMs = Date.now() - p0;
   await sleep(1000); // give a misbehaving claim the chance to send something
-  const arrivalsDuringPublish = await count();
-  const statusAfterPublish = (await cluster.call("GET", `/v1/destinations/${id}`)).json as { status?: string; queued_events?: number };
+  const arrivalsDuringPublish = (await receiver.progress()).logged;
+  const statusAfterPublish = await status();
   log(
     `${fmt(o.events)} events published in ${(publishMs / 1000).toFixed(1)} s (shuffled); ${arrivalsDuringPublish} arrived; ` +
       `status ${JSON.stringify(statusAfterPublish.status)}, queued_events ${fmt(statusAfterPublish.queued_events)}`,
@@ -100,64 +91,38 @@ async function drain(o: {
     throw new Error(`the drain destination is not "quiet" after publishing: ${JSON.stringify(statusAfterPublish)}`);
 
   const busy = await waitQuiet(o.waitQuietMs);
-  // Close the window a few seconds ahead: the end is the first instant the zone's wall clock reads quiet_end.
+  // Close the window a few seconds ahead: it ends at the first instant the zone's wall clock reads quiet_end.
   const closing = { ...open, quiet_end: wallTime(o.zone, o.closeAfterS * 1000) };
-  const res = await cluster.call("PATCH", `/v1/destinations/${id}`, { delivery_schedule: closing });
-  if (res.status !== 200) throw new Error(`PATCH /v1/destinations/${id} answered ${res.status}: ${JSON.stringify(res.json)}`);
-  const windowEnd = (res.json as { quiet_until?: string | null }).quiet_until;
-  if (!windowEnd) throw new Error(`after the PATCH the window is not open: ${JSON.stringify(res.json)}`);
+  const windowEnd = (await cluster.must<{ quiet_until?: string }>(200, "PATCH", `/v1/destinations/${id}`, { delivery_schedule: closing }))
+    .quiet_until;
+  if (!windowEnd) throw new Error(`after the PATCH the window is not open`);
   const endMs = Date.parse(windowEnd);
   log(`window closes at ${windowEnd} (${closing.quiet_end} ${o.zone}); draining`);
-
-  const deadline = endMs + ((2 * o.events) / o.rate + 60) * 1000;
-  let lastPrint = 0;
-  for (;;) {
-    const n = await count();
-    if (n >= o.events || Date.now() > deadline) break;
-    if (Date.now() - lastPrint > 5000) {
-      log(`received ${fmt(n)}/${fmt(o.events)}  t=${((Date.now() - endMs) / 1000).toFixed(0)}s after the window's end`);
-      lastPrint = Date.now();
-    }
-    await sleep(250);
-  }
+  const afterEnd = (): string => ((Date.now() - endMs) / 1000).toFixed(0);
+  await receiver.waitFor(
+    (p) => p.logged >= o.events,
+    endMs + ((2 * o.events) / o.rate + 60) * 1000,
+    (p) => `  [drain ${o.label}] received ${fmt(p.logged)}/${fmt(o.events)}  t=${afterEnd()}s after the window's end`,
+  );
   await sleep(500);
   const dump = (await receiver.dump())[`/o/${o.label}`] ?? { times: [], ranks: [] };
-  const leases = (
-    await db.query<{ rank: number; xid: string; at_ms: number }>(
-      `SELECT (e.payload->>'rank')::int AS rank, l.xid::text AS xid, (extract(epoch FROM l.at) * 1000)::float8 AS at_ms
+  const leases = await o.db.query<{ rank: number; xid: string; at_ms: number }>(
+    `SELECT (e.payload->>'rank')::int AS rank, l.xid::text AS xid, (extract(epoch FROM l.at) * 1000)::float8 AS at_ms
        FROM bench_lease_log l JOIN deliveries d ON d.destination_id = l.destination_id AND d.id = l.delivery_id
        JOIN events e ON e.id = d.event_id
       WHERE l.destination_id = $1 ORDER BY l.seq`,
-      [id],
-    )
-  ).rows;
+    [id],
+  );
   if (o.saveArrivals) {
     const file = `${o.saveArrivals}-${o.label}.json`;
-    writeFileSync(file, JSON.stringify({ windowEnd, endMs, times: dump.times, ranks: dump.ranks, leases }));
+    writeFileSync(file, JSON.stringify({ windowEnd, endMs, times: dump.times, ranks: dump.ranks, leases: leases.rows }));
     log(`arrivals saved to ${file}`);
   }
-  const statusAfterDrain = (await cluster.call("GET", `/v1/destinations/${id}`)).json;
-  const endState = await deliveriesByStatus(db, id);
 
   const t = dump.times.filter((_, i) => dump.ranks[i]! >= 0).sort((a, b) => a - b);
-  const bucket = bucketsFor({ max_per_second: o.rate, burst_capacity: o.burst })[0]!;
-  const strict = auditBucket(t, bucket, 0);
-  let maxIn1s = 0;
-  for (let i = 0, j = 0; j < t.length; j++) {
-    while (t[j]! - t[i]! >= 1000) i++;
-    maxIn1s = Math.max(maxIn1s, j - i + 1);
-  }
-  // As bench/flow-accuracy.ts: after the burst, over the middle 80 % of the backlogged drain.
-  const after = t.slice(o.burst);
-  const a = Math.floor(after.length * 0.1),
-    z = Math.floor(after.length * 0.9);
-  const utilisation = z - a > 1 ? (z - a) / ((after[z]! - after[a]!) / 1000) / o.rate : null;
-  const perSec: number[] = [];
-  for (const x of t) {
-    const s = Math.floor((x - endMs) / 1000);
-    if (s >= 0) perSec[s] = (perSec[s] ?? 0) + 1;
-  }
-  for (let s = 0; s < perSec.length; s++) perSec[s] ??= 0;
+  const perSecond: number[] = [];
+  for (const s of t.map((x) => Math.floor((x - endMs) / 1000)).filter((s) => s >= 0)) perSecond[s] = (perSecond[s] ?? 0) + 1;
+  const descents = order.filter((r, i) => i > 0 && r < order[i - 1]!).length;
   return {
     label: o.label,
     destination: id,
@@ -172,7 +137,7 @@ async function drain(o: {
     windowEndLocal: DateTime.fromMillis(endMs).setZone(o.zone).toISO() ?? "",
     publish: { ms: publishMs, eventsPerSec: o.events / Math.max(0.001, publishMs / 1000), descentsInPublishOrder: descents },
     statusAfterPublish,
-    statusAfterDrain,
+    statusAfterDrain: await status(),
     machineBusyBeforePct: busy,
     received: t.length,
     arrivalsDuringPublish,
@@ -180,33 +145,26 @@ async function drain(o: {
     firstArrivalAfterEndMs: t.length ? Math.round(t[0]! - endMs) : null,
     drainS: t.length > 1 ? (t[t.length - 1]! - t[0]!) / 1000 : null,
     idealDrainS: Math.max(0, o.events - o.burst) / o.rate,
-    overLimit: { strict: strict.offending.length, jitter20ms: auditBucket(t, bucket, 20).offending.length, worst: strict.worst },
-    maxIn1s,
-    utilisation,
-    order: analyseOrder(dump.times, dump.ranks, o.events, leases),
-    perSecond: perSec,
-    endState,
+    ...rateFigures(t, o.rate, o.burst),
+    order: analyseOrder(dump.times, dump.ranks, o.events, leases.rows),
+    perSecond: Array.from(perSecond, (n) => n ?? 0),
+    endState: await deliveriesByStatus(o.db, id),
   };
 }
 
 /**
- * Records every lease (a delivery going to 'delivering') with the id of the transaction that made
- * it: one claim transaction = one grant. A bench-only trigger in the bench's own database; at the
- * drain's 100 deliveries/s its cost is a row insert per delivery.
+ * Logs every lease (a delivery going to 'delivering') with the id of the transaction that made
+ * it: one claim transaction = one grant. A bench-only trigger in the drain's database.
  */
-async function installLeaseLog(db: pg.Client): Promise<void> {
-  await db.query(`
-    CREATE TABLE bench_lease_log (seq bigserial PRIMARY KEY, destination_id text NOT NULL, delivery_id text NOT NULL, xid bigint NOT NULL, at timestamptz NOT NULL);
-    CREATE FUNCTION bench_log_lease() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-      INSERT INTO bench_lease_log (destination_id, delivery_id, xid, at) VALUES (NEW.destination_id, NEW.id, txid_current(), clock_timestamp());
-      RETURN NULL;
-    END $$;
-    CREATE TRIGGER bench_lease_log AFTER UPDATE OF status ON deliveries
-      FOR EACH ROW WHEN (NEW.status = 'delivering' AND OLD.status IS DISTINCT FROM 'delivering') EXECUTE FUNCTION bench_log_lease();`);
-}
-
-// ---- main ------------------------------------------------------------------------------------
+const LEASE_LOG = `
+  CREATE TABLE bench_lease_log (seq bigserial PRIMARY KEY, destination_id text NOT NULL, delivery_id text NOT NULL, xid bigint NOT NULL, at timestamptz NOT NULL);
+  CREATE FUNCTION bench_log_lease() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN
+    INSERT INTO bench_lease_log (destination_id, delivery_id, xid, at) VALUES (NEW.destination_id, NEW.id, txid_current(), clock_timestamp());
+    RETURN NULL;
+  END $$;
+  CREATE TRIGGER bench_lease_log AFTER UPDATE OF status ON deliveries
+    FOR EACH ROW WHEN (NEW.status = 'delivering' AND OLD.status IS DISTINCT FROM 'delivering') EXECUTE FUNCTION bench_log_lease();`;
 
 async function main(): Promise<void> {
   const f = parseFlags("npm run bench:quiet", {
@@ -228,34 +186,24 @@ async function main(): Promise<void> {
     "quiet-destinations": { def: 10_000, quick: 1000, help: "cost: destinations in quiet hours in run B" },
     "held-per-destination": { def: 10, help: "cost: deliveries held by each" },
     "active-events": { def: 50_000, quick: 10_000, help: "cost: active workload, round-robin over the active destinations" },
-    workers: { def: 2, help: "sluice worker processes beside one sluice api" },
-    "timeout-s": { def: 900, help: "per run, for the deliveries to arrive" },
-    "wait-quiet-s": { def: 60, min: 0, help: "before each timed run, wait up to N s for other processes to leave the CPU (0 = don't)" },
     order: {
       type: "str",
       arg: "RUNS",
       def: "AAB",
       help: "cost: the runs in order (default AAB: a pilot run without, then A and B; AB, BA, ABAB, …: the last A and the last B are compared)",
     },
-    "no-fsync": { type: "bool", help: "Postgres with fsync=off (default: durable)" },
+    ...clusterFlags(900),
   });
-  const { part, events, rate, concurrency, active, workers, quick } = f;
+  const { part, events, rate, concurrency, active, workers, timezone: zone } = f;
+  const { "order-events": orderEvents, "order-rate": orderRate, "close-after-s": closeAfterS } = f;
+  const { "quiet-destinations": quietDestinations, "held-per-destination": perDestination, "active-events": activeEvents } = f;
   if (!["drain", "cost", "all"].includes(part)) throw new Error(`--part takes drain, cost or all, not '${part}'`);
-  const burst = f.burst || rate;
-  const orderEvents = f["order-events"],
-    orderRate = f["order-rate"],
-    closeAfterS = f["close-after-s"],
-    zone = f.timezone;
-  const saveArrivals = f["save-arrivals"] ?? null;
   if (!IANAZone.isValidZone(zone)) throw new Error(`--timezone: '${zone}' is not an IANA zone`);
-  const quietDestinations = f["quiet-destinations"],
-    perDestination = f["held-per-destination"],
-    activeEvents = f["active-events"];
-  const timeoutMs = f["timeout-s"] * 1000,
-    waitQuietMs = f["wait-quiet-s"] * 1000,
-    fsync = !f["no-fsync"];
+  const burst = f.burst || rate;
+  const waitQuietMs = f["wait-quiet-s"] * 1000;
+  const fsync = !f["no-fsync"];
   const runOrder = parseRunOrder(f.order);
-  const warmup = Math.min(5000, Math.max(BATCH, Math.round(activeEvents / 20 / BATCH) * BATCH));
+  const warmup = warmupFor(activeEvents);
 
   const bench = benchStart("quiet-hours");
   const { out } = bench;
@@ -274,54 +222,23 @@ async function main(): Promise<void> {
     );
   }
   out(`sluice api + ${workers} × sluice worker on one throwaway Postgres server; each part or run on a fresh database.`);
-  const { server, settings } = await bench.postgres(fsync);
+  const pg = await bench.postgres(fsync);
 
-  // ---- drain ----
   const drains: DrainOutcome[] = [];
   if (part !== "cost") {
     const receiver = await Receiver.start(bench.log("quiet-order-receiver.log"), { log: true });
     process.stderr.write(`\n▶ drain\n`);
-    await withDatabase(server.url, "quiet_drain", async (url) => {
+    await withDatabase(pg.server.url, "quiet_drain", async (url) => {
       const cluster = new SluiceCluster({ databaseUrl: url, logPrefix: bench.log("quiet-drain") });
       const db = await connect(url);
       try {
         await cluster.startApi();
-        await installLeaseLog(db);
+        await db.query(LEASE_LOG);
         await cluster.startWorkers(workers, true);
-        drains.push(
-          await drain({
-            cluster,
-            db,
-            receiver,
-            label: "main",
-            events,
-            rate,
-            burst,
-            concurrency,
-            zone,
-            closeAfterS,
-            waitQuietMs,
-            saveArrivals,
-          }),
-        );
-        if (orderEvents > 0) {
-          drains.push(
-            await drain({
-              cluster,
-              db,
-              receiver,
-              label: "c1",
-              events: orderEvents,
-              rate: orderRate,
-              burst: orderRate,
-              concurrency: 1,
-              zone,
-              closeAfterS,
-              waitQuietMs,
-              saveArrivals,
-            }),
-          );
-        }
+        const common = { cluster, db, receiver, zone, closeAfterS, waitQuietMs, saveArrivals: f["save-arrivals"] };
+        drains.push(await drain({ ...common, label: "main", events, rate, burst, concurrency }));
+        if (orderEvents > 0)
+          drains.push(await drain({ ...common, label: "c1", events: orderEvents, rate: orderRate, burst: orderRate, concurrency: 1 }));
       } finally {
         await db.end().catch(() => undefined);
         await cluster.stop();
@@ -330,89 +247,56 @@ async function main(): Promise<void> {
     for (const d of drains) printDrain(out, d);
   }
 
-  // ---- cost ----
-  const runs: HeldRunOutcome[] = [];
-  let comparison: ReturnType<typeof printComparison> | null = null;
+  let runs: Awaited<ReturnType<typeof heldRuns>> = [];
+  let comparison = null;
   if (part !== "drain") {
-    const receiver = await Receiver.start(bench.log("quiet-cost-receiver.log"));
-    runs.push(
-      ...(await heldRuns({
-        name: "quiet_cost",
-        serverUrl: server.url,
-        order: runOrder,
-        held: { kind: "quiet", destinations: quietDestinations, perDestination, timezone: zone, windowHours: 3 },
-        describeB: `+ ${fmt(quietDestinations)} in quiet hours`,
-        logPrefix: bench.log,
-        run: { receiver, active, activeEvents, workers, warmup, timeoutMs, waitQuietMs, postmaster: () => postmasterPid(server.dataDir) },
-      })),
-    );
+    runs = await heldRuns({
+      name: "quiet_cost",
+      pg,
+      order: runOrder,
+      held: { kind: "quiet", destinations: quietDestinations, perDestination, timezone: zone, windowHours: 3 },
+      describeB: `+ ${fmt(quietDestinations)} in quiet hours`,
+      log: bench.log,
+      receiver: await Receiver.start(bench.log("quiet-cost-receiver.log")),
+      active,
+      activeEvents,
+      flags: f,
+    });
     out(`\n── cost: ${fmt(active)} active destinations, with and without ${fmt(quietDestinations)} in quiet hours`);
-    comparison = printComparison(out, runs, `${fmt(quietDestinations)} quiet`);
+    comparison = printComparison(out, runs, `B: + ${fmt(quietDestinations)} quiet`);
   }
 
-  out(
-    `\nnotes: drain — arrival times are taken by the receiver when a request's headers are parsed; the window's end is the ` +
-      `quiet_until the PATCH answered. A "grant" is what one claim transaction leased (bench-only trigger on deliveries in the drain's ` +
-      `database). cost — only delivery is timed: the active workload is published with one deliver_at after publishing ends; ` +
-      `every run gets the same warm-up, VACUUM ANALYZE and CHECKPOINT; a pilot run (default --order AAB) is not compared. On a shared 2-core machine runs vary by ±10-15 %: ` +
-      `compare ratios only when "CPU other processes" is low in both runs. --quick runs only prove the bench works.`,
-  );
-  const main = drains.find((d) => d.label === "main");
-  const c1 = drains.find((d) => d.label === "c1");
+  const [main, c1] = [drains.find((d) => d.label === "main"), drains.find((d) => d.label === "c1")];
+  const g = main?.order.grants;
   bench.finish("quiet", {
-    postgres: settings,
-    options: {
-      part,
-      events,
-      rate,
-      burst,
-      concurrency,
-      orderEvents,
-      orderRate,
-      closeAfterS,
-      timezone: zone,
-      active,
-      quietDestinations,
-      perDestination,
-      activeEvents,
-      warmup,
-      workers,
-      timeoutMs,
-      fsync,
-      quick,
-      batch: BATCH,
-      order: runOrder.join(""),
-    },
+    postgres: pg.settings,
+    options: { ...f, burst, warmup, batch: BATCH },
     verdict: {
-      drain: main
-        ? {
-            arrivalsBeforeWindowEnd: main.arrivalsBeforeWindowEnd,
-            windowsOverLimit: main.overLimit.strict,
-            maxIn1s: main.maxIn1s,
-            utilisation: main.utilisation,
-            exactInversions: main.order.exactInversions,
-            bucketInversions: main.order.bucketInversions,
-            crossGrantInversions: main.order.grants?.crossGrantInversions ?? null,
-            leasedOutOfOrder: main.order.grants?.leasedOutOfOrder ?? null,
-            crossGrantOk: main.order.grants ? main.order.grants.crossGrantInversions === 0 : null,
-            complete: main.received === main.events,
-            // The brief's checks: order by 100 ms buckets (crossGrantOk is the exact, stricter one).
-            ok:
-              main.received === main.events &&
-              main.arrivalsBeforeWindowEnd === 0 &&
-              main.overLimit.strict === 0 &&
-              (main.utilisation ?? 0) >= 0.98 &&
-              main.order.bucketInversions === 0 &&
-              (main.order.grants?.leasedOutOfOrder ?? 1) === 0,
-          }
-        : null,
-      exactOrder: c1
-        ? {
-            exactInversions: c1.order.exactInversions,
-            complete: c1.received === c1.events,
-            arrivalsBeforeWindowEnd: c1.arrivalsBeforeWindowEnd,
-          }
-        : null,
+      drain: main && {
+        arrivalsBeforeWindowEnd: main.arrivalsBeforeWindowEnd,
+        windowsOverLimit: main.overLimit.strict,
+        maxIn1s: main.maxIn1s,
+        utilisation: main.utilisation,
+        exactInversions: main.order.exactInversions,
+        bucketInversions: main.order.bucketInversions,
+        crossGrantInversions: g?.crossGrantInversions ?? null,
+        leasedOutOfOrder: g?.leasedOutOfOrder ?? null,
+        crossGrantOk: g ? g.crossGrantInversions === 0 : null,
+        complete: main.received === main.events,
+        // The brief's checks: order by 100 ms buckets (crossGrantOk is the exact, stricter one).
+        ok:
+          main.received === main.events &&
+          main.arrivalsBeforeWindowEnd === 0 &&
+          main.overLimit.strict === 0 &&
+          (main.utilisation ?? 0) >= 0.98 &&
+          main.order.bucketInversions === 0 &&
+          (g?.leasedOutOfOrder ?? 1) === 0,
+      },
+      exactOrder: c1 && {
+        exactInversions: c1.order.exactInversions,
+        complete: c1.received === c1.events,
+        arrivalsBeforeWindowEnd: c1.arrivalsBeforeWindowEnd,
+      },
       cost: comparison,
     },
     drains,
@@ -421,17 +305,21 @@ async function main(): Promise<void> {
 }
 
 function printDrain(out: (s: string) => void, d: DrainOutcome): void {
-  const g = d.order.grants;
+  const o = d.order;
+  const g = o.grants;
+  const grant = (show: (x: NonNullable<typeof g>) => string): string => (g ? show(g) : "–");
   out(
     `\n── drain "${d.label}": ${fmt(d.events)} events, max_per_second ${d.rate}, burst_capacity ${d.burst}, max_concurrency ${d.concurrency}`,
   );
   out(
-    `  window: ${JSON.stringify(d.scheduleWhilePublishing)} while publishing, then quiet_end ${d.scheduleClosing.quiet_end}: ends ${d.windowEnd} (${d.windowEndLocal})`,
+    `  window: ${JSON.stringify(d.scheduleWhilePublishing)} while publishing, then quiet_end ${d.scheduleClosing.quiet_end}: ` +
+      `ends ${d.windowEnd} (${d.windowEndLocal})`,
   );
   out(
-    `  published in ${fmt(d.publish.ms / 1000, 1)} s, shuffled (${fmt(d.publish.descentsInPublishOrder)} of ${fmt(d.events - 1)} consecutive publishes went down in rank); ` +
-      `status after publishing ${JSON.stringify((d.statusAfterPublish as { status?: string }).status)}`,
+    `  published in ${fmt(d.publish.ms / 1000, 1)} s, shuffled (${fmt(d.publish.descentsInPublishOrder)} of ${fmt(d.events - 1)} consecutive ` +
+      `publishes went down in rank); status after publishing ${JSON.stringify(d.statusAfterPublish.status)}`,
   );
+  const zero = (n: number | undefined): string => (n === undefined ? "0 ?" : `0 ${mark(n === 0)}`);
   out(
     table([
       ["", "measured", "target"],
@@ -443,7 +331,7 @@ function printDrain(out: (s: string) => void, d: DrainOutcome): void {
       ],
       ["first arrival after the window's end (ms)", fmt(d.firstArrivalAfterEndMs), ""],
       ["drain, first → last arrival (s)", fmt(d.drainS, 1), `≥ ${fmt(d.idealDrainS, 1)} at the rate`],
-      ["windows over burst + rate × length (jitter 0)", fmt(d.overLimit.strict), `0 ${mark(d.overLimit.strict === 0)}`],
+      ["windows over burst + rate × length (jitter 0)", fmt(d.overLimit.strict), zero(d.overLimit.strict)],
       ["  … allowing 20 ms arrival jitter", fmt(d.overLimit.jitter20ms), ""],
       ["most arrivals in any sliding 1 s", fmt(d.maxIn1s), `≤ ${fmt(d.burst + d.rate)} (burst + rate)`],
       [
@@ -453,28 +341,20 @@ function printDrain(out: (s: string) => void, d: DrainOutcome): void {
       ],
       [
         "arrivals out of occurred_at order (exact)",
-        fmt(d.order.exactInversions),
-        d.concurrency === 1 ? `0 ${mark(d.order.exactInversions === 0)}` : "(concurrency > 1: see below)",
+        fmt(o.exactInversions),
+        d.concurrency === 1 ? zero(o.exactInversions) : "(concurrency > 1: see below)",
       ],
-      ["  largest rank displacement / lateness (ms)", `${fmt(d.order.maxRankDisplacement)} / ${fmt(d.order.maxLatenessMs, 1)}`, ""],
-      [
-        `arrivals below a rank of an earlier ${d.order.bucketMs} ms bucket`,
-        fmt(d.order.bucketInversions),
-        `0 ${mark(d.order.bucketInversions === 0)}`,
-      ],
+      ["  largest rank displacement / lateness (ms)", `${fmt(o.maxRankDisplacement)} / ${fmt(o.maxLatenessMs, 1)}`, ""],
+      [`arrivals below a rank of an earlier ${o.bucketMs} ms bucket`, fmt(o.bucketInversions), zero(o.bucketInversions)],
       [
         "grants (claim transactions that leased)",
-        g ? `${fmt(g.count)} (first ${g.first}; size ${g.sizeMin}/${g.sizeMedian}/${g.sizeMax} min/median/max)` : "–",
+        grant((g) => `${fmt(g.count)} (first ${g.first}; size ${g.sizeMin}/${g.sizeMedian}/${g.sizeMax} min/median/max)`),
         "",
       ],
-      ["deliveries leased out of occurred_at order", g ? fmt(g.leasedOutOfOrder) : "–", `0 ${mark(g ? g.leasedOutOfOrder === 0 : null)}`],
-      ["deliveries leased more than once", g ? fmt(g.leasedAgain) : "–", "0"],
-      [
-        "arrivals after a request of a later grant",
-        g ? fmt(g.crossGrantInversions) : "–",
-        `0 ${mark(g ? g.crossGrantInversions === 0 : null)}`,
-      ],
-      ["inversions inside one grant only", g ? fmt(g.withinGrantInversions) : "–", ""],
+      ["deliveries leased out of occurred_at order", grant((g) => fmt(g.leasedOutOfOrder)), zero(g?.leasedOutOfOrder)],
+      ["deliveries leased more than once", grant((g) => fmt(g.leasedAgain)), "0"],
+      ["arrivals after a request of a later grant", grant((g) => fmt(g.crossGrantInversions)), zero(g?.crossGrantInversions)],
+      ["inversions inside one grant only", grant((g) => fmt(g.withinGrantInversions)), ""],
     ]),
   );
   if (g && g.crossGrantInversions > 0) {
@@ -484,8 +364,8 @@ function printDrain(out: (s: string) => void, d: DrainOutcome): void {
     );
   }
   out(
-    `  missing ${fmt(d.order.missing)}, repeated ${fmt(d.order.repeats)}; deliveries at the end ${JSON.stringify(d.endState)}; ` +
-      `status after the drain ${JSON.stringify((d.statusAfterDrain as { status?: string }).status)}`,
+    `  missing ${fmt(o.missing)}, repeated ${fmt(o.repeats)}; deliveries at the end ${JSON.stringify(d.endState)}; ` +
+      `status after the drain ${JSON.stringify(d.statusAfterDrain.status)}`,
   );
   out(`  arrivals per second from the window's end: ${d.perSecond.slice(0, 12).join(" ")}${d.perSecond.length > 12 ? " …" : ""}`);
 }

@@ -1,9 +1,10 @@
 // How the benches print and save what they measured: number formats, tables, the header every
-// bench starts with, the results file, and `npm run bench`'s run blocks and comparison table.
+// bench starts with, the results file, and `npm run bench`'s runs and comparison table.
 import { mkdirSync, writeFileSync } from "node:fs";
-import { cpus, totalmem } from "node:os";
-import { dirname, join } from "node:path";
-import { serverSettings, startPostgres } from "./pg.js";
+import { cpus, hostname, release, totalmem } from "node:os";
+import { join } from "node:path";
+import { postmasterPid, serverSettings, startPostgres } from "./pg.js";
+import type { CpuFigures } from "./procs.js";
 import type { ReceiverReport } from "./receiver.js";
 import { REPO, sourceState } from "./sluice.js";
 
@@ -13,20 +14,42 @@ export const fmt = (n: number | null | undefined, digits = 0): string =>
     : n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
 export const ratio = (x: number | null | undefined, y: number | null | undefined): number | null => (x && y ? x / y : null);
 export const mark = (ok: boolean | null): string => (ok === null ? "?" : ok ? "✓" : "✗");
-export const cpuPct = (cpu: Record<string, { pctOfOneCore: number }>, k: string): string => `${fmt(cpu[k]?.pctOfOneCore)} %`;
+export const cpuPct = (cpu: CpuFigures, k: string): string => `${fmt(cpu[k]?.pctOfOneCore)} %`;
 
-/** Columns aligned: the first to the left, the others to the right. */
-export function table(rows: string[][]): string {
+/** Columns aligned: the first to the left, the others to the right; or a Markdown table. */
+export function table(rows: string[][], markdown = false): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
+  if (markdown) {
+    const line = (cells: string[]): string => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`;
+    return [line(rows[0]!), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.slice(1).map(line)].join("\n");
+  }
   return rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ")).join("\n");
 }
 
-export function writeJson(path: string, data: unknown): void {
-  mkdirSync(dirname(path), { recursive: true });
-  writeFileSync(path, `${JSON.stringify(data, null, 2)}\n`);
+/** A figure of each run: its label, its value (a number printed with `digits`), and `ratioDigits` for last/first. */
+export type Row<T> = [label: string, value: (r: T) => number | string | null | undefined, digits?: number, ratioDigits?: number];
+
+/** One column per run, one row per figure, and when `head` names one more column the ratio last/first. */
+export function compareTable<T>(head: string[], runs: T[], rows: Row<T>[]): string {
+  const cell = (v: number | string | null | undefined, d = 0): string => (typeof v === "string" ? v : fmt(v, d));
+  const withRatio = head.length > runs.length + 1;
+  const body = rows.map(([label, value, d, rd]) => {
+    const [first, last] = [value(runs[0]!), value(runs[runs.length - 1]!)];
+    const r = rd === undefined || typeof first === "string" || typeof last === "string" ? "" : fmt(ratio(last, first), rd);
+    return [label, ...runs.map((run) => cell(value(run), d)), ...(withRatio ? [r] : [])];
+  });
+  return table([head, ...body]);
 }
 
-/** First arrival (or publish) → last arrival, and the middle 80 % of the distinct deliveries. */
+/** The CPU rows of a comparison (% of one core), and how busy the machine was before the run. */
+export const cpuRows = <T extends { cpu: CpuFigures; machineBusyBeforePct: number }>(sluice = "CPU sluice (% of one core)"): Row<T>[] => [
+  [sluice, (r) => cpuPct(r.cpu, "sluice")],
+  ["CPU postgres", (r) => cpuPct(r.cpu, "postgres")],
+  ["CPU other processes", (r) => cpuPct(r.cpu, "(other processes, kernel)")],
+  ["machine busy before the run", (r) => `${r.machineBusyBeforePct} %`],
+];
+
+/** Deliveries/s from `from` to the last arrival, and over the middle 80 % of the distinct deliveries. */
 export function rates(r: ReceiverReport, from: number): { perSec: number | null; steadyPerSec: number | null; spanS: number | null } {
   if (r.lastAt === null || r.unique === 0) return { perSec: null, steadyPerSec: null, spanS: null };
   const spanS = Math.max(0.001, (r.lastAt - from) / 1000);
@@ -37,27 +60,23 @@ export function rates(r: ReceiverReport, from: number): { perSec: number | null;
   return { perSec: r.unique / spanS, steadyPerSec: steady, spanS };
 }
 
+type DbWork = { dbWork: { name: string; rows: number; scans: number }[]; expected: number };
+
 /** Where Postgres read rows in runs A and B, per delivery of each: the 8 largest. */
-export function dbWorkTable(
-  what: string,
-  a: { dbWork: { name: string; rows: number; scans: number }[]; expected: number },
-  b: typeof a,
-): string {
+export function dbWorkTable(what: string, a: DbWork, b: DbWork): string {
   const names = [...new Set([...a.dbWork, ...b.dbWork].map((x) => x.name))];
-  const work = names
-    .map((n) => ({ n, a: a.dbWork.find((x) => x.name === n), b: b.dbWork.find((x) => x.name === n) }))
-    .sort((x, y) => Math.max(y.a?.rows ?? 0, y.b?.rows ?? 0) - Math.max(x.a?.rows ?? 0, x.b?.rows ?? 0))
-    .slice(0, 8);
+  const work = (r: DbWork, n: string) => r.dbWork.find((x) => x.name === n) ?? { rows: 0, scans: 0 };
+  const largest = names.sort((x, y) => Math.max(work(a, y).rows, work(b, y).rows) - Math.max(work(a, x).rows, work(b, x).rows)).slice(0, 8);
   return (
     `\nrows Postgres read during the ${what} workload (pg_stat_user_tables/indexes), per ${what} delivery — the 8 largest:\n` +
     table([
       ["", "A rows/delivery", "B rows/delivery", "A scans", "B scans"],
-      ...work.map((w) => [
-        `  ${w.n}`,
-        fmt((w.a?.rows ?? 0) / a.expected, 1),
-        fmt((w.b?.rows ?? 0) / b.expected, 1),
-        fmt(w.a?.scans ?? 0),
-        fmt(w.b?.scans ?? 0),
+      ...largest.map((n) => [
+        `  ${n}`,
+        fmt(work(a, n).rows / a.expected, 1),
+        fmt(work(b, n).rows / b.expected, 1),
+        fmt(work(a, n).scans),
+        fmt(work(b, n).scans),
       ]),
     ])
   );
@@ -67,34 +86,45 @@ export function dbWorkTable(
  * The start every bench shares: its title, the machine and the Sluice source on stdout, a logs
  * directory; then `postgres()` starts the throwaway server and `finish()` saves the results.
  */
-export function benchStart(title: string) {
+export function benchStart(title: string, sluiceDir = REPO) {
   const out = (s: string): void => void process.stdout.write(`${s}\n`);
   const logDir = join(REPO, "bench", "results", "logs");
   mkdirSync(logDir, { recursive: true });
   const startedAt = new Date();
-  const source = sourceState(REPO);
+  const source = sourceState(sluiceDir);
+  const cpu = cpus();
+  const machine = {
+    hostname: hostname(),
+    cores: cpu.length,
+    cpuModel: cpu[0]?.model ?? "?",
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    kernel: release(),
+    node: process.version,
+  };
+  const changes = source.localChanges.length === 0 ? "src/ and migrations/ clean" : `LOCAL CHANGES: ${source.localChanges.join("; ")}`;
   out(`Sluice ${title} benchmark — ${startedAt.toISOString()}`);
+  out(`machine: ${machine.cores} cores (${machine.cpuModel}), ${machine.memoryGiB} GiB, Linux ${machine.kernel}, Node ${machine.node}`);
   out(
-    `machine: ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; Sluice ${source.commit}` +
-      `${source.localChanges.length ? ` + local changes (${source.localChanges.length} files)` : ""} (fingerprint ${source.fingerprint})`,
+    `Sluice source${sluiceDir === REPO ? "" : ` (${sluiceDir})`}: commit ${source.commit}, ${changes} (fingerprint ${source.fingerprint})`,
   );
   return {
     out,
-    logDir,
-    startedAt,
-    source,
     log: (name: string): string => join(logDir, name),
     async postgres(fsync: boolean) {
-      const server = await startPostgres({ fsync });
-      const settings = await serverSettings(server.url);
+      const server = await startPostgres(fsync);
+      const s = await serverSettings(server.url);
+      const durable = s.fsync === "on" && s.synchronous_commit === "on";
       out(
-        `Postgres ${settings.server_version} (throwaway): fsync=${settings.fsync}, synchronous_commit=${settings.synchronous_commit}, shared_buffers=${settings.shared_buffers}`,
+        `Postgres ${s.server_version} (throwaway, started by scripts/pg-server.mjs): fsync=${s.fsync}, synchronous_commit=${s.synchronous_commit}, ` +
+          `full_page_writes=${s.full_page_writes}, wal_sync_method=${s.wal_sync_method}, shared_buffers=${s.shared_buffers}, max_connections=${s.max_connections}` +
+          (durable ? " — durable defaults: every commit is flushed to disk" : " — NOT durable"),
       );
-      return { server, settings };
+      return { server, settings: s, postmaster: () => postmasterPid(server.dataDir) };
     },
     finish(name: string, data: Record<string, unknown>): void {
       const file = join(REPO, "bench", "results", `${name}.json`);
-      writeJson(file, { startedAt: startedAt.toISOString(), finishedAt: new Date().toISOString(), source, ...data });
+      const results = { startedAt: startedAt.toISOString(), finishedAt: new Date().toISOString(), machine, source, ...data };
+      writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
       out(`results: ${file} (process logs: ${logDir})`);
     },
   };
@@ -104,173 +134,150 @@ export function benchStart(title: string) {
 
 export type Scenario = "0ms" | "50ms" | "embedded";
 export type System = "sluice" | "graphile-worker";
+export type RunResult = ReturnType<typeof newRun>;
 
-export interface RunResult {
+/**
+ * A run of `npm run bench` before it measured anything. deliveriesPerSec: distinct deliveries ÷
+ * (last received − first publish sent); steadyStatePerSec: those first received after publishing
+ * ended, per second until the last one; perDestinationCap: the limit checked at the receiver.
+ */
+export function newRun(o: {
   system: System;
   scenario: Scenario;
   store: "postgres" | "pglite";
   destinations: number;
   events: number;
   receiverDelayMs: number;
-  settings: Record<string, string | number | boolean | null>;
-  status: "complete" | "timeout" | "error";
-  error: string | null;
-  publish: { ms: number; eventsPerSec: number; batches: number } | null;
-  received: number;
-  duplicates: number;
-  misrouted: number;
-  totalRequests: number;
-  /** First publish request sent → last distinct delivery received. */
-  measuredMs: number | null;
-  deliveriesPerSec: number | null;
-  /** Deliveries received after publishing finished, per second, until the last one. */
-  steadyStatePerSec: number | null;
-  latencyMs: ReceiverReport["latencyMs"];
-  maxInflight: number;
-  maxInflightPerDestination: number;
-  receiverConnections: number;
-  peakOpenConnections: number;
-  /** The per-destination limit checked at the receiver (null: none, e.g. the baseline has none). */
   perDestinationCap: number | null;
-  overCapRequests: number;
-  destinationsOverCap: number;
-  cpu: Record<string, { cpuSeconds: number; pctOfOneCore: number }>;
-  /** Whole run: start of its processes → everything stopped. */
-  wallMs: number;
-  /** Database-side tally at the end (server store only): deliveries or jobs by state, attempts. */
-  endState: Record<string, number> | null;
-  /** Its Postgres connections by state / wait event, averaged over the run (server store only). */
-  pgActivity: Record<string, number> | null;
-  /** The system's figures about itself (Sluice's /metrics). */
-  engineMetrics: Record<string, number> | null;
-  notes: string[];
-}
-
-/** The figures of a run from what the receiver saw and when publishing ran. */
-export function deriveFigures(r: ReceiverReport, publishStartAt: number, publishEndAt: number): Partial<RunResult> {
-  const measuredMs = r.lastAt === null ? null : r.lastAt - publishStartAt;
-  const tailMs = r.lastAt === null ? 0 : r.lastAt - publishEndAt;
+}) {
   return {
-    received: r.unique,
-    duplicates: r.duplicates,
-    misrouted: r.misrouted,
-    totalRequests: r.total,
-    measuredMs,
-    deliveriesPerSec: measuredMs !== null && measuredMs > 0 ? r.unique / (measuredMs / 1000) : null,
-    // Under ~0.5 s of tail the "rate" is mostly noise.
-    steadyStatePerSec: tailMs >= 500 ? r.receivedAfterPublish / (tailMs / 1000) : null,
-    latencyMs: r.latencyMs,
-    maxInflight: r.maxInflight,
-    maxInflightPerDestination: r.maxInflightPerDestination,
-    receiverConnections: r.connections,
-    peakOpenConnections: r.peakOpenConnections,
-    overCapRequests: r.overCapRequests,
-    destinationsOverCap: r.destinationsOverCap,
+    ...o,
+    settings: {} as Record<string, string | number | boolean | null>,
+    status: "error" as "complete" | "timeout" | "error",
+    error: null as string | null,
+    publish: null as { ms: number; eventsPerSec: number; batches: number } | null,
+    ...deriveFigures(null, 0, 0),
+    cpu: {} as CpuFigures,
+    /** Start of its processes → everything stopped. */
+    wallMs: 0,
+    /** Deliveries or jobs by state and attempts, and the system's connections by state (server store only). */
+    endState: null as Record<string, number> | null,
+    pgActivity: null as Record<string, number> | null,
+    engineMetrics: null as Record<string, number> | null,
+    notes: [] as string[],
   };
 }
 
-const fmtInt = (n: number | null | undefined): string => (n === null || n === undefined ? "—" : Math.round(n).toLocaleString("en-US"));
+/** The figures of a run from what the receiver saw and when publishing ran. */
+export function deriveFigures(r: ReceiverReport | null, publishStartAt: number, publishEndAt: number) {
+  const measuredMs = r?.lastAt == null ? null : r.lastAt - publishStartAt;
+  const tailMs = r?.lastAt == null ? 0 : r.lastAt - publishEndAt;
+  return {
+    received: r?.unique ?? 0,
+    duplicates: r?.duplicates ?? 0,
+    misrouted: r?.misrouted ?? 0,
+    totalRequests: r?.total ?? 0,
+    measuredMs,
+    deliveriesPerSec: measuredMs !== null && measuredMs > 0 ? r!.unique / (measuredMs / 1000) : null,
+    // Under ~0.5 s of tail the "rate" is mostly noise.
+    steadyStatePerSec: r && tailMs >= 500 ? r.receivedAfterPublish / (tailMs / 1000) : null,
+    latencyMs: r?.latencyMs ?? null,
+    maxInflight: r?.maxInflight ?? 0,
+    maxInflightPerDestination: r?.maxInflightPerDestination ?? 0,
+    receiverConnections: r?.connections ?? 0,
+    peakOpenConnections: r?.peakOpenConnections ?? 0,
+    overCapRequests: r?.overCapRequests ?? 0,
+    destinationsOverCap: r?.destinationsOverCap ?? 0,
+  };
+}
+
 const fmtMs = (n: number | null | undefined): string =>
   n === null || n === undefined ? "—" : n >= 10_000 ? `${(n / 1000).toFixed(1)} s` : `${Math.round(n)} ms`;
 const statusMark = (r: RunResult): string => (r.status === "complete" ? "" : r.status === "timeout" ? " (TIMED OUT: partial)" : " (ERROR)");
+const list = (o: Record<string, number>, show: (v: number) => string = fmt, sep = " "): string =>
+  Object.entries(o)
+    .map(([k, v]) => `${k}${sep}${show(v)}`)
+    .join(", ");
 
 /** A detailed block for one run. */
 export function describeRun(r: RunResult): string {
+  const lat = r.latencyMs;
   const lines = [
-    `${r.system} · ${r.scenario} · ${r.store}: ${fmtInt(r.destinations)} destinations, ${fmtInt(r.events)} events, receiver delay ${r.receiverDelayMs} ms${statusMark(r)}`,
+    `${r.system} · ${r.scenario} · ${r.store}: ${fmt(r.destinations)} destinations, ${fmt(r.events)} events, receiver delay ${r.receiverDelayMs} ms${statusMark(r)}`,
+    ...(r.error ? [`  error: ${r.error}`] : []),
+    ...(r.publish ? [`  published in ${fmtMs(r.publish.ms)} (${fmt(r.publish.eventsPerSec)} events/s, ${r.publish.batches} batches)`] : []),
+    `  received ${fmt(r.received)}/${fmt(r.events)} distinct${r.duplicates ? `, ${fmt(r.duplicates)} DUPLICATES` : ", 0 duplicates"}` +
+      `${r.misrouted ? `, ${fmt(r.misrouted)} MISROUTED` : ""} (${fmt(r.totalRequests)} requests)`,
+    `  deliveries/s: ${fmt(r.deliveriesPerSec)} first publish → last receive over ${fmtMs(r.measuredMs)}` +
+      `; after publishing ended: ${r.steadyStatePerSec === null ? "— (tail < 0.5 s)" : `${fmt(r.steadyStatePerSec)}/s`}`,
+    `  publish→receive latency: p50 ${fmtMs(lat?.p50)}, p90 ${fmtMs(lat?.p90)}, p99 ${fmtMs(lat?.p99)}, max ${fmtMs(lat?.max)}`,
+    `  at the receiver: at most ${fmt(r.maxInflight)} requests at once, at most ${fmt(r.maxInflightPerDestination)} to one destination, ` +
+      `${fmt(r.receiverConnections)} connections opened (at most ${fmt(r.peakOpenConnections)} open at once)`,
   ];
-  if (r.error) lines.push(`  error: ${r.error}`);
-  if (r.publish)
-    lines.push(`  published in ${fmtMs(r.publish.ms)} (${fmtInt(r.publish.eventsPerSec)} events/s, ${r.publish.batches} batches)`);
-  lines.push(
-    `  received ${fmtInt(r.received)}/${fmtInt(r.events)} distinct` +
-      `${r.duplicates ? `, ${fmtInt(r.duplicates)} DUPLICATES` : ", 0 duplicates"}${r.misrouted ? `, ${fmtInt(r.misrouted)} MISROUTED` : ""}` +
-      ` (${fmtInt(r.totalRequests)} requests)`,
-    `  deliveries/s: ${fmtInt(r.deliveriesPerSec)} first publish → last receive over ${fmtMs(r.measuredMs)}` +
-      `; after publishing ended: ${r.steadyStatePerSec === null ? "— (tail < 0.5 s)" : `${fmtInt(r.steadyStatePerSec)}/s`}`,
-    `  publish→receive latency: p50 ${fmtMs(r.latencyMs?.p50)}, p90 ${fmtMs(r.latencyMs?.p90)}, p99 ${fmtMs(r.latencyMs?.p99)}, max ${fmtMs(r.latencyMs?.max)}`,
-    `  at the receiver: at most ${fmtInt(r.maxInflight)} requests at once, at most ${fmtInt(r.maxInflightPerDestination)} to one destination, ${fmtInt(r.receiverConnections)} connections opened (at most ${fmtInt(r.peakOpenConnections)} open at once)`,
-  );
-  if (r.perDestinationCap !== null && r.totalRequests > 0) {
+  const cap = r.perDestinationCap;
+  if (cap !== null && r.totalRequests > 0) {
     lines.push(
       r.overCapRequests === 0
-        ? `  max_concurrency ${r.perDestinationCap}: never exceeded at the receiver`
-        : `  max_concurrency ${r.perDestinationCap} EXCEEDED: ${fmtInt(r.overCapRequests)} requests arrived while their destination already had ${r.perDestinationCap} in flight (${fmtInt(r.destinationsOverCap)} destinations; peak ${r.maxInflightPerDestination})`,
+        ? `  max_concurrency ${cap}: never exceeded at the receiver`
+        : `  max_concurrency ${cap} EXCEEDED: ${fmt(r.overCapRequests)} requests arrived while their destination already had ${cap} in flight ` +
+            `(${fmt(r.destinationsOverCap)} destinations; peak ${r.maxInflightPerDestination})`,
     );
   }
-  const cpu = Object.entries(r.cpu)
-    .map(([k, v]) => `${k} ${v.pctOfOneCore}%`)
-    .join(", ");
-  if (cpu) lines.push(`  CPU over the measured span (% of one core; 2 cores = 200%): ${cpu}`);
-  if (r.endState)
-    lines.push(
-      `  end state in the database: ${Object.entries(r.endState)
-        .map(([k, v]) => `${k}=${fmtInt(v)}`)
-        .join(", ")}`,
-    );
+  const cpu = Object.entries(r.cpu).map(([k, v]) => `${k} ${v.pctOfOneCore}%`);
+  if (cpu.length) lines.push(`  CPU over the measured span (% of one core; 2 cores = 200%): ${cpu.join(", ")}`);
+  if (r.endState) lines.push(`  end state in the database: ${list(r.endState, fmt, "=")}`);
   if (r.pgActivity && Object.keys(r.pgActivity).length > 0) {
     // The states that matter; the long tail of rare wait events would only hide them.
-    const shown = Object.entries(r.pgActivity).filter(([, v]) => v >= 0.05);
-    const rest = Object.entries(r.pgActivity)
-      .filter(([, v]) => v < 0.05)
-      .reduce((n, [, v]) => n + v, 0);
+    const shown = Object.fromEntries(Object.entries(r.pgActivity).filter(([, v]) => v >= 0.05));
+    const rest = Object.values(r.pgActivity).reduce((n, v) => (v < 0.05 ? n + v : n), 0);
     lines.push(
-      `  its Postgres connections, average over the run: ${shown.map(([k, v]) => `${k} ${v}`).join(", ")}${rest > 0 ? `, other ${Math.round(rest * 100) / 100}` : ""}`,
+      `  its Postgres connections, average over the run: ${list(shown, String)}${rest > 0 ? `, other ${Math.round(rest * 100) / 100}` : ""}`,
     );
   }
   if (r.engineMetrics)
-    lines.push(
-      `  ${r.system}'s own metrics: ${Object.entries(r.engineMetrics)
-        .map(([k, v]) => `${k} ${Number.isInteger(v) ? v.toLocaleString("en-US") : String(v)}`)
-        .join(", ")}`,
-    );
-  lines.push(`  run wall time (incl. setup/teardown): ${fmtMs(r.wallMs)}`);
-  for (const n of r.notes) lines.push(`  note: ${n}`);
+    lines.push(`  ${r.system}'s own metrics: ${list(r.engineMetrics, (v) => (Number.isInteger(v) ? fmt(v) : String(v)))}`);
+  lines.push(`  run wall time (incl. setup/teardown): ${fmtMs(r.wallMs)}`, ...r.notes.map((n) => `  note: ${n}`));
   return lines.join("\n");
 }
 
-export const TARGETS = { sluicePerSec0ms: 5000, ratio: 1.0 };
+/** The issue's targets: Sluice ≥ 5,000 deliveries/s with the 0 ms receiver, and Sluice/baseline ≥ 1.0. */
+const TARGET = { perSec0ms: 5000, ratio: 1.0 };
 
 /** The side-by-side table: Sluice against the baseline, with the issue's targets marked. */
 export function comparisonTable(results: RunResult[]): string {
-  const rows: string[][] = [];
+  const rows = [
+    [
+      "scenario",
+      "Sluice deliveries/s",
+      "baseline deliveries/s",
+      "ratio S/B",
+      "Sluice p50 / p99",
+      "baseline p50 / p99",
+      "Sluice recv",
+      "baseline recv",
+    ],
+  ];
   for (const scenario of ["0ms", "50ms", "embedded"] as const) {
     const s = results.find((r) => r.system === "sluice" && r.scenario === scenario);
     const b = results.find((r) => r.system === "graphile-worker" && r.scenario === scenario);
     if (!s && !b) continue;
     const sRate = s?.deliveriesPerSec ?? null;
-    const bRate = b?.deliveriesPerSec ?? null;
-    const r = sRate !== null && bRate !== null && bRate > 0 ? sRate / bRate : null;
-    let sCell = fmtInt(sRate) + (s ? statusMark(s) : "");
-    if (scenario === "0ms" && sRate !== null) sCell += ` ${mark(sRate >= TARGETS.sluicePerSec0ms)} (≥ ${fmtInt(TARGETS.sluicePerSec0ms)})`;
-    let ratioCell = r === null ? "—" : r.toFixed(2);
-    if (r !== null && scenario !== "embedded") ratioCell += ` ${mark(r >= TARGETS.ratio)} (≥ ${TARGETS.ratio.toFixed(1)})`;
-    const label = s
-      ? `${scenario} (${fmtInt(s.destinations)} dst, ${fmtInt(s.events)} ev${s.store === "pglite" ? ", PGlite" : ""})`
-      : scenario;
-    const recv = (x: RunResult | undefined): string => (x ? `${fmtInt(x.received)}${x.duplicates ? ` (+${x.duplicates} dup)` : ""}` : "—");
+    const r = ratio(sRate, b?.deliveriesPerSec);
+    const sTarget = scenario === "0ms" && sRate !== null ? ` ${mark(sRate >= TARGET.perSec0ms)} (≥ ${fmt(TARGET.perSec0ms)})` : "";
+    const rTarget = r !== null && scenario !== "embedded" ? ` ${mark(r >= TARGET.ratio)} (≥ ${TARGET.ratio.toFixed(1)})` : "";
+    const rate = (x: RunResult | undefined): string => (x ? fmt(x.deliveriesPerSec) + statusMark(x) : "—");
+    const lat = (x: RunResult | undefined): string => (x ? `${fmtMs(x.latencyMs?.p50)} / ${fmtMs(x.latencyMs?.p99)}` : "—");
+    const recv = (x: RunResult | undefined): string => (x ? `${fmt(x.received)}${x.duplicates ? ` (+${x.duplicates} dup)` : ""}` : "—");
     rows.push([
-      label,
-      sCell,
-      b ? fmtInt(bRate) + statusMark(b) : "—",
-      ratioCell,
-      `${fmtMs(s?.latencyMs?.p50)} / ${fmtMs(s?.latencyMs?.p99)}`,
-      b ? `${fmtMs(b.latencyMs?.p50)} / ${fmtMs(b.latencyMs?.p99)}` : "—",
+      s ? `${scenario} (${fmt(s.destinations)} dst, ${fmt(s.events)} ev${s.store === "pglite" ? ", PGlite" : ""})` : scenario,
+      s ? rate(s) + sTarget : "—",
+      rate(b),
+      r === null ? "—" : r.toFixed(2) + rTarget,
+      lat(s),
+      lat(b),
       recv(s),
       recv(b),
     ]);
   }
-  const header = [
-    "scenario",
-    "Sluice deliveries/s",
-    "baseline deliveries/s",
-    "ratio S/B",
-    "Sluice p50 / p99",
-    "baseline p50 / p99",
-    "Sluice recv",
-    "baseline recv",
-  ];
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (cells: string[]): string => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`;
-  return [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.map(line)].join("\n");
+  return table(rows, true);
 }

@@ -1,38 +1,36 @@
 // `npm run bench`: Sluice against graphile-worker on one throwaway Postgres server, plus an
 // embedded (PGlite) figure. Prints figures and writes bench/results/latest.json; asserts nothing.
-// See docs/benchmarks.md for what each scenario measures.
 // One measured run is the same for Sluice and for the baseline: a fresh receiver, the system set
 // up against it, the events published in batches (each stamped with sent_at), then a wait for
 // the last delivery or the deadline, whichever comes first.
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { cpus, tmpdir, totalmem, hostname, release } from "node:os";
+import type { ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { setupGraphile } from "./baseline-graphile.js";
-import { connect, deliveriesByStatus, postmasterPid, withDatabase, serverSettings, startPostgres, PgActivitySampler } from "./pg.js";
-import { cleanup, CpuSampler, machineBusyPct, parseFlags, runBench, waitQuiet } from "./procs.js";
+import { fileURLToPath } from "node:url";
+import { runMigrations } from "graphile-worker";
+import type { DeliverPayload } from "./graphile-worker-process.js";
+import { connect, deliveriesByStatus, PgActivitySampler, withDatabase } from "./pg.js";
+import { cleanup, CpuSampler, forkReady, machineBusyPct, parseFlags, runBench, stopChild, waitQuiet } from "./procs.js";
 import { Receiver } from "./receiver.js";
-import { comparisonTable, deriveFigures, describeRun, writeJson, type RunResult, type Scenario, type System } from "./report.js";
+import { benchStart, comparisonTable, deriveFigures, describeRun, fmt, newRun, type RunResult, type Scenario } from "./report.js";
 import { REPO, SluiceCluster, sourceState } from "./sluice.js";
 
 /** One event of the workload: event `seq` goes to destination `dest` (round-robin), its batch handed over at `sentAt` (Unix ms). */
-export interface BenchEvent {
-  seq: number;
-  dest: number;
-  sentAt: number;
-}
+type BenchEvent = { seq: number; dest: number; sentAt: number };
 
-export interface SystemUnderTest {
+type SystemUnderTest = {
   /** Process trees whose CPU counts as the system's own. */
   pids(): number[];
   publishBatch(batch: BenchEvent[]): Promise<void>;
-  /** Database-side tally after the run, when there is a database we can look into. */
+  /** Database-side tally after the run (null: there is no database we can look into). */
   endState(): Promise<Record<string, number> | null>;
-  /** The system's own figures about itself (Sluice: its /metrics), when it has any. */
   engineMetrics(): Promise<Record<string, number> | null>;
   stop(): Promise<void>;
   settings: RunResult["settings"];
   notes: string[];
-}
+};
 
 /** Sluice settings read from the environment; the ones set are recorded with the results. */
 const KNOBS = ["SLUICE_WORKER_CONCURRENCY", "SLUICE_CLAIM_BATCH", "SLUICE_GRANT_CAP", "SLUICE_DB_POOL_SIZE"] as const;
@@ -46,32 +44,29 @@ async function setupSluice(
     destinations: number;
     maxConcurrency: number;
     logPrefix: string;
-    sluiceDir: string;
+    dir: string;
     workers: number;
   },
 ): Promise<SystemUnderTest> {
-  const source = sourceState(o.sluiceDir); // before it starts: the files it loads
+  const source = sourceState(o.dir); // before it starts: the files it loads
   const split = o.workers > 0 && o.databaseUrl !== null;
-  const cluster = new SluiceCluster({ databaseUrl: o.databaseUrl, dataDir: o.dataDir, logPrefix: o.logPrefix, dir: o.sluiceDir });
+  const cluster = new SluiceCluster(o);
   let ids: string[];
   try {
     await cluster.startApi(split ? "api" : "start");
     await cluster.startWorkers(split ? o.workers : 0, true);
-    ids = await cluster.createDestinations(o.destinations, (i) => ({
-      url: rcv.destUrl(i),
-      name: `bench-${i}`,
-      ...(o.maxConcurrency ? { max_concurrency: o.maxConcurrency } : {}),
-    }));
+    const maxConcurrency = o.maxConcurrency ? { max_concurrency: o.maxConcurrency } : {};
+    ids = await cluster.createDestinations(o.destinations, (i) => ({ url: rcv.destUrl(i), name: `bench-${i}`, ...maxConcurrency }));
   } catch (err) {
     await cluster.stop();
     throw err;
   }
-  const settings: SystemUnderTest["settings"] = {
+  const settings: RunResult["settings"] = {
     process: split ? `sluice api + ${o.workers} × sluice worker (separate processes)` : "sluice start (API + worker, one process)",
     store: o.databaseUrl ? "postgres server" : "embedded PGlite",
     max_concurrency_per_destination: o.maxConcurrency || "5 (default)",
     routing: "destination_ids: [one destination per event], round-robin",
-    sluice_dir: o.sluiceDir,
+    sluice_dir: o.dir,
     source: `${source.commit}${source.localChanges.length ? ` + local changes (${source.localChanges.length} files)` : ", clean"}; fingerprint ${source.fingerprint}`,
   };
   for (const k of KNOBS) settings[k] = process.env[k] ?? "default";
@@ -93,16 +88,88 @@ async function setupSluice(
       if (!o.databaseUrl) return null; // PGlite is single-process: only Sluice itself can open it
       const c = await connect(o.databaseUrl);
       try {
-        const a = (
-          await c.query<{ n: number; bad: number }>(
-            "SELECT count(*)::int AS n, count(*) FILTER (WHERE status_code IS DISTINCT FROM 200)::int AS bad FROM attempts",
-          )
-        ).rows[0];
-        return { ...(await deliveriesByStatus(c)), attempts: a?.n ?? 0, "attempts.not_200": a?.bad ?? 0 };
+        const a = await c.query<{ n: number; bad: number }>(
+          "SELECT count(*)::int AS n, count(*) FILTER (WHERE status_code IS DISTINCT FROM 200)::int AS bad FROM attempts",
+        );
+        return { ...(await deliveriesByStatus(c)), attempts: a.rows[0]?.n ?? 0, "attempts.not_200": a.rows[0]?.bad ?? 0 };
       } finally {
         await c.end();
       }
     },
+  };
+}
+
+// graphile_worker.add_jobs with the JSON array turned into job_spec rows: one statement per batch,
+// as Sluice takes one request per batch; unset fields take its defaults (no queue, run now, 25 attempts).
+const ADD_JOBS = `
+  SELECT count(*)::int AS n FROM graphile_worker.add_jobs(
+    (SELECT array_agg(s) FROM json_populate_recordset(null::graphile_worker.job_spec, $1::json) AS s))`;
+
+/** The baseline: graphile-worker 0.16.6 in its own database, one `deliver` job per delivery, run by child processes. */
+async function setupGraphile(
+  rcv: Receiver,
+  o: { databaseUrl: string; workers: number; concurrency: number; maxConnections: number; logPrefix: string },
+): Promise<SystemUnderTest> {
+  const notes: string[] = [];
+  // graphile-worker warns below concurrency; +1 for the connection its LISTEN holds. The pools
+  // must fit under the server's max_connections, with room for the bench and superuser slots.
+  const budget = Math.floor((o.maxConnections - 10) / o.workers);
+  const maxPoolSize = Math.min(o.concurrency + 1, budget);
+  if (maxPoolSize < o.concurrency + 1)
+    notes.push(`maxPoolSize capped at ${budget} (server max_connections=${o.maxConnections}) below concurrency+1=${o.concurrency + 1}`);
+  await runMigrations({ connectionString: o.databaseUrl, logger: undefined });
+  const module = fileURLToPath(new URL("./graphile-worker-process.ts", import.meta.url));
+  const workers: ChildProcess[] = [];
+  const publisher = await connect(o.databaseUrl);
+  const stop = async (): Promise<void> => {
+    await publisher.end().catch(() => undefined);
+    await Promise.all(workers.map((w) => stopChild(w, 15_000)));
+  };
+  try {
+    for (let i = 0; i < o.workers; i++) {
+      const args = [o.databaseUrl, String(o.concurrency), String(maxPoolSize)];
+      workers.push((await forkReady(module, args, `${o.logPrefix}-worker${i}.log`, 60_000)).child);
+    }
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return {
+    notes,
+    settings: {
+      version: "graphile-worker 0.16.6",
+      worker_processes: o.workers,
+      concurrency_per_process: o.concurrency,
+      maxPoolSize_per_process: maxPoolSize,
+      pollInterval_ms: 1000,
+      jobs: "one `deliver` job per delivery, no queue_name (no per-destination limit), max_attempts 25",
+      adding: "graphile_worker.add_jobs, one statement per batch of 1,000",
+    },
+    pids: () => workers.flatMap((w) => (w.pid === undefined ? [] : [w.pid])),
+    async publishBatch(batch) {
+      const specs = batch.map((e) => {
+        const payload: DeliverPayload = {
+          url: rcv.destUrl(e.dest),
+          id: `evt_${randomUUID()}`,
+          type: "bench.event",
+          timestamp: new Date(e.sentAt).toISOString(),
+          dest: e.dest,
+          data: { seq: e.seq, dest: e.dest, sent_at: e.sentAt },
+        };
+        return { identifier: "deliver", payload };
+      });
+      const res = await publisher.query<{ n: number }>(ADD_JOBS, [JSON.stringify(specs)]);
+      if (res.rows[0]?.n !== batch.length) throw new Error(`add_jobs added ${res.rows[0]?.n} of ${batch.length} jobs`);
+    },
+    async endState() {
+      const r = await publisher.query<Record<string, number>>(
+        `SELECT count(*)::int AS "jobs.remaining", count(*) FILTER (WHERE last_error IS NOT NULL)::int AS "jobs.with_error",
+                coalesce(sum(attempts), 0)::int AS "attempts.of_remaining" FROM graphile_worker.jobs`,
+      );
+      return r.rows[0] ?? null;
+    },
+    engineMetrics: () => Promise.resolve(null),
+    stop,
   };
 }
 
@@ -119,138 +186,106 @@ async function beforeDeadline<T>(p: Promise<T>, deadline: number, what: string):
   }
 }
 
-async function measure(o: {
-  system: System;
-  scenario: Scenario;
-  store: "postgres" | "pglite";
-  destinations: number;
-  events: number;
-  delayMs: number;
-  batchSize: number;
-  publishConcurrency: number;
-  timeoutMs: number;
-  logDir: string;
-  postmasterPid: () => number | null;
-  /** The system's database on the server, to sample what its connections do; null for PGlite. */
-  databaseUrl: string | null;
-  /** max_concurrency to check at the receiver (null: the system has none to check). */
-  perDestinationCap: number | null;
-  receiverPorts: number;
-  waitQuietMs: number;
-  setup: (receiver: Receiver) => Promise<SystemUnderTest>;
-}): Promise<RunResult> {
-  const label = `${o.system} ${o.scenario}`;
+async function measure(
+  result: RunResult,
+  f: Flags,
+  o: {
+    log: (name: string) => string;
+    postmaster: () => number | null;
+    /** The system's database on the server, to sample what its connections do; null for PGlite. */
+    databaseUrl: string | null;
+    setup: (receiver: Receiver) => Promise<SystemUnderTest>;
+  },
+): Promise<RunResult> {
+  const { system, scenario, events, destinations } = result;
+  const label = `${system} ${scenario}`;
+  const timeoutMs = f["timeout-s"] * 1000;
+  const batchSize = Math.min(1000, f["batch-size"]);
   const waitFrom = Date.now();
-  const busy = o.waitQuietMs > 0 ? await waitQuiet(o.waitQuietMs) : 0;
+  const busy = f["wait-quiet-s"] > 0 ? await waitQuiet(f["wait-quiet-s"] * 1000) : 0;
   const startedAt = Date.now();
-  const deadline = startedAt + o.timeoutMs;
-  const result: RunResult = {
-    system: o.system,
-    scenario: o.scenario,
-    store: o.store,
-    destinations: o.destinations,
-    events: o.events,
-    receiverDelayMs: o.delayMs,
-    settings: {},
-    status: "error",
-    error: null,
-    publish: null,
-    received: 0,
-    duplicates: 0,
-    misrouted: 0,
-    totalRequests: 0,
-    measuredMs: null,
-    deliveriesPerSec: null,
-    steadyStatePerSec: null,
-    latencyMs: null,
-    maxInflight: 0,
-    maxInflightPerDestination: 0,
-    receiverConnections: 0,
-    peakOpenConnections: 0,
-    perDestinationCap: o.perDestinationCap,
-    overCapRequests: 0,
-    destinationsOverCap: 0,
-    cpu: {},
-    wallMs: 0,
-    endState: null,
-    pgActivity: null,
-    engineMetrics: null,
-    notes: [],
-  };
+  const deadline = startedAt + timeoutMs;
   if (busy > 25)
     result.notes.push(
       `started although the machine was ${busy}% busy with other processes (waited ${Math.round((startedAt - waitFrom) / 1000)} s)`,
     );
   process.stderr.write(
-    `\n▶ ${label}: ${o.destinations.toLocaleString("en-US")} destinations, ${o.events.toLocaleString("en-US")} events, receiver delay ${o.delayMs} ms\n`,
+    `\n▶ ${label}: ${fmt(destinations)} destinations, ${fmt(events)} events, receiver delay ${result.receiverDelayMs} ms\n`,
   );
 
   let receiver: Receiver | null = null;
   let sut: SystemUnderTest | null = null;
   let sampler: CpuSampler | null = null;
   let activity: PgActivitySampler | null = null;
-  let stopFollowing = (): void => undefined;
+  let arrived: Promise<unknown> = Promise.resolve();
+  let finished = false;
   let publishStartAt = 0;
   let publishEndAt = 0;
   try {
-    const rcv = (receiver = await Receiver.start(join(o.logDir, `${o.system}-${o.scenario}-receiver.log`), {
-      delayMs: o.delayMs,
-      cap: o.perDestinationCap ?? 0,
-      ports: o.receiverPorts,
+    const rcv = (receiver = await Receiver.start(o.log(`${system}-${scenario}-receiver.log`), {
+      delayMs: result.receiverDelayMs,
+      cap: result.perDestinationCap ?? 0,
+      ports: f["receiver-ports"],
     }));
-    await rcv.reset(o.events);
+    await rcv.reset(events);
     const sys = (sut = await beforeDeadline(o.setup(rcv), deadline, "setting up"));
     result.settings = sys.settings;
-    sampler = new CpuSampler(() => ({
-      [o.system]: { pids: sys.pids(), tree: true },
-      postgres: { pids: [o.postmasterPid() ?? -1], tree: true },
-      receiver: { pids: [rcv.pid], tree: false },
-      "bench (publisher)": { pids: [process.pid], tree: false },
-    }));
+    sampler = new CpuSampler({ system, pids: () => sys.pids(), postmaster: o.postmaster, receiver: rcv.pid, bench: "bench (publisher)" });
     process.stderr.write(`  set up in ${((Date.now() - startedAt) / 1000).toFixed(1)} s; publishing\n`);
 
     publishStartAt = Date.now();
     let published = 0;
-    stopFollowing = rcv.follow(label, o.events, publishStartAt, () => published);
-    sampler.begin();
-    if (o.databaseUrl) await (activity = new PgActivitySampler(o.databaseUrl)).begin();
-    const batches = Math.ceil(o.events / o.batchSize);
-    let next = 0;
     let timedOut = false;
+    let last = { unique: 0, at: publishStartAt };
+    const progressLine = (p: { unique: number; total: number; at: number }): string => {
+      const nowRate = (p.unique - last.unique) / Math.max(0.001, (p.at - last.at) / 1000);
+      const avgRate = p.unique / Math.max(0.001, (p.at - publishStartAt) / 1000);
+      const dup = p.total - p.unique;
+      last = p;
+      return (
+        `  [${label}] received ${fmt(p.unique)}/${fmt(events)}  ${fmt(nowRate)}/s now, ${fmt(avgRate)}/s avg  published ${fmt(published)}` +
+        `${dup > 0 ? `  (+${fmt(dup)} repeat requests)` : ""}  t=${((p.at - publishStartAt) / 1000).toFixed(0)}s`
+      );
+    };
+    const waiting = rcv.waitFor((p) => finished || timedOut || p.unique >= events, deadline, progressLine, 1000);
+    arrived = waiting.catch(() => undefined);
+    sampler.begin();
+    if (o.databaseUrl) activity = await PgActivitySampler.begin(o.databaseUrl);
+    const batches = Math.ceil(events / batchSize);
+    let next = 0;
     const publisher = async (): Promise<void> => {
       for (let b = next++; b < batches && !timedOut; b = next++) {
-        if (Date.now() > deadline) timedOut = true;
+        timedOut = Date.now() > deadline;
         if (timedOut) return;
-        const batch: BenchEvent[] = [];
         const sentAt = Date.now();
-        for (let seq = b * o.batchSize; seq < Math.min(o.events, (b + 1) * o.batchSize); seq++)
-          batch.push({ seq, dest: seq % o.destinations, sentAt });
+        const batch: BenchEvent[] = [];
+        for (let seq = b * batchSize; seq < Math.min(events, (b + 1) * batchSize); seq++)
+          batch.push({ seq, dest: seq % destinations, sentAt });
         await beforeDeadline(sys.publishBatch(batch), deadline, `publishing batch ${b + 1}`);
         published += batch.length;
       }
     };
-    await Promise.all(Array.from({ length: o.publishConcurrency }, publisher));
+    await Promise.all(Array.from({ length: f["publish-concurrency"] }, publisher));
     publishEndAt = Date.now();
     const publishMs = publishEndAt - publishStartAt;
     result.publish = {
       ms: publishMs,
       eventsPerSec: published / Math.max(0.001, publishMs / 1000),
-      batches: Math.ceil(published / o.batchSize),
+      batches: Math.ceil(published / batchSize),
     };
-    process.stderr.write(`  published ${published.toLocaleString("en-US")} events in ${(publishMs / 1000).toFixed(1)} s\n`);
+    process.stderr.write(`  published ${fmt(published)} events in ${(publishMs / 1000).toFixed(1)} s\n`);
 
-    const doneAt = timedOut ? null : await rcv.waitDone(deadline);
-    result.status = doneAt !== null ? "complete" : "timeout";
-    if (doneAt === null)
-      result.notes.push(
-        `stopped at the ${Math.round(o.timeoutMs / 1000)} s deadline with ${(await rcv.progress()).unique.toLocaleString("en-US")} of ${o.events.toLocaleString("en-US")} received`,
-      );
+    const p = await waiting;
+    result.status = p.unique >= events ? "complete" : "timeout";
+    if (result.status === "timeout")
+      result.notes.push(`stopped at the ${f["timeout-s"]} s deadline with ${fmt(p.unique)} of ${fmt(events)} received`);
   } catch (err) {
     result.status = "error";
     result.error = err instanceof Error ? err.message : String(err);
     process.stderr.write(`  ✗ ${label} failed: ${result.error}\n`);
   } finally {
-    stopFollowing();
+    finished = true;
+    await arrived;
     if (sampler) {
       result.cpu = sampler.end();
       const other = result.cpu["(other processes, kernel)"]?.pctOfOneCore ?? 0;
@@ -277,14 +312,14 @@ async function measure(o: {
       result.engineMetrics = await sut.engineMetrics().catch(() => null);
       await sut.stop().catch((err: unknown) => result.notes.push(`stop failed: ${(err as Error).message}`));
     }
-    if (receiver) await receiver.stop();
+    await receiver?.stop();
     result.wallMs = Date.now() - startedAt;
   }
   return result;
 }
 
-async function main(): Promise<void> {
-  const f = parseFlags("npm run bench", {
+const flags = () =>
+  parseFlags("npm run bench", {
     events: { def: 100_000, quick: 5000, help: "events per server scenario" },
     destinations: { def: 1000, quick: 100, help: "destinations" },
     scenarios: { type: "str", arg: "LIST", def: "0ms,50ms,embedded", help: "any of 0ms,50ms,embedded" },
@@ -312,177 +347,92 @@ async function main(): Promise<void> {
     "sluice-dir": { type: "str", arg: "DIR", help: "run the Sluice of another checkout (with node_modules) instead of this one" },
     "no-fsync": { type: "bool", help: "run Postgres with fsync=off (default: durable, fsync=on)" },
   });
-  const { events, destinations, quick } = f;
-  const scenarios = f.scenarios
-    .split(",")
-    .map((s) => s.trim())
-    .filter(Boolean);
+type Flags = ReturnType<typeof flags>;
+
+async function main(): Promise<void> {
+  const f = flags();
+  const { events, destinations } = f;
+  const scenarios = f.scenarios.split(",").flatMap((s) => (s.trim() ? [s.trim() as Scenario] : []));
   for (const s of scenarios) if (!["0ms", "50ms", "embedded"].includes(s)) throw new Error(`unknown scenario '${s}' (0ms, 50ms, embedded)`);
   const embeddedEvents = f["embedded-events"] || Math.min(20_000, events);
   const embeddedDestinations = f["embedded-destinations"] || Math.min(100, destinations);
   const maxConcurrency = f["max-concurrency"];
-  const {
-    "baseline-workers": baselineWorkers,
-    "baseline-concurrency": baselineConcurrency,
-    "receiver-ports": receiverPorts,
-    "publish-concurrency": publishConcurrency,
-  } = f;
   const batchSize = Math.min(1000, f["batch-size"]);
-  const timeoutMs = f["timeout-s"] * 1000;
-  const waitQuietMs = f["wait-quiet-s"] * 1000;
   const fsync = !f["no-fsync"];
-  const skipBaseline = f["skip-baseline"];
-  const skipSluice = f["skip-sluice"];
-  // Default: `sluice api` + 2 × `sluice worker` — the server deployment docs/configuration.md
-  // recommends, and the same process count as the baseline's 2 graphile-worker processes.
+  // Default: `sluice api` + 2 × `sluice worker`, the same process count as the baseline's 2 graphile-worker processes.
   const sluiceWorkers = f["sluice-workers"];
   const sluiceDir = resolve(f["sluice-dir"] ?? REPO);
   if (!existsSync(join(sluiceDir, "src", "cli", "main.ts"))) throw new Error(`--sluice-dir ${sluiceDir} has no src/cli/main.ts`);
 
-  const results = join(REPO, "bench", "results");
-  const logDir = join(results, "logs");
-  const startedAt = new Date();
-  const cpu = cpus();
-  const machine = {
-    hostname: hostname(),
-    cores: cpu.length,
-    cpuModel: cpu[0]?.model ?? "?",
-    memoryGiB: Math.round(totalmem() / 2 ** 30),
-    kernel: release(),
-    node: process.version,
-  };
-  const out = (s: string): void => void process.stdout.write(`${s}\n`);
-  out(`Sluice delivery benchmark — ${startedAt.toISOString()}`);
-  out(`machine: ${machine.cores} cores (${machine.cpuModel}), ${machine.memoryGiB} GiB, Linux ${machine.kernel}, Node ${machine.node}`);
-  out(`every process (Postgres, Sluice or graphile-worker, the receiver, this publisher) shares those ${machine.cores} cores`);
-  mkdirSync(logDir, { recursive: true });
-
-  const source = sourceState(sluiceDir);
-  out(
-    `Sluice source${sluiceDir === REPO ? "" : ` (${sluiceDir})`}: commit ${source.commit}, ${source.localChanges.length === 0 ? "src/ and migrations/ clean" : `LOCAL CHANGES: ${source.localChanges.join("; ")}`} (fingerprint ${source.fingerprint})`,
-  );
+  const bench = benchStart("delivery", sluiceDir);
+  const { out } = bench;
   const idleBusy = await machineBusyPct(2000);
   out(
     `machine load before starting: ${idleBusy}% of one core busy over 2 s` +
       (idleBusy > 25 ? " — NOT idle: other processes are competing for the cores, figures will be low" : " (quiet)"),
   );
-
-  let pgInfo: Awaited<ReturnType<typeof serverSettings>> | null = null;
-  const serverScenarios = scenarios.filter((s) => s !== "embedded") as Scenario[];
-  const server = serverScenarios.length > 0 ? await startPostgres({ fsync }) : null;
-  if (server) {
-    const p = (pgInfo = await serverSettings(server.url));
-    out(
-      `Postgres ${p.server_version} (throwaway, started by scripts/pg-server.mjs): fsync=${p.fsync}, synchronous_commit=${p.synchronous_commit}, ` +
-        `full_page_writes=${p.full_page_writes}, wal_sync_method=${p.wal_sync_method}, shared_buffers=${p.shared_buffers}, max_connections=${p.max_connections}` +
-        `${p.fsync === "on" && p.synchronous_commit === "on" ? " — durable defaults: every commit is flushed to disk" : " — NOT durable"}`,
-    );
-  }
+  const serverScenarios = scenarios.filter((s) => s !== "embedded");
+  const pgs = serverScenarios.length > 0 ? await bench.postgres(fsync) : null;
+  const pc = f["publish-concurrency"];
   out(
-    `workload: ${destinations.toLocaleString("en-US")} destinations, ${events.toLocaleString("en-US")} events in batches of ${batchSize} ` +
-      `(${publishConcurrency} batch${publishConcurrency > 1 ? "es" : ""} in flight), each event to one destination round-robin; per-run timeout ${timeoutMs / 1000} s`,
+    `workload: ${fmt(destinations)} destinations, ${fmt(events)} events in batches of ${batchSize} (${pc} batch${pc > 1 ? "es" : ""} in flight), ` +
+      `each event to one destination round-robin; per-run timeout ${f["timeout-s"]} s`,
   );
 
   const runs: RunResult[] = [];
-  const common = {
-    batchSize,
-    publishConcurrency,
-    timeoutMs,
-    logDir,
-    waitQuietMs,
-    receiverPorts,
-    postmasterPid: () => (server ? postmasterPid(server.dataDir) : null),
-  };
   const sluiceCap = maxConcurrency || 5;
-  const record = (r: RunResult): void => {
-    runs.push(r);
-    out(`\n${describeRun(r)}`);
+  const run = async (result: RunResult, databaseUrl: string | null, setup: (rcv: Receiver) => Promise<SystemUnderTest>): Promise<void> => {
+    const postmaster = databaseUrl && pgs ? pgs.postmaster : () => null;
+    const measured = await measure(result, f, { log: bench.log, postmaster, databaseUrl, setup });
+    runs.push(measured);
+    out(`\n${describeRun(measured)}`);
   };
-
+  const sluice = { maxConcurrency, dir: sluiceDir };
   for (const scenario of serverScenarios) {
-    const delayMs = scenario === "50ms" ? 50 : 0;
-    if (!skipSluice) {
-      const result = await withDatabase(server!.url, `sluice_${scenario}`, (databaseUrl) =>
-        measure({
-          ...common,
-          system: "sluice",
-          scenario,
-          store: "postgres",
-          destinations,
-          events,
-          delayMs,
+    const base = { scenario, store: "postgres", destinations, events, receiverDelayMs: scenario === "50ms" ? 50 : 0 } as const;
+    if (!f["skip-sluice"]) {
+      await withDatabase(pgs!.server.url, `sluice_${scenario}`, (databaseUrl) =>
+        run(newRun({ ...base, system: "sluice", perDestinationCap: sluiceCap }), databaseUrl, (rcv) =>
+          setupSluice(rcv, { ...sluice, databaseUrl, destinations, workers: sluiceWorkers, logPrefix: bench.log(`sluice-${scenario}`) }),
+        ),
+      );
+    }
+    if (f["skip-baseline"]) continue;
+    await withDatabase(pgs!.server.url, `graphile_${scenario}`, (databaseUrl) =>
+      run(newRun({ ...base, system: "graphile-worker", perDestinationCap: null }), databaseUrl, (rcv) =>
+        setupGraphile(rcv, {
           databaseUrl,
-          perDestinationCap: sluiceCap,
-          setup: (rcv) =>
-            setupSluice(rcv, {
-              databaseUrl,
-              destinations,
-              maxConcurrency,
-              sluiceDir,
-              workers: sluiceWorkers,
-              logPrefix: join(logDir, `sluice-${scenario}`),
-            }),
+          workers: f["baseline-workers"],
+          concurrency: f["baseline-concurrency"],
+          maxConnections: Number(pgs!.settings.max_connections ?? 100),
+          logPrefix: bench.log(`graphile-${scenario}`),
         }),
-      );
-      record(result);
-    }
-    if (skipBaseline) continue;
-    const result = await withDatabase(server!.url, `graphile_${scenario}`, (databaseUrl) =>
-      measure({
-        ...common,
-        system: "graphile-worker",
-        scenario,
-        store: "postgres",
-        destinations,
-        events,
-        delayMs,
-        databaseUrl,
-        perDestinationCap: null,
-        setup: (rcv) =>
-          setupGraphile(rcv, {
-            databaseUrl,
-            workers: baselineWorkers,
-            concurrency: baselineConcurrency,
-            maxConnections: Number(pgInfo?.max_connections ?? 100),
-            logDir,
-            scenario,
-          }),
-      }),
+      ),
     );
-    record(result);
   }
-  if (server) await cleanup(); // nothing else on the machine during the embedded run
+  if (pgs) await cleanup(); // nothing else on the machine during the embedded run
 
-  if (scenarios.includes("embedded") && !skipSluice) {
+  if (scenarios.includes("embedded") && !f["skip-sluice"]) {
     const dataDir = mkdtempSync(join(tmpdir(), "sluice-bench-pglite-"));
-    try {
-      record(
-        await measure({
-          ...common,
-          system: "sluice",
-          scenario: "embedded",
-          store: "pglite",
-          destinations: embeddedDestinations,
-          events: embeddedEvents,
-          delayMs: 0,
-          postmasterPid: () => null,
-          databaseUrl: null,
-          perDestinationCap: sluiceCap,
-          setup: (rcv) =>
-            setupSluice(rcv, {
-              databaseUrl: null,
-              dataDir,
-              destinations: embeddedDestinations,
-              maxConcurrency,
-              sluiceDir,
-              workers: 0,
-              logPrefix: join(logDir, "sluice-embedded"),
-            }),
-        }),
-      );
-    } finally {
-      rmSync(dataDir, { recursive: true, force: true });
-    }
+    const result = newRun({
+      system: "sluice",
+      scenario: "embedded",
+      store: "pglite",
+      destinations: embeddedDestinations,
+      events: embeddedEvents,
+      receiverDelayMs: 0,
+      perDestinationCap: sluiceCap,
+    });
+    await run(result, null, (rcv) =>
+      setupSluice(rcv, {
+        ...sluice,
+        databaseUrl: null,
+        dataDir,
+        destinations: embeddedDestinations,
+        workers: 0,
+        logPrefix: bench.log("sluice-embedded"),
+      }),
+    ).finally(() => rmSync(dataDir, { recursive: true, force: true }));
   }
 
   out(`\n${comparisonTable(runs)}`);
@@ -492,50 +442,46 @@ async function main(): Promise<void> {
   );
   if (serverScenarios.includes("50ms")) {
     // In-flight limits divided by the answer time: what each setting alone would allow.
-    const perSec = (inflight: number): string => `${Math.round(inflight / 0.05).toLocaleString("en-US")}/s`;
+    const perSec = (inflight: number): string => `${fmt(inflight / 0.05)}/s`;
     const workerConcurrency = Number(process.env.SLUICE_WORKER_CONCURRENCY ?? 512);
     const sockets = Number(process.env.SLUICE_MAX_SOCKETS_PER_ORIGIN ?? 256);
-    const sluiceProcs = Math.max(1, sluiceWorkers);
+    const procs = Math.max(1, sluiceWorkers);
+    const ports = f["receiver-ports"];
+    const { "baseline-workers": bw, "baseline-concurrency": bc } = f;
     out(
-      `50 ms bounds (in flight ÷ 0.05 s): Sluice max_concurrency ${destinations.toLocaleString("en-US")} × ${sluiceCap} → ${perSec(destinations * sluiceCap)}; ` +
-        `SLUICE_WORKER_CONCURRENCY ${sluiceProcs} × ${workerConcurrency} → ${perSec(sluiceProcs * workerConcurrency)}; ` +
-        `SLUICE_MAX_SOCKETS_PER_ORIGIN ${sluiceProcs} × ${sockets} × ${receiverPorts} origin${receiverPorts > 1 ? "s" : ""} → ${perSec(sluiceProcs * sockets * receiverPorts)}; ` +
-        `baseline ${baselineWorkers} × concurrency ${baselineConcurrency} → ${perSec(baselineWorkers * baselineConcurrency)}`,
+      `50 ms bounds (in flight ÷ 0.05 s): Sluice max_concurrency ${fmt(destinations)} × ${sluiceCap} → ${perSec(destinations * sluiceCap)}; ` +
+        `SLUICE_WORKER_CONCURRENCY ${procs} × ${workerConcurrency} → ${perSec(procs * workerConcurrency)}; ` +
+        `SLUICE_MAX_SOCKETS_PER_ORIGIN ${procs} × ${sockets} × ${ports} origin${ports > 1 ? "s" : ""} → ${perSec(procs * sockets * ports)}; ` +
+        `baseline ${bw} × concurrency ${bc} → ${perSec(bw * bc)}`,
     );
   }
-  const file = join(results, "latest.json");
-  writeJson(file, {
-    startedAt: startedAt.toISOString(),
-    finishedAt: new Date().toISOString(),
-    machine,
-    source,
+  bench.finish("latest", {
     machineBusyBeforePct: idleBusy,
-    postgres: pgInfo,
+    postgres: pgs?.settings ?? null,
     fsync,
     options: {
       events,
       destinations,
       scenarios,
-      skipBaseline,
-      skipSluice,
-      quick,
+      skipBaseline: f["skip-baseline"],
+      skipSluice: f["skip-sluice"],
+      quick: f.quick,
       embeddedEvents,
       embeddedDestinations,
       maxConcurrency: maxConcurrency || null,
-      baselineWorkers,
-      baselineConcurrency,
-      publishConcurrency,
+      baselineWorkers: f["baseline-workers"],
+      baselineConcurrency: f["baseline-concurrency"],
+      publishConcurrency: pc,
       batchSize,
-      timeoutMs,
-      waitQuietMs,
+      timeoutMs: f["timeout-s"] * 1000,
+      waitQuietMs: f["wait-quiet-s"] * 1000,
       sluiceDir,
       sluiceWorkers,
-      receiverPorts,
+      receiverPorts: f["receiver-ports"],
     },
     results: runs,
     table: comparisonTable(runs),
   });
-  out(`results: ${file} (logs of every process: ${logDir})`);
 }
 
 runBench(main);

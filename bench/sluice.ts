@@ -1,11 +1,9 @@
-// Sluice as the benches run it: `sluice start` (API and workers in one process), or `sluice api`
-// plus N × `sluice worker` on one DATABASE_URL, in child processes — or embedded PGlite in a data
-// directory — driven through its HTTP API like any client; its own /metrics figures; and which
-// source was measured.
-import type { ChildProcess } from "node:child_process";
+// Sluice as the benches run it: `sluice start`, or `sluice api` + N × `sluice worker`, in child
+// processes on a Postgres URL or an embedded PGlite data directory, driven through its HTTP API
+// like any client; its own /metrics figures; and which source was measured.
+import { spawnSync, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { readdirSync, readFileSync, statSync } from "node:fs";
-import { spawnSync } from "node:child_process";
 import net from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -14,32 +12,20 @@ import { freePort, sleep, spawnLogged, stopChild } from "./procs.js";
 
 export const REPO = fileURLToPath(new URL("..", import.meta.url)).replace(/\/$/, "");
 
-export interface ApiResponse {
-  status: number;
-  json: unknown;
-}
-
-export interface SluiceOptions {
-  /** Postgres URL, or null for the embedded store in `dataDir`. */
-  databaseUrl: string | null;
-  dataDir?: string;
-  /** Log files are `<logPrefix>-<api|start|workerN>.log`. */
-  logPrefix: string;
-  /** The checkout whose Sluice runs (default: this one). */
-  dir?: string;
-  env?: NodeJS.ProcessEnv;
-}
+type Event = { type: string; payload: unknown; destination_ids: string[]; [k: string]: unknown };
 
 export class SluiceCluster {
   readonly apiKey = `bench_${randomBytes(12).toString("hex")}`;
   private api: ChildProcess | null = null;
   private apiPort = 0;
-  private single = false;
   private readonly workers: { child: ChildProcess; metricsPort: number }[] = [];
   // Its own pool: the bench is a client like any other, with keep-alive connections.
   private readonly agent = new Agent({ keepAliveTimeout: 60_000, connections: 8 });
 
-  constructor(private readonly o: SluiceOptions) {}
+  /** `databaseUrl` null: the embedded store in `dataDir`; logs go to `<logPrefix>-<api|start|workerN>.log`; `dir`: the checkout to run. */
+  constructor(
+    private readonly o: { databaseUrl: string | null; dataDir?: string; logPrefix: string; dir?: string; env?: NodeJS.ProcessEnv },
+  ) {}
 
   private spawn(command: "api" | "start" | "worker", extra: NodeJS.ProcessEnv, logFile: string): ChildProcess {
     const env: NodeJS.ProcessEnv = {
@@ -50,17 +36,15 @@ export class SluiceCluster {
       SLUICE_LOG_LEVEL: process.env.SLUICE_LOG_LEVEL ?? "warn",
       ...this.o.env,
       ...extra,
+      DATABASE_URL: this.o.databaseUrl ?? undefined, // undefined: not passed on
+      SLUICE_DATA_DIR: this.o.dataDir ?? process.env.SLUICE_DATA_DIR,
     };
-    delete env.DATABASE_URL;
-    if (this.o.databaseUrl) env.DATABASE_URL = this.o.databaseUrl;
-    if (this.o.dataDir) env.SLUICE_DATA_DIR = this.o.dataDir;
     return spawnLogged(process.execPath, ["--import", "tsx", "src/cli/main.ts", command], { env, cwd: this.o.dir ?? REPO, logFile });
   }
 
   /** `sluice api` (or `sluice start`): runs the migrations, creates the default tenant; resolves once /healthz answers 200. */
   async startApi(command: "api" | "start" = "api"): Promise<void> {
     this.apiPort = await freePort();
-    this.single = command === "start";
     const logFile = `${this.o.logPrefix}-${command}.log`;
     const child = (this.api = this.spawn(command, { SLUICE_PORT: String(this.apiPort) }, logFile));
     for (const deadline = Date.now() + 120_000; Date.now() < deadline; await sleep(100)) {
@@ -75,7 +59,8 @@ export class SluiceCluster {
    * connection (no HTTP request: a /metrics scrape runs database-wide queries).
    */
   async startWorkers(n: number, waitReady: boolean): Promise<void> {
-    const started: { child: ChildProcess; metricsPort: number; logFile: string }[] = [];
+    const deadline = Date.now() + 120_000;
+    const started = [];
     for (let i = 0; i < n; i++) {
       const metricsPort = await freePort();
       const logFile = `${this.o.logPrefix}-worker${this.workers.length}.log`;
@@ -83,7 +68,6 @@ export class SluiceCluster {
       this.workers.push({ child, metricsPort });
       started.push({ child, metricsPort, logFile });
     }
-    const deadline = Date.now() + 120_000;
     for (const w of waitReady ? started : []) {
       while (!(await portOpen(w.metricsPort))) {
         if (w.child.exitCode !== null)
@@ -103,7 +87,7 @@ export class SluiceCluster {
     return [this.api, ...this.workers.map((w) => w.child)].flatMap((c) => (c?.pid === undefined ? [] : [c.pid]));
   }
 
-  async call(method: "GET" | "POST" | "PATCH", path: string, body?: unknown): Promise<ApiResponse> {
+  async call(method: "GET" | "POST" | "PATCH", path: string, body?: unknown): Promise<{ status: number; json: unknown }> {
     const res = await request(`http://127.0.0.1:${this.apiPort}${path}`, {
       method,
       dispatcher: this.agent,
@@ -114,54 +98,59 @@ export class SluiceCluster {
     return { status: res.statusCode, json: text ? (JSON.parse(text) as unknown) : null };
   }
 
+  /** A call that must answer `expect`; its JSON. */
+  async must<T = Record<string, unknown>>(expect: number, method: "GET" | "POST" | "PATCH", path: string, body?: unknown): Promise<T> {
+    const res = await this.call(method, path, body);
+    if (res.status !== expect) throw new Error(`${method} ${path} answered ${res.status}: ${JSON.stringify(res.json).slice(0, 500)}`);
+    return res.json as T;
+  }
+
   async createDestination(body: Record<string, unknown>): Promise<string> {
-    const res = await this.call("POST", "/v1/destinations", body);
-    if (res.status !== 201) throw new Error(`POST /v1/destinations answered ${res.status}: ${JSON.stringify(res.json)}`);
-    return (res.json as { id: string }).id;
+    return (await this.must<{ id: string }>(201, "POST", "/v1/destinations", body)).id;
   }
 
   /** `n` destinations, `body(i)` each, 8 requests in flight; their ids in order. */
   async createDestinations(
     n: number,
     body: (i: number) => Record<string, unknown>,
-    after?: (id: string) => Promise<void>,
+    after?: (id: string) => Promise<unknown>,
   ): Promise<string[]> {
     const ids = new Array<string>(n);
-    await forEachParallel(n, 8, async (i) => {
-      ids[i] = await this.createDestination(body(i));
-      await after?.(ids[i]);
-    });
+    let next = 0;
+    const creator = async (): Promise<void> => {
+      for (let i = next++; i < n; i = next++) {
+        const id = await this.createDestination(body(i));
+        ids[i] = id;
+        await after?.(id);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(8, n) }, creator));
     return ids;
   }
 
   /** Publishes one batch; throws unless every event made exactly one delivery. */
-  async publishBatch(events: { type: string; payload: unknown; destination_ids: string[]; [k: string]: unknown }[]): Promise<void> {
-    const res = await this.call("POST", "/v1/events/batch", { events });
-    if (res.status !== 202) throw new Error(`POST /v1/events/batch answered ${res.status}: ${JSON.stringify(res.json).slice(0, 500)}`);
-    const routed = (res.json as { events: { deliveries: number }[] }).events.reduce((n, e) => n + e.deliveries, 0);
+  async publishBatch(events: Event[]): Promise<void> {
+    const res = await this.must<{ events: { deliveries: number }[] }>(202, "POST", "/v1/events/batch", { events });
+    const routed = res.events.reduce((n, e) => n + e.deliveries, 0);
     if (routed !== events.length) throw new Error(`a batch of ${events.length} events made ${routed} deliveries`);
   }
 
   /** `n` events made by `event(i)`, in batches of 1,000 one at a time. */
-  async publishAll(n: number, event: (i: number) => Parameters<SluiceCluster["publishBatch"]>[0][number]): Promise<void> {
+  async publishAll(n: number, event: (i: number) => Event): Promise<void> {
     for (let off = 0; off < n; off += 1000)
       await this.publishBatch(Array.from({ length: Math.min(1000, n - off) }, (_, k) => event(off + k)));
   }
 
   /** A few of Sluice's own metrics, summed over its processes (claims, claim avg ms, …). */
   async engineMetrics(): Promise<Record<string, number> | null> {
-    const ports = this.single ? [this.apiPort] : this.workers.map((w) => w.metricsPort);
+    const ports = this.workers.length > 0 ? this.workers.map((w) => w.metricsPort) : [this.apiPort];
     const texts: string[] = [];
     for (const port of ports) {
-      try {
-        const res = await request(`http://127.0.0.1:${port}/metrics`, { dispatcher: this.agent });
-        const text = await res.body.text();
-        if (res.statusCode === 200) texts.push(text);
-      } catch {
-        // a process that is gone has no metrics
-      }
+      const res = await request(`http://127.0.0.1:${port}/metrics`, { dispatcher: this.agent }).catch(() => null);
+      const text = await res?.body.text(); // a process that is gone has no metrics
+      if (res?.statusCode === 200 && text) texts.push(text);
     }
-    return texts.length > 0 ? summariseSluiceMetrics(texts) : null;
+    return texts.length > 0 ? summariseMetrics(texts.join("\n")) : null;
   }
 
   async stopApi(): Promise<void> {
@@ -176,16 +165,6 @@ export class SluiceCluster {
   }
 }
 
-/** Runs `f(0 … n−1)` with `parallel` calls in flight. */
-export async function forEachParallel(n: number, parallel: number, f: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(parallel, n) }, async () => {
-      for (let i = next++; i < n; i = next++) await f(i);
-    }),
-  );
-}
-
 function portOpen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const s = net.connect(port, "127.0.0.1");
@@ -197,57 +176,54 @@ function portOpen(port: number): Promise<boolean> {
   });
 }
 
-/** Reads a few of Sluice's own metrics from the /metrics text of each of its processes. */
-export function summariseSluiceMetrics(texts: string[]): Record<string, number> {
-  const lines = texts.flatMap((t) => t.split("\n"));
-  // Summed over the processes, except where `max` asks for the worst one.
-  const value = (name: string, labels?: string, max = false): number => {
-    let sum = 0;
-    for (const line of lines) {
-      if (line.startsWith("#") || !line.startsWith(name)) continue;
-      const rest = line.slice(name.length);
-      if (!(rest.startsWith(" ") || rest.startsWith("{"))) continue;
-      if (labels !== undefined && !rest.includes(labels)) continue;
-      const v = Number(line.slice(line.lastIndexOf(" ") + 1)) || 0;
-      sum = max ? Math.max(sum, v) : sum + v;
-    }
-    return sum;
+/** A few of Sluice's own metrics from the /metrics text of its processes: summed, or the worst one with `max`. */
+function summariseMetrics(text: string): Record<string, number> {
+  const lines = text.split("\n").filter((l) => !l.startsWith("#"));
+  const value = (name: string, labels = "", max = false): number => {
+    const vs = lines
+      .filter((l) => (l.startsWith(`${name} `) || l.startsWith(`${name}{`)) && l.includes(labels))
+      .map((l) => Number(l.slice(l.lastIndexOf(" ") + 1)) || 0);
+    return max ? Math.max(0, ...vs) : vs.reduce((a, b) => a + b, 0);
   };
+  const round = (n: number): number => Math.round(n * 10) / 10;
+  const per = (n: number, d: number): number => (d > 0 ? round(n / d) : 0);
   const claims = value("sluice_claim_duration_seconds_count");
   const attempts = value("sluice_attempt_duration_seconds_count");
-  const round = (n: number, d = 1): number => Math.round(n * 10 ** d) / 10 ** d;
   return {
     claims,
-    "claim avg ms": claims > 0 ? round((1000 * value("sluice_claim_duration_seconds_sum")) / claims) : 0,
-    "deliveries per claim": claims > 0 ? round(attempts / claims) : 0,
-    "attempt avg ms": attempts > 0 ? round((1000 * value("sluice_attempt_duration_seconds_sum")) / attempts) : 0,
+    "claim avg ms": per(1000 * value("sluice_claim_duration_seconds_sum"), claims),
+    "deliveries per claim": per(attempts, claims),
+    "attempt avg ms": per(1000 * value("sluice_attempt_duration_seconds_sum"), attempts),
     "attempts ok": value("sluice_attempts_total", 'outcome="success"'),
     "attempts failed": value("sluice_attempts_total", 'outcome="failure"'),
     "slot denied": value("sluice_concurrency_slot_denied_total"),
     "lease lost": value("sluice_lease_lost_total"),
-    "process cpu s": round(value("sluice_process_process_cpu_seconds_total"), 1),
-    "event loop lag p99 ms": round(1000 * value("sluice_process_nodejs_eventloop_lag_p99_seconds", undefined, true)),
+    "process cpu s": round(value("process_cpu_seconds_total")),
+    "event loop lag p99 ms": round(1000 * value("nodejs_eventloop_lag_p99_seconds", "", true)),
   };
 }
 
-/** Which Sluice was measured: the commit, and whether src/ or migrations/ differ from it. */
+/** Which Sluice was measured: the commit, whether src/ or migrations/ differ from it, and a hash of those files. */
 export function sourceState(repo: string): { commit: string; localChanges: string[]; fingerprint: string } {
-  const git = (args: string[]): string => {
-    // --no-optional-locks: status must not refresh (write) the index of a repo others work in.
+  // --no-optional-locks: status must not refresh (write) the index of a repo others work in.
+  const git = (...args: string[]): string => {
     const r = spawnSync("git", ["--no-optional-locks", ...args], { cwd: repo, encoding: "utf8" });
     return r.status === 0 ? r.stdout.trim() : "";
   };
-  const commit = git(["rev-parse", "--short", "HEAD"]) || "unknown";
-  const localChanges = git(["status", "--porcelain", "--", "src", "migrations", "package.json"]).split("\n").filter(Boolean);
-  // A hash of the files themselves: two runs with the same fingerprint ran the same engine.
   const h = createHash("sha256");
   const walk = (dir: string): void => {
-    for (const name of readdirSync(dir).sort()) {
-      const p = join(dir, name);
+    for (const p of readdirSync(dir)
+      .sort()
+      .map((name) => join(dir, name))) {
       if (statSync(p).isDirectory()) walk(p);
       else h.update(p).update(readFileSync(p));
     }
   };
-  for (const d of ["src", "migrations"]) walk(join(repo, d));
-  return { commit, localChanges, fingerprint: h.digest("hex").slice(0, 12) };
+  walk(join(repo, "src"));
+  walk(join(repo, "migrations"));
+  return {
+    commit: git("rev-parse", "--short", "HEAD") || "unknown",
+    localChanges: git("status", "--porcelain", "--", "src", "migrations", "package.json").split("\n").filter(Boolean),
+    fingerprint: h.digest("hex").slice(0, 12),
+  };
 }
