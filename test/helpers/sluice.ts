@@ -11,12 +11,17 @@ import { startReceiver, type Receiver } from "./receiver.js";
 export type Backend = "embedded" | "server";
 export const BACKENDS: Backend[] = ["embedded", "server"];
 
-// Bodies are `any` until the tests drive Sluice through the typed SDK (issue 11).
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export interface ApiAnswer<T = any> {
+// The body is whatever the server sent (parsed JSON, else the text): callers name its type,
+// `s.api<Destination>(...)`, from test/helpers/api-types.ts; unnamed, it is `unknown`.
+export interface ApiAnswer<T = unknown> {
   status: number;
   body: T;
   headers: Headers;
+}
+
+export interface ApiOptions {
+  key?: string | null;
+  headers?: Record<string, string>;
 }
 
 export interface TestSluice {
@@ -25,13 +30,7 @@ export interface TestSluice {
   databaseUrl: string | undefined;
   running: Running;
   /** Calls the API with the default key (or `key`); `body` is JSON-encoded unless a string. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  api<T = any>(
-    method: string,
-    path: string,
-    body?: unknown,
-    opts?: { key?: string | null; headers?: Record<string, string> },
-  ): Promise<ApiAnswer<T>>;
+  api<T = unknown>(method: string, path: string, body?: unknown, opts?: ApiOptions): Promise<ApiAnswer<T>>;
   stop(): Promise<void>;
 }
 
@@ -75,7 +74,7 @@ export async function startSluice(
     apiKey: env.SLUICE_API_KEY!,
     databaseUrl,
     running,
-    async api(method, path, body, o = {}) {
+    async api<T>(method: string, path: string, body?: unknown, o: ApiOptions = {}): Promise<ApiAnswer<T>> {
       const headers: Record<string, string> = { ...o.headers };
       const key = o.key === undefined ? env.SLUICE_API_KEY : o.key;
       if (key !== null) headers.authorization = `Bearer ${key}`;
@@ -92,7 +91,7 @@ export async function startSluice(
       } catch {
         /* not JSON: keep the text */
       }
-      return { status: res.status, body: parsed as ApiAnswer["body"], headers: res.headers };
+      return { status: res.status, body: parsed as T, headers: res.headers };
     },
     async stop() {
       await running.stop();

@@ -1,9 +1,23 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { Webhook } from "standardwebhooks";
-import { BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
+import { BACKENDS, startSluice, type ApiAnswer, type TestSluice } from "../helpers/sluice.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
+import type {
+  ApiError,
+  Attempt,
+  Delivery,
+  Destination,
+  DestinationSecret,
+  Event,
+  EventAccepted,
+  EventBatchAccepted,
+  Page,
+  Tenant,
+  TenantCreated,
+  ValidationFailed,
+} from "../helpers/api-types.js";
 
 // The whole HTTP contract (shared/API.md), on the embedded store and on a Postgres server.
 
@@ -22,25 +36,25 @@ for (const backend of BACKENDS) {
 
     const newDestination = async (body: Record<string, unknown> = {}) => {
       // A catch-all ([]) destination would receive every other test's events: default to a type nobody publishes.
-      const r = await s.api("POST", "/v1/destinations", { url: `${rx.url}/hooks`, event_types: ["unused.type"], ...body });
+      const r = await s.api<Destination>("POST", "/v1/destinations", { url: `${rx.url}/hooks`, event_types: ["unused.type"], ...body });
       assert.equal(r.status, 201, JSON.stringify(r.body));
       return r.body;
     };
-    const countDestinations = async () => (await s.api("GET", "/v1/destinations?limit=1000")).body.data.length;
+    const countDestinations = async () => (await s.api<Page<Destination>>("GET", "/v1/destinations?limit=1000")).body.data.length;
 
     test("readiness, OpenAPI and metrics need no key", async () => {
       assert.equal((await s.api("GET", "/healthz", undefined, { key: null })).status, 200);
-      const spec = await s.api("GET", "/openapi.json", undefined, { key: null });
+      const spec = await s.api<{ paths: Record<string, unknown> }>("GET", "/openapi.json", undefined, { key: null });
       assert.equal(spec.status, 200);
       assert.ok(spec.body.paths["/v1/destinations"]);
       assert.ok(spec.body.paths["/v1/events/batch"]);
-      const m = await s.api("GET", "/metrics", undefined, { key: null });
+      const m = await s.api<string>("GET", "/metrics", undefined, { key: null });
       assert.equal(m.status, 200);
       assert.match(m.body, /sluice_attempts_total/);
     });
 
     test("a missing or unknown key is 401 with a stable code", async () => {
-      const none = await s.api("GET", "/v1/destinations", undefined, { key: null });
+      const none = await s.api<ApiError>("GET", "/v1/destinations", undefined, { key: null });
       assert.equal(none.status, 401);
       assert.equal(none.body.error.code, "SLUICE_AUTH_INVALID_KEY");
       const wrong = await s.api("GET", "/v1/destinations", undefined, { key: "nope" });
@@ -49,21 +63,26 @@ for (const backend of BACKENDS) {
 
     test("tenants: admin creates, each key sees only its own objects", async () => {
       assert.equal((await s.api("POST", "/v1/tenants", { name: "x" })).status, 401); // tenant key is not admin
-      const bad = await s.api("POST", "/v1/tenants", { name: "acme", alert_email: "not-an-email" }, { key: "admin_secret" });
+      const bad = await s.api<ValidationFailed>(
+        "POST",
+        "/v1/tenants",
+        { name: "acme", alert_email: "not-an-email" },
+        { key: "admin_secret" },
+      );
       assert.equal(bad.status, 422);
-      assert.equal(bad.body.error.details[0].field, "alert_email");
-      const t = await s.api("POST", "/v1/tenants", { name: "acme", alert_email: "ops@acme.test" }, { key: "admin_secret" });
+      assert.equal(bad.body.error.details[0]!.field, "alert_email");
+      const t = await s.api<TenantCreated>("POST", "/v1/tenants", { name: "acme", alert_email: "ops@acme.test" }, { key: "admin_secret" });
       assert.equal(t.status, 201);
       assert.match(t.body.id, /^ten_/);
-      const other = t.body.api_key as string;
-      const me = await s.api("GET", "/v1/tenant", undefined, { key: other });
+      const other = t.body.api_key;
+      const me = await s.api<Tenant>("GET", "/v1/tenant", undefined, { key: other });
       assert.equal(me.body.name, "acme");
-      const patched = await s.api("PATCH", "/v1/tenant", { name: "acme2" }, { key: other });
+      const patched = await s.api<Tenant>("PATCH", "/v1/tenant", { name: "acme2" }, { key: other });
       assert.equal(patched.body.name, "acme2");
       assert.equal(patched.body.alert_email, "ops@acme.test");
 
       const mine = await newDestination();
-      const seen = await s.api("GET", `/v1/destinations/${mine.id}`, undefined, { key: other });
+      const seen = await s.api<ApiError>("GET", `/v1/destinations/${mine.id}`, undefined, { key: other });
       assert.equal(seen.status, 404);
       assert.equal(seen.body.error.code, "SLUICE_DESTINATION_NOT_FOUND");
       const pub = await s.api("POST", "/v1/events", { type: "a.b", payload: {}, destination_ids: [mine.id] }, { key: other });
@@ -72,12 +91,12 @@ for (const backend of BACKENDS) {
 
     test("destinations: create with defaults, secret returned once, read, patch, delete", async () => {
       const d = await newDestination({ name: "orders", event_types: ["order.*"] });
-      const plain = (await s.api("POST", "/v1/destinations", { url: `${rx.url}/plain` })).body;
+      const plain = (await s.api<Destination>("POST", "/v1/destinations", { url: `${rx.url}/plain` })).body;
       assert.deepEqual(plain.event_types, []);
       assert.equal(plain.name, "");
       await s.api("DELETE", `/v1/destinations/${plain.id}`);
       assert.match(d.id, /^dst_/);
-      assert.match(d.secret, /^whsec_/);
+      assert.match(d.secret ?? "", /^whsec_/);
       assert.equal(d.timeout_seconds, 15);
       assert.equal(d.max_concurrency, 5);
       assert.equal(d.ordered, false);
@@ -86,12 +105,12 @@ for (const backend of BACKENDS) {
       assert.equal(d.status, "active");
       assert.deepEqual(d.health, { status: "healthy", score: 100, consecutive_failures: 0 });
 
-      const got = await s.api("GET", `/v1/destinations/${d.id}`);
+      const got = await s.api<Destination>("GET", `/v1/destinations/${d.id}`);
       assert.equal(got.body.url, d.url);
       assert.equal(got.body.secret, undefined);
-      assert.equal((await s.api("GET", `/v1/destinations/${d.id}/secret`)).body.secret, d.secret);
+      assert.equal((await s.api<DestinationSecret>("GET", `/v1/destinations/${d.id}/secret`)).body.secret, d.secret);
 
-      const p = await s.api("PATCH", `/v1/destinations/${d.id}`, {
+      const p = await s.api<Destination>("PATCH", `/v1/destinations/${d.id}`, {
         max_concurrency: 20,
         rate_limit: { max_per_second: 10, burst_capacity: 20 },
         delivery_schedule: {
@@ -106,7 +125,7 @@ for (const backend of BACKENDS) {
       assert.equal(p.body.max_concurrency, 20);
       assert.equal(p.body.name, "orders");
       assert.deepEqual(p.body.rate_limit, { max_per_second: 10, burst_capacity: 20 });
-      assert.equal(p.body.delivery_schedule.quiet_end, "06:30:15");
+      assert.equal(p.body.delivery_schedule?.quiet_end, "06:30:15");
 
       assert.equal((await s.api("DELETE", `/v1/destinations/${d.id}`)).status, 204);
       assert.equal((await s.api("GET", `/v1/destinations/${d.id}`)).status, 404);
@@ -144,14 +163,14 @@ for (const backend of BACKENDS) {
         [{ secret: "plain" }, "secret"],
       ];
       for (const [body, field] of cases) {
-        const r = await s.api("POST", "/v1/destinations", { url: `${rx.url}/x`, ...body });
+        const r = await s.api<ValidationFailed>("POST", "/v1/destinations", { url: `${rx.url}/x`, ...body });
         assert.equal(r.status, 422, `${JSON.stringify(body)} → ${r.status} ${JSON.stringify(r.body)}`);
         assert.equal(r.body.error.code, "SLUICE_VALIDATION_FAILED");
-        const fields = (r.body.error.details as { field: string }[]).map((d) => d.field);
+        const fields = r.body.error.details.map((d) => d.field);
         assert.ok(fields.includes(field), `${JSON.stringify(body)}: expected ${field} in ${JSON.stringify(fields)}`);
         assert.ok(r.body.error.message.length > 10);
       }
-      const several = await s.api("POST", "/v1/destinations", { url: "ftp://x", timeout_seconds: 0, max_concurrency: 0 });
+      const several = await s.api<ValidationFailed>("POST", "/v1/destinations", { url: "ftp://x", timeout_seconds: 0, max_concurrency: 0 });
       assert.equal(several.body.error.details.length, 3);
       assert.equal(await countDestinations(), before);
     });
@@ -166,17 +185,17 @@ for (const backend of BACKENDS) {
       assert.equal(zone.status, 422);
       const empty = await s.api("PATCH", `/v1/destinations/${d.id}`, {});
       assert.equal(empty.status, 422);
-      const got = await s.api("GET", `/v1/destinations/${d.id}`);
+      const got = await s.api<Destination>("GET", `/v1/destinations/${d.id}`);
       assert.equal(got.body.max_concurrency, 3);
       assert.equal(got.body.url, d.url);
       assert.equal(got.body.delivery_schedule, null);
     });
 
     test("malformed JSON is 400, an unknown route 404, all with the error shape", async () => {
-      const r = await s.api("POST", "/v1/destinations", '{"url": ');
+      const r = await s.api<ApiError>("POST", "/v1/destinations", '{"url": ');
       assert.equal(r.status, 400);
       assert.equal(r.body.error.code, "SLUICE_REQUEST_MALFORMED_JSON");
-      const nf = await s.api("GET", "/v1/nothing-here");
+      const nf = await s.api<ApiError>("GET", "/v1/nothing-here");
       assert.equal(nf.status, 404);
       assert.ok(nf.body.error.code);
     });
@@ -187,10 +206,8 @@ for (const backend of BACKENDS) {
       const seen: string[] = [];
       let cursor: string | null = null;
       do {
-        const r: { body: { data: { id: string }[]; next_cursor: string | null } } = await s.api(
-          "GET",
-          `/v1/destinations?limit=2${cursor ? `&cursor=${cursor}` : ""}`,
-        );
+        // Annotated, not s.api<…>(): the URL reads `cursor`, which this answer sets (a circular inference).
+        const r: ApiAnswer<Page<Destination>> = await s.api("GET", `/v1/destinations?limit=2${cursor ? `&cursor=${cursor}` : ""}`);
         seen.push(...r.body.data.map((d) => d.id));
         cursor = r.body.next_cursor;
       } while (cursor);
@@ -206,33 +223,35 @@ for (const backend of BACKENDS) {
       const orders = await newDestination({ event_types: [`${tag}.order.*`] });
       const exact = await newDestination({ event_types: [`${tag}.invoice.paid`] });
       const system = await newDestination({ event_types: ["destination.*"] });
-      const r = await s.api("POST", "/v1/events", { type: `${tag}.order.created`, payload: { n: 1 } });
+      const r = await s.api<EventAccepted>("POST", "/v1/events", { type: `${tag}.order.created`, payload: { n: 1 } });
       assert.equal(r.status, 202);
       assert.match(r.body.id, /^evt_/);
-      const ev = await s.api("GET", `/v1/events/${r.body.id}`);
-      const targets = ev.body.deliveries.map((d: { destination_id: string }) => d.destination_id);
+      const ev = await s.api<Event>("GET", `/v1/events/${r.body.id}`);
+      const targets = ev.body.deliveries!.map((d) => d.destination_id);
       assert.ok(targets.includes(orders.id));
       assert.ok(!targets.includes(exact.id));
       assert.ok(!targets.includes(system.id));
       assert.equal(r.body.deliveries, targets.length);
       assert.deepEqual(ev.body.payload, { n: 1 });
 
-      const direct = await s.api("POST", "/v1/events", { type: "other.thing", payload: [1, 2], destination_ids: [exact.id] });
+      const direct = await s.api<EventAccepted>("POST", "/v1/events", {
+        type: "other.thing",
+        payload: [1, 2],
+        destination_ids: [exact.id],
+      });
       assert.equal(direct.body.deliveries, 1);
       const reserved = await s.api("POST", "/v1/events", { type: "destination.paused", payload: {} });
       assert.equal(reserved.status, 422);
-      const unknown = await s.api("POST", "/v1/events", { type: "a.b", payload: {}, destination_ids: ["dst_nope"] });
+      const unknown = await s.api<ValidationFailed>("POST", "/v1/events", { type: "a.b", payload: {}, destination_ids: ["dst_nope"] });
       assert.equal(unknown.status, 422);
-      assert.equal(unknown.body.error.details[0].field, "destination_ids");
+      assert.equal(unknown.body.error.details[0]!.field, "destination_ids");
     });
 
     test("routing follows every change to the tenant's destinations at once (the in-memory routing table)", async () => {
       const tag = `r${Date.now()}`;
       const fanout = async () => {
-        const r = await s.api("POST", "/v1/events", { type: `${tag}.x`, payload: {} });
-        return new Set(
-          (await s.api("GET", `/v1/events/${r.body.id}`)).body.deliveries.map((d: { destination_id: string }) => d.destination_id),
-        );
+        const r = await s.api<EventAccepted>("POST", "/v1/events", { type: `${tag}.x`, payload: {} });
+        return new Set((await s.api<Event>("GET", `/v1/events/${r.body.id}`)).body.deliveries!.map((d) => d.destination_id));
       };
       const a = await newDestination({ event_types: [`${tag}.*`] });
       assert.deepEqual(await fanout(), new Set([a.id]));
@@ -247,7 +266,7 @@ for (const backend of BACKENDS) {
     });
 
     test("events: bad input is refused whole (413 for a big payload, 422 otherwise)", async () => {
-      const big = await s.api("POST", "/v1/events", { type: "a.b", payload: { blob: "x".repeat(3000) } });
+      const big = await s.api<ApiError>("POST", "/v1/events", { type: "a.b", payload: { blob: "x".repeat(3000) } });
       assert.equal(big.status, 413);
       assert.ok(big.body.error.code);
       for (const body of [
@@ -262,15 +281,15 @@ for (const backend of BACKENDS) {
         assert.equal(r.status, 422, JSON.stringify(body));
       }
       const d = await newDestination();
-      const batch = await s.api("POST", "/v1/events/batch", {
+      const batch = await s.api<ValidationFailed>("POST", "/v1/events/batch", {
         events: [
           { type: "ok.one", payload: {}, destination_ids: [d.id] },
           { type: "bad type", payload: {} },
         ],
       });
       assert.equal(batch.status, 422);
-      assert.equal(batch.body.error.details[0].field, "events[1].type");
-      const list = await s.api("GET", `/v1/deliveries?destination_id=${d.id}`);
+      assert.equal(batch.body.error.details[0]!.field, "events[1].type");
+      const list = await s.api<Page<Delivery>>("GET", `/v1/deliveries?destination_id=${d.id}`);
       assert.equal(list.body.data.length, 0, "a refused batch writes nothing");
       const bigInBatch = await s.api("POST", "/v1/events/batch", {
         events: [
@@ -279,45 +298,45 @@ for (const backend of BACKENDS) {
         ],
       });
       assert.equal(bigInBatch.status, 413);
-      assert.equal((await s.api("GET", `/v1/deliveries?destination_id=${d.id}`)).body.data.length, 0);
+      assert.equal((await s.api<Page<Delivery>>("GET", `/v1/deliveries?destination_id=${d.id}`)).body.data.length, 0);
     });
 
     test("batch publish and Idempotency-Key", async () => {
       const d = await newDestination({ event_types: ["idem.*"] });
       const events = Array.from({ length: 30 }, (_, i) => ({ type: "idem.x", payload: { i } }));
-      const b = await s.api("POST", "/v1/events/batch", { events });
+      const b = await s.api<EventBatchAccepted>("POST", "/v1/events/batch", { events });
       assert.equal(b.status, 202);
       assert.equal(b.body.events.length, 30);
-      assert.ok(b.body.events.every((e: { deliveries: number }) => e.deliveries === 1));
+      assert.ok(b.body.events.every((e) => e.deliveries === 1));
 
       const key = `k-${Math.random()}`;
       const body = { type: "idem.once", payload: { v: 1 }, destination_ids: [d.id] };
       const [a1, a2] = await Promise.all([
-        s.api("POST", "/v1/events", body, { headers: { "idempotency-key": key } }),
-        s.api("POST", "/v1/events", body, { headers: { "idempotency-key": key } }),
+        s.api<EventAccepted>("POST", "/v1/events", body, { headers: { "idempotency-key": key } }),
+        s.api<EventAccepted>("POST", "/v1/events", body, { headers: { "idempotency-key": key } }),
       ]);
       assert.equal(a1.status, 202);
       assert.equal(a2.status, 202);
       assert.deepEqual(a1.body, a2.body, "concurrent repeats get the first answer");
-      const a3 = await s.api("POST", "/v1/events", body, { headers: { "idempotency-key": key } });
+      const a3 = await s.api<EventAccepted>("POST", "/v1/events", body, { headers: { "idempotency-key": key } });
       assert.deepEqual(a3.body, a1.body);
-      const clash = await s.api("POST", "/v1/events", { ...body, payload: { v: 2 } }, { headers: { "idempotency-key": key } });
+      const clash = await s.api<ApiError>("POST", "/v1/events", { ...body, payload: { v: 2 } }, { headers: { "idempotency-key": key } });
       assert.equal(clash.status, 409);
       assert.equal(clash.body.error.code, "SLUICE_IDEMPOTENCY_KEY_REUSED");
-      const onlyOne = await s.api("GET", `/v1/deliveries?destination_id=${d.id}&limit=1000`);
-      const onceEvents = new Set(onlyOne.body.data.map((x: { event_id: string }) => x.event_id));
+      const onlyOne = await s.api<Page<Delivery>>("GET", `/v1/deliveries?destination_id=${d.id}&limit=1000`);
+      const onceEvents = new Set(onlyOne.body.data.map((x) => x.event_id));
       assert.equal(onceEvents.size, 31, "30 batch events + exactly one idempotent event");
     });
 
     test("a delivery arrives signed per Standard Webhooks and is recorded", async () => {
       rx.reset();
       const d = await newDestination({ event_types: ["signed.*"] });
-      const pub = await s.api("POST", "/v1/events", {
+      const pub = await s.api<EventAccepted>("POST", "/v1/events", {
         type: "signed.hello",
         payload: { hello: "world", n: 1.5 },
         occurred_at: "2026-01-02T03:04:05.678Z",
       });
-      await waitFor(async () => (await s.api("GET", `/v1/events/${pub.body.id}`)).body.deliveries[0]?.status === "delivered", {
+      await waitFor(async () => (await s.api<Event>("GET", `/v1/events/${pub.body.id}`)).body.deliveries![0]?.status === "delivered", {
         message: "delivery not delivered",
       });
       const got = rx.received.find((r) => r.headers["webhook-id"] === pub.body.id)!;
@@ -325,39 +344,44 @@ for (const backend of BACKENDS) {
       assert.equal(got.headers["content-type"], "application/json");
       assert.match(got.headers["user-agent"]!, /Sluice/);
       assert.deepEqual(got.json, { type: "signed.hello", timestamp: "2026-01-02T03:04:05.678Z", data: { hello: "world", n: 1.5 } });
-      new Webhook(d.secret).verify(got.body, got.headers); // throws if the signature is wrong
-      const dl = (await s.api("GET", `/v1/events/${pub.body.id}`)).body.deliveries[0];
-      const attempts = await s.api("GET", `/v1/deliveries/${dl.id}/attempts`);
+      new Webhook(d.secret!).verify(got.body, got.headers); // throws if the signature is wrong
+      const dl = (await s.api<Event>("GET", `/v1/events/${pub.body.id}`)).body.deliveries![0]!;
+      const attempts = await s.api<Page<Attempt>>("GET", `/v1/deliveries/${dl.id}/attempts`);
       assert.equal(attempts.body.data.length, 1);
-      assert.equal(attempts.body.data[0].status_code, 200);
-      assert.equal(attempts.body.data[0].outcome, "success");
-      assert.equal(typeof attempts.body.data[0].latency_ms, "number");
+      assert.equal(attempts.body.data[0]!.status_code, 200);
+      assert.equal(attempts.body.data[0]!.outcome, "success");
+      assert.equal(typeof attempts.body.data[0]!.latency_ms, "number");
     });
 
     test("a rotated secret signs with old and new until the grace ends", async () => {
       rx.reset();
       const d = await newDestination({ event_types: ["rot.*"] });
-      const rot = await s.api("POST", `/v1/destinations/${d.id}/rotate-secret`, {});
+      const rot = await s.api<DestinationSecret>("POST", `/v1/destinations/${d.id}/rotate-secret`, {});
       assert.equal(rot.status, 200);
-      const pub = await s.api("POST", "/v1/events", { type: "rot.x", payload: {} });
+      const pub = await s.api<EventAccepted>("POST", "/v1/events", { type: "rot.x", payload: {} });
       await waitFor(() => rx.received.some((r) => r.headers["webhook-id"] === pub.body.id));
       const got = rx.received.find((r) => r.headers["webhook-id"] === pub.body.id)!;
       assert.equal(got.headers["webhook-signature"]!.split(" ").length, 2);
-      new Webhook(d.secret).verify(got.body, got.headers);
+      new Webhook(d.secret!).verify(got.body, got.headers);
       new Webhook(rot.body.secret).verify(got.body, got.headers);
     });
 
     test("a failing delivery retries, dies when the schedule is spent, and can be retried by id", async () => {
       const fail = await startReceiver({ status: 500, body: "boom" });
       try {
-        const d = (await s.api("POST", "/v1/destinations", { url: `${fail.url}/x`, retry_schedule_seconds: [0], event_types: ["die.*"] }))
-          .body;
-        const pub = await s.api("POST", "/v1/events", { type: "die.now", payload: {} });
+        const d = (
+          await s.api<Destination>("POST", "/v1/destinations", {
+            url: `${fail.url}/x`,
+            retry_schedule_seconds: [0],
+            event_types: ["die.*"],
+          })
+        ).body;
+        const pub = await s.api<EventAccepted>("POST", "/v1/events", { type: "die.now", payload: {} });
         const dlvId = await (async () => {
           let id = "";
           await waitFor(
             async () => {
-              const dl = (await s.api("GET", `/v1/events/${pub.body.id}`)).body.deliveries[0];
+              const dl = (await s.api<Event>("GET", `/v1/events/${pub.body.id}`)).body.deliveries![0]!;
               id = dl.id;
               return dl.status === "dead";
             },
@@ -366,22 +390,22 @@ for (const backend of BACKENDS) {
           return id;
         })();
         assert.equal(fail.received.length, 2, "first attempt + one retry");
-        const dead = (await s.api("GET", `/v1/deliveries/${dlvId}`)).body;
+        const dead = (await s.api<Delivery>("GET", `/v1/deliveries/${dlvId}`)).body;
         assert.equal(dead.attempts, 2);
-        assert.match(dead.last_error, /500/);
-        const attempts = (await s.api("GET", `/v1/deliveries/${dlvId}/attempts`)).body.data;
+        assert.match(dead.last_error ?? "", /500/);
+        const attempts = (await s.api<Page<Attempt>>("GET", `/v1/deliveries/${dlvId}/attempts`)).body.data;
         assert.deepEqual(
-          attempts.map((a: { error_class: string }) => a.error_class),
+          attempts.map((a) => a.error_class),
           ["http_5xx", "http_5xx"],
         );
-        assert.equal(attempts[0].response_body, "boom");
-        const deadList = await s.api("GET", `/v1/deliveries?destination_id=${d.id}&status=dead`);
+        assert.equal(attempts[0]!.response_body, "boom");
+        const deadList = await s.api<Page<Delivery>>("GET", `/v1/deliveries?destination_id=${d.id}&status=dead`);
         assert.equal(deadList.body.data.length, 1);
 
         fail.respondWith({ status: 200 });
         const retry = await s.api("POST", `/v1/deliveries/${dlvId}/retry`);
         assert.equal(retry.status, 202);
-        await waitFor(async () => (await s.api("GET", `/v1/deliveries/${dlvId}`)).body.status === "delivered");
+        await waitFor(async () => (await s.api<Delivery>("GET", `/v1/deliveries/${dlvId}`)).body.status === "delivered");
         const again = await s.api("POST", `/v1/deliveries/${dlvId}/retry`);
         assert.equal(again.status, 409);
       } finally {
@@ -393,8 +417,8 @@ for (const backend of BACKENDS) {
       rx.reset();
       const d = await newDestination({ event_types: ["later.*"] });
       const at = new Date(Date.now() + 1500);
-      const pub = await s.api("POST", "/v1/events", { type: "later.x", payload: {}, deliver_at: at.toISOString() });
-      const held = (await s.api("GET", `/v1/events/${pub.body.id}`)).body.deliveries[0];
+      const pub = await s.api<EventAccepted>("POST", "/v1/events", { type: "later.x", payload: {}, deliver_at: at.toISOString() });
+      const held = (await s.api<Event>("GET", `/v1/events/${pub.body.id}`)).body.deliveries![0]!;
       assert.equal(held.status, "held");
       assert.equal(held.hold_reason, "scheduled");
       await waitFor(() => rx.received.some((r) => r.headers["webhook-id"] === pub.body.id), { timeoutMs: 10_000 });
@@ -408,26 +432,28 @@ for (const backend of BACKENDS) {
       const limited = await startReceiver(() => (answered429++ < 1 ? { status: 429, headers: { "retry-after": "1" } } : { status: 200 }));
       try {
         const d = (
-          await s.api("POST", "/v1/destinations", {
+          await s.api<Destination>("POST", "/v1/destinations", {
             url: `${limited.url}/x`,
             retry_schedule_seconds: [],
             max_concurrency: 1,
             event_types: ["thr.*"],
           })
         ).body;
-        const first = await s.api("POST", "/v1/events", { type: "thr.a", payload: {} });
+        const first = await s.api<EventAccepted>("POST", "/v1/events", { type: "thr.a", payload: {} });
         await waitFor(() => limited.received.length >= 1);
-        await waitFor(async () => (await s.api("GET", `/v1/destinations/${d.id}`)).body.status === "throttled", { timeoutMs: 3000 });
-        const dest = (await s.api("GET", `/v1/destinations/${d.id}`)).body;
+        await waitFor(async () => (await s.api<Destination>("GET", `/v1/destinations/${d.id}`)).body.status === "throttled", {
+          timeoutMs: 3000,
+        });
+        const dest = (await s.api<Destination>("GET", `/v1/destinations/${d.id}`)).body;
         assert.ok(dest.throttled_until);
-        assert.match(dest.throttle_reason, /429/);
-        const second = await s.api("POST", "/v1/events", { type: "thr.b", payload: {} });
-        const heldRow = (await s.api("GET", `/v1/events/${second.body.id}`)).body.deliveries[0];
+        assert.match(dest.throttle_reason ?? "", /429/);
+        const second = await s.api<EventAccepted>("POST", "/v1/events", { type: "thr.b", payload: {} });
+        const heldRow = (await s.api<Event>("GET", `/v1/events/${second.body.id}`)).body.deliveries![0]!;
         assert.equal(heldRow.hold_reason, "throttled");
         await waitFor(
           async () => {
-            const a = (await s.api("GET", `/v1/events/${first.body.id}`)).body.deliveries[0];
-            const b = (await s.api("GET", `/v1/events/${second.body.id}`)).body.deliveries[0];
+            const a = (await s.api<Event>("GET", `/v1/events/${first.body.id}`)).body.deliveries![0]!;
+            const b = (await s.api<Event>("GET", `/v1/events/${second.body.id}`)).body.deliveries![0]!;
             return a.status === "delivered" && b.status === "delivered";
           },
           { timeoutMs: 10_000, message: "throttled deliveries never went out" },
@@ -443,16 +469,16 @@ for (const backend of BACKENDS) {
     test("pause holds deliveries; resume without replay discards them", async () => {
       rx.reset();
       const d = await newDestination({ event_types: ["pz.*"] });
-      const p = await s.api("POST", `/v1/destinations/${d.id}/pause`, { reason: "maintenance" });
+      const p = await s.api<Destination>("POST", `/v1/destinations/${d.id}/pause`, { reason: "maintenance" });
       assert.equal(p.status, 200);
       assert.equal(p.body.status, "paused");
-      const ev = await s.api("POST", "/v1/events", { type: "pz.a", payload: {} });
-      const held = (await s.api("GET", `/v1/events/${ev.body.id}`)).body.deliveries[0];
+      const ev = await s.api<EventAccepted>("POST", "/v1/events", { type: "pz.a", payload: {} });
+      const held = (await s.api<Event>("GET", `/v1/events/${ev.body.id}`)).body.deliveries![0]!;
       assert.equal(held.hold_reason, "paused");
-      assert.equal((await s.api("GET", `/v1/destinations/${d.id}`)).body.queued_events, 1);
-      const r = await s.api("POST", `/v1/destinations/${d.id}/resume`, { replay: false });
+      assert.equal((await s.api<Destination>("GET", `/v1/destinations/${d.id}`)).body.queued_events, 1);
+      const r = await s.api<Destination>("POST", `/v1/destinations/${d.id}/resume`, { replay: false });
       assert.equal(r.body.status, "active");
-      const after = (await s.api("GET", `/v1/deliveries/${held.id}`)).body;
+      const after = (await s.api<Delivery>("GET", `/v1/deliveries/${held.id}`)).body;
       assert.equal(after.status, "discarded");
       assert.equal(rx.received.filter((x) => x.headers["webhook-id"] === ev.body.id).length, 0);
     });

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { BACKENDS, startSluice, useSluiceAndReceiver } from "../helpers/sluice.js";
 import { startReceiver } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
+import type { Delivery, Destination, Event, EventAccepted, Page } from "../helpers/api-types.js";
 import { metrics } from "../../src/metrics.js";
 import { pruneOnce } from "../../src/dispatch/janitor.js";
 
@@ -22,7 +23,7 @@ for (const backend of BACKENDS) {
 
     test("an idle engine sleeps (no claim loop) and a new event wakes it by notification", async () => {
       const { s, rx } = ctx;
-      const d = (await s.api("POST", "/v1/destinations", { url: `${rx.url}/idle`, event_types: ["idle.*"] })).body;
+      const d = (await s.api<Destination>("POST", "/v1/destinations", { url: `${rx.url}/idle`, event_types: ["idle.*"] })).body;
       await s.api("POST", "/v1/events", { type: "idle.a", payload: {} });
       await waitFor(() => rx.received.some((r) => r.path === "/idle"));
       // Let the last result, its re-claim and the one idle re-check (IDLE_RECHECK_MS later) settle.
@@ -56,7 +57,7 @@ for (const backend of BACKENDS) {
       });
       try {
         const d = (
-          await s.api("POST", "/v1/destinations", {
+          await s.api<Destination>("POST", "/v1/destinations", {
             url: `${orx.url}/o`,
             event_types: ["ord.none"],
             ordered: true,
@@ -77,9 +78,7 @@ for (const backend of BACKENDS) {
         });
         // While the failed head waits for its retry, everything behind it says why it waits.
         await waitFor(() => orx.received.length >= 1);
-        const waiting = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}&limit=10`)).body.data as {
-          hold_reason: string | null;
-        }[];
+        const waiting = (await s.api<Page<Delivery>>("GET", `/v1/deliveries?destination_id=${d.id}&limit=10`)).body.data;
         assert.ok(waiting.filter((x) => x.hold_reason === "ordering").length >= 3, JSON.stringify(waiting.map((x) => x.hold_reason)));
         await waitFor(() => orx.received.length >= 6, { timeoutMs: 10_000, message: () => `got ${orx.received.length}` });
         const seen = orx.received.map((r) => (r.json as { data: { i: number } }).data.i);
@@ -92,11 +91,11 @@ for (const backend of BACKENDS) {
 
     test("retention prunes finished deliveries, their attempts and events — never unfinished work", async () => {
       const { s, rx } = ctx;
-      const d = (await s.api("POST", "/v1/destinations", { url: `${rx.url}/ret`, event_types: ["ret.*"] })).body;
-      const done = await s.api("POST", "/v1/events", { type: "ret.done", payload: {}, destination_ids: [d.id] });
-      await waitFor(async () => (await s.api("GET", `/v1/events/${done.body.id}`)).body.deliveries[0]?.status === "delivered");
+      const d = (await s.api<Destination>("POST", "/v1/destinations", { url: `${rx.url}/ret`, event_types: ["ret.*"] })).body;
+      const done = await s.api<EventAccepted>("POST", "/v1/events", { type: "ret.done", payload: {}, destination_ids: [d.id] });
+      await waitFor(async () => (await s.api<Event>("GET", `/v1/events/${done.body.id}`)).body.deliveries![0]?.status === "delivered");
       await s.api("POST", `/v1/destinations/${d.id}/pause`, {});
-      const waiting = await s.api("POST", "/v1/events", { type: "ret.waiting", payload: {}, destination_ids: [d.id] });
+      const waiting = await s.api<EventAccepted>("POST", "/v1/events", { type: "ret.waiting", payload: {}, destination_ids: [d.id] });
       const db = s.running.db;
       // Age everything of this destination past the retention window.
       await db.query(
@@ -111,9 +110,9 @@ for (const backend of BACKENDS) {
       assert.ok(r && r.deliveries >= 1 && r.attempts >= 1);
       await pruneOnce(db, 168); // events go once their deliveries are gone
       assert.equal((await s.api("GET", `/v1/events/${done.body.id}`)).status, 404);
-      const kept = await s.api("GET", `/v1/events/${waiting.body.id}`);
+      const kept = await s.api<Event>("GET", `/v1/events/${waiting.body.id}`);
       assert.equal(kept.status, 200);
-      assert.equal(kept.body.deliveries[0].status, "held");
+      assert.equal(kept.body.deliveries![0]!.status, "held");
     });
   });
 }
@@ -144,14 +143,16 @@ for (const backend of BACKENDS) {
     test("abandonClaims hands its leases back at once, as they were: waiting, the attempt not counted", async () => {
       const s = await startSluice(backend, { worker: false });
       try {
-        const d = (await s.api("POST", "/v1/destinations", { url: "http://127.0.0.1:9/never", event_types: ["unconfirmed.*"] })).body;
+        const d = (
+          await s.api<Destination>("POST", "/v1/destinations", { url: "http://127.0.0.1:9/never", event_types: ["unconfirmed.*"] })
+        ).body;
         await s.api("POST", "/v1/events/batch", { events: [0, 1, 2].map((i) => ({ type: "unconfirmed.x", payload: { i } })) });
         const opts = { capacity: 10, batchSize: 10, grantCap: 10, leaseMarginSeconds: 10, rateSendJitterMs: 0, shard: null };
         // The claim commits; the worker is taken to have lost the answer (store gone mid-commit).
         const token = randomUUID();
         const lost = await claim(s.running.db, { ...opts, leaseToken: token });
         assert.equal(lost.deliveries.length, 3);
-        const leased = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}`)).body.data as { status: string }[];
+        const leased = (await s.api<Page<Delivery>>("GET", `/v1/deliveries?destination_id=${d.id}`)).body.data;
         assert.ok(
           leased.every((x) => x.status === "delivering"),
           JSON.stringify(leased),
@@ -159,7 +160,7 @@ for (const backend of BACKENDS) {
 
         assert.equal(await withRetry(s.running.db, (q) => abandonClaims(q, [randomUUID()])), 0, "another claim's token touches nothing");
         assert.equal(await withRetry(s.running.db, (q) => abandonClaims(q, [token])), 3);
-        const back = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}`)).body.data as { status: string; attempts: number }[];
+        const back = (await s.api<Page<Delivery>>("GET", `/v1/deliveries?destination_id=${d.id}`)).body.data;
         assert.deepEqual(
           back.map((x) => [x.status, x.attempts]),
           [

@@ -6,6 +6,7 @@ import { startSluice, type TestSluice } from "../helpers/sluice.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
 import { pruneOnce } from "../../src/dispatch/janitor.js";
+import type { AttemptTimeline, Delivery, Destination, Event, EventAccepted, EventBatchAccepted, Page } from "../helpers/api-types.js";
 
 // Destination health against real receivers: auto-pause, held backlog, probes with a ramp,
 // resume with and without replay, and alerts (webhooks about webhooks, and e-mail).
@@ -29,7 +30,7 @@ describe("destination health", () => {
     const bad = await startReceiver({ status: 500 });
     try {
       const d = (
-        await s.api("POST", "/v1/destinations", {
+        await s.api<Destination>("POST", "/v1/destinations", {
           url: `${bad.url}/500`,
           event_types: ["h1.*"],
           retry_schedule_seconds: NO_WAIT_RETRIES,
@@ -37,9 +38,11 @@ describe("destination health", () => {
         })
       ).body;
       await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 4 }, (_, i) => ({ type: "h1.x", payload: { i } })) });
-      await waitFor(async () => (await s.api("GET", `/v1/destinations/${d.id}`)).body.status === "paused", { timeoutMs: 10_000 });
-      const paused = (await s.api("GET", `/v1/destinations/${d.id}`)).body;
-      assert.match(paused.pause_reason, /^auto: (1\d consecutive failures \(last: HTTP 500\)|health score)/);
+      await waitFor(async () => (await s.api<Destination>("GET", `/v1/destinations/${d.id}`)).body.status === "paused", {
+        timeoutMs: 10_000,
+      });
+      const paused = (await s.api<Destination>("GET", `/v1/destinations/${d.id}`)).body;
+      assert.match(paused.pause_reason ?? "", /^auto: (1\d consecutive failures \(last: HTTP 500\)|health score)/);
       assert.equal(paused.health.status, "unhealthy");
       assert.ok(paused.health.consecutive_failures >= 10);
       const hits = bad.received.length;
@@ -48,18 +51,18 @@ describe("destination health", () => {
       await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 3 }, (_, i) => ({ type: "h1.y", payload: { i } })) });
       await sleep(1000);
       assert.equal(bad.received.length, hits, "a paused destination received traffic");
-      const after = (await s.api("GET", `/v1/destinations/${d.id}`)).body;
+      const after = (await s.api<Destination>("GET", `/v1/destinations/${d.id}`)).body;
       assert.equal(after.queued_events, 7);
-      const held = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}&limit=100`)).body.data;
+      const held = (await s.api<Page<Delivery>>("GET", `/v1/deliveries?destination_id=${d.id}&limit=100`)).body.data;
       assert.ok(
-        held.every((x: { status: string; hold_reason: string }) => x.status === "held" && x.hold_reason === "paused"),
+        held.every((x) => x.status === "held" && x.hold_reason === "paused"),
         JSON.stringify(held[0]),
       );
       // The attempt timeline names each attempt's class.
-      const timeline = (await s.api("GET", `/v1/destinations/${d.id}/attempts?limit=5`)).body.data;
+      const timeline = (await s.api<AttemptTimeline>("GET", `/v1/destinations/${d.id}/attempts?limit=5`)).body.data;
       assert.equal(timeline.length, 5);
       assert.ok(
-        timeline.every((a: { class: string; status_code: number }) => a.class === "server_error" && a.status_code === 500),
+        timeline.every((a) => a.class === "server_error" && a.status_code === 500),
         JSON.stringify(timeline[0]),
       );
 
@@ -68,9 +71,9 @@ describe("destination health", () => {
       await s.running.db.query("UPDATE deliveries SET created_at = now() - interval '73 hours' WHERE destination_id = $1", [d.id]);
       const pruned = await pruneOnce(s.running.db, 168);
       assert.equal(pruned?.pausedDiscarded, 7);
-      const gone = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}&limit=100`)).body.data;
+      const gone = (await s.api<Page<Delivery>>("GET", `/v1/deliveries?destination_id=${d.id}&limit=100`)).body.data;
       assert.ok(
-        gone.every((x: { status: string; last_error: string }) => x.status === "discarded" && /paused/.test(x.last_error)),
+        gone.every((x) => x.status === "discarded" && /paused/.test(x.last_error ?? "")),
         JSON.stringify(gone[0]),
       );
     } finally {
@@ -82,7 +85,7 @@ describe("destination health", () => {
     const flaky = await startReceiver({ status: 503 });
     try {
       const d = (
-        await s.api("POST", "/v1/destinations", {
+        await s.api<Destination>("POST", "/v1/destinations", {
           url: `${flaky.url}/503`,
           event_types: ["h2.*"],
           retry_schedule_seconds: NO_WAIT_RETRIES,
@@ -91,8 +94,10 @@ describe("destination health", () => {
         })
       ).body;
       await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 2 }, (_, i) => ({ type: "h2.x", payload: { i } })) });
-      await waitFor(async () => (await s.api("GET", `/v1/destinations/${d.id}`)).body.status === "paused", { timeoutMs: 10_000 });
-      const paused = (await s.api("GET", `/v1/destinations/${d.id}`)).body;
+      await waitFor(async () => (await s.api<Destination>("GET", `/v1/destinations/${d.id}`)).body.status === "paused", {
+        timeoutMs: 10_000,
+      });
+      const paused = (await s.api<Destination>("GET", `/v1/destinations/${d.id}`)).body;
       assert.ok(paused.next_probe_at, "a transient pause shows when the next probe goes");
       // A config change while paused keeps the probe schedule.
       assert.equal((await s.api("PATCH", `/v1/destinations/${d.id}`, { timeout_seconds: 5 })).status, 200);
@@ -101,7 +106,7 @@ describe("destination health", () => {
       await waitFor(() => flaky.received.slice(n0).filter((r) => (r.json as { type: string }).type === "webhook.probe").length >= 2, {
         timeoutMs: 6000,
       });
-      assert.equal((await s.api("GET", `/v1/destinations/${d.id}`)).body.status, "paused");
+      assert.equal((await s.api<Destination>("GET", `/v1/destinations/${d.id}`)).body.status, "paused");
       // Recovered, slowly answering: a backlog of 20 must not flood it.
       await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 20 }, (_, i) => ({ type: "h2.y", payload: { i } })) });
       flaky.respondWith({ status: 200, delayMs: 150 });
@@ -120,7 +125,7 @@ describe("destination health", () => {
       assert.ok(Math.max(...deliveries.map((r) => r.inflightAtArrival)) <= 5);
       await waitFor(
         async () => {
-          const v = (await s.api("GET", `/v1/destinations/${d.id}`)).body;
+          const v = (await s.api<Destination>("GET", `/v1/destinations/${d.id}`)).body;
           return v.status === "active" && v.health.status === "healthy" && v.ramp_limit === null && v.queued_events === 0;
         },
         { timeoutMs: 10_000 },
@@ -134,7 +139,7 @@ describe("destination health", () => {
     const missing = await startReceiver({ status: 404 });
     try {
       const d = (
-        await s.api("POST", "/v1/destinations", {
+        await s.api<Destination>("POST", "/v1/destinations", {
           url: `${missing.url}/404`,
           event_types: ["h3.*"],
           retry_schedule_seconds: NO_WAIT_RETRIES,
@@ -143,9 +148,11 @@ describe("destination health", () => {
         })
       ).body;
       await s.api("POST", "/v1/events", { type: "h3.x", payload: {} });
-      await waitFor(async () => (await s.api("GET", `/v1/destinations/${d.id}`)).body.status === "paused", { timeoutMs: 10_000 });
-      const paused = (await s.api("GET", `/v1/destinations/${d.id}`)).body;
-      assert.match(paused.pause_reason, /3 consecutive HTTP 401\/403\/404 answers .*check the URL/);
+      await waitFor(async () => (await s.api<Destination>("GET", `/v1/destinations/${d.id}`)).body.status === "paused", {
+        timeoutMs: 10_000,
+      });
+      const paused = (await s.api<Destination>("GET", `/v1/destinations/${d.id}`)).body;
+      assert.match(paused.pause_reason ?? "", /3 consecutive HTTP 401\/403\/404 answers .*check the URL/);
       assert.equal(paused.next_probe_at, null);
       const n = missing.received.length;
       assert.equal(n, 3);
@@ -158,9 +165,10 @@ describe("destination health", () => {
 
   test("resume with replay delivers the backlog in order; without replay discards it (still retryable)", async () => {
     rx.reset();
-    const d = (await s.api("POST", "/v1/destinations", { url: `${rx.url}/resume`, event_types: ["h4.*"], max_concurrency: 1 })).body;
+    const d = (await s.api<Destination>("POST", "/v1/destinations", { url: `${rx.url}/resume`, event_types: ["h4.*"], max_concurrency: 1 }))
+      .body;
     assert.equal(
-      (await s.api("POST", `/v1/destinations/${d.id}/pause`, { reason: "maintenance" })).body.pause_reason,
+      (await s.api<Destination>("POST", `/v1/destinations/${d.id}/pause`, { reason: "maintenance" })).body.pause_reason,
       "manual: maintenance",
     );
     const base = Date.now() - 10_000;
@@ -179,16 +187,18 @@ describe("destination health", () => {
 
     await s.api("POST", `/v1/destinations/${d.id}/pause`, {});
     const pub = (
-      await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 3 }, (_, i) => ({ type: "h4.y", payload: { i } })) })
+      await s.api<EventBatchAccepted>("POST", "/v1/events/batch", {
+        events: Array.from({ length: 3 }, (_, i) => ({ type: "h4.y", payload: { i } })),
+      })
     ).body;
-    const dropped = await s.api("POST", `/v1/destinations/${d.id}/resume`, { replay: false });
+    const dropped = await s.api<Destination>("POST", `/v1/destinations/${d.id}/resume`, { replay: false });
     assert.equal(dropped.body.discarded, 3);
-    const evt = (await s.api("GET", `/v1/events/${pub.events[0].id}`)).body;
-    assert.equal(evt.deliveries[0].status, "discarded");
-    assert.match(evt.deliveries[0].last_error, /resumed without replay/);
+    const evt = (await s.api<Event>("GET", `/v1/events/${pub.events[0]!.id}`)).body;
+    assert.equal(evt.deliveries![0]!.status, "discarded");
+    assert.match(evt.deliveries![0]!.last_error ?? "", /resumed without replay/);
     await sleep(500);
     assert.equal(rx.received.length, 5);
-    assert.equal((await s.api("POST", `/v1/deliveries/${evt.deliveries[0].id}/retry`)).status, 202);
+    assert.equal((await s.api("POST", `/v1/deliveries/${evt.deliveries![0]!.id}/retry`)).status, 202);
     await waitFor(() => rx.received.length === 6);
   });
 
@@ -196,11 +206,13 @@ describe("destination health", () => {
     let n = 0;
     const limited = await startReceiver(() => (++n <= 3 ? { status: 429, headers: { "retry-after": "1" } } : { status: 200 }));
     try {
-      const d = (await s.api("POST", "/v1/destinations", { url: `${limited.url}/429`, event_types: ["h5.*"], max_concurrency: 1 })).body;
+      const d = (
+        await s.api<Destination>("POST", "/v1/destinations", { url: `${limited.url}/429`, event_types: ["h5.*"], max_concurrency: 1 })
+      ).body;
       await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 3 }, (_, i) => ({ type: "h5.x", payload: { i } })) });
       await waitFor(() => limited.received.length >= 6, { timeoutMs: 10_000 });
-      await waitFor(async () => (await s.api("GET", `/v1/destinations/${d.id}`)).body.queued_events === 0);
-      const v = (await s.api("GET", `/v1/destinations/${d.id}`)).body;
+      await waitFor(async () => (await s.api<Destination>("GET", `/v1/destinations/${d.id}`)).body.queued_events === 0);
+      const v = (await s.api<Destination>("GET", `/v1/destinations/${d.id}`)).body;
       assert.deepEqual(v.health, { status: "healthy", score: 100, consecutive_failures: 0 });
     } finally {
       await limited.close();
@@ -233,9 +245,10 @@ describe("health alerts", () => {
     const failing = await startReceiver(() => ({ status: ++n <= 2 ? 200 : 500 }));
     try {
       assert.equal((await s.api("PATCH", "/v1/tenant", { alert_email: "ops@example.com" })).status, 200);
-      const w = (await s.api("POST", "/v1/destinations", { url: `${watcher.url}/alerts`, event_types: ["destination.*"] })).body;
+      const w = (await s.api<Destination>("POST", "/v1/destinations", { url: `${watcher.url}/alerts`, event_types: ["destination.*"] }))
+        .body;
       const d = (
-        await s.api("POST", "/v1/destinations", {
+        await s.api<Destination>("POST", "/v1/destinations", {
           url: `${failing.url}/f`,
           name: "billing-prod",
           event_types: ["h6.*"],
@@ -246,7 +259,7 @@ describe("health alerts", () => {
       ).body;
       // One at a time: each result is its own health step (200, 200, then 500s).
       for (let i = 0; i < 3; i++) {
-        const pub = await s.api("POST", "/v1/events", { type: "h6.x", payload: { i } });
+        const pub = await s.api<EventAccepted>("POST", "/v1/events", { type: "h6.x", payload: { i } });
         assert.equal(pub.body.deliveries, 1, JSON.stringify(pub.body));
         await waitFor(() => failing.received.length >= i + 1).catch(async (err) => {
           const dest = await s.running.db.query(
@@ -262,7 +275,9 @@ describe("health alerts", () => {
           );
         });
       }
-      await waitFor(async () => (await s.api("GET", `/v1/destinations/${d.id}`)).body.status === "paused", { timeoutMs: 10_000 });
+      await waitFor(async () => (await s.api<Destination>("GET", `/v1/destinations/${d.id}`)).body.status === "paused", {
+        timeoutMs: 10_000,
+      });
       await s.api("POST", `/v1/destinations/${d.id}/resume`, { replay: false });
       const types = () => watcher.received.map((r) => (r.json as { type: string }).type);
       await waitFor(() => watcher.received.length >= 3 && mails.length >= 3, {
@@ -276,7 +291,7 @@ describe("health alerts", () => {
       assert.equal(body.data.destination_id, d.id);
       assert.match(body.data.reason, /^auto: /);
       // Signed like any delivery, with the watcher's own secret.
-      new Webhook(w.secret).verify(paused.body, paused.headers);
+      new Webhook(w.secret!).verify(paused.body, paused.headers);
       assert.equal(mails.length, 3);
       assert.ok(mails.every((m) => m.to === "ops@example.com"));
       assert.match(mails[1]!.text, /billing-prod/);

@@ -5,6 +5,7 @@ import { pino } from "pino";
 import { BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
+import type { Destination, Tenant } from "../helpers/api-types.js";
 
 // The log lines operators alert on (docs/logs.md), captured from a real Sluice: one per failed
 // attempt, one per state transition — never one per claim — and never a payload or a secret.
@@ -37,7 +38,7 @@ for (const backend of BACKENDS) {
       const log = pino({ level: "debug" }, { write: (line: string) => void raw.push(line) });
       s = await startSluice(backend, { log });
       rx = await startReceiver();
-      tenantId = (await s.api("GET", "/v1/tenant")).body.id;
+      tenantId = (await s.api<Tenant>("GET", "/v1/tenant")).body.id;
     });
     after(async () => {
       await rx?.close();
@@ -63,9 +64,13 @@ for (const backend of BACKENDS) {
         return { status: 200, body: BODY_MARKER };
       });
       const d = (
-        await s.api("POST", "/v1/destinations", { url: `${rx.url}/flaky`, event_types: ["lg.*"], retry_schedule_seconds: [0, 0, 0] })
+        await s.api<Destination>("POST", "/v1/destinations", {
+          url: `${rx.url}/flaky`,
+          event_types: ["lg.*"],
+          retry_schedule_seconds: [0, 0, 0],
+        })
       ).body;
-      const secret: string = d.secret;
+      const secret = d.secret ?? "";
       assert.match(secret, /^whsec_/);
       const ev = await s.api("POST", "/v1/events", { type: "lg.x", payload: { marker: PAYLOAD_MARKER } });
       assert.equal(ev.status, 202);
@@ -115,7 +120,7 @@ for (const backend of BACKENDS) {
       rx.reset();
       rx.respondWith({ status: 200 });
       const d = (
-        await s.api("POST", "/v1/destinations", {
+        await s.api<Destination>("POST", "/v1/destinations", {
           url: `${rx.url}/shaped`,
           event_types: ["rl.*"],
           rate_limit: { max_per_second: 5, burst_capacity: 1 },
@@ -139,7 +144,7 @@ for (const backend of BACKENDS) {
       rx.respondWith({ status: 200 });
       // A backlog still draining (4/s) when the window opens 1-2 s from now; it lasts 2 s.
       const d = (
-        await s.api("POST", "/v1/destinations", {
+        await s.api<Destination>("POST", "/v1/destinations", {
           url: `${rx.url}/quiet`,
           event_types: ["qt.*"],
           rate_limit: { max_per_second: 4, burst_capacity: 1 },
@@ -167,7 +172,7 @@ for (const backend of BACKENDS) {
       rx.reset();
       rx.respondWith({ status: 200 });
       const d = (
-        await s.api("POST", "/v1/destinations", {
+        await s.api<Destination>("POST", "/v1/destinations", {
           url: `${rx.url}/quiet2`,
           event_types: ["qu.*"],
           delivery_schedule: { timezone: "UTC", quiet_start: wall(-2), quiet_end: wall(3) },
@@ -190,7 +195,7 @@ for (const backend of BACKENDS) {
       const flaky = await startReceiver({ status: 503 });
       try {
         const d = (
-          await s.api("POST", "/v1/destinations", {
+          await s.api<Destination>("POST", "/v1/destinations", {
             url: `${flaky.url}/503`,
             event_types: ["pr.*"],
             retry_schedule_seconds: NO_WAIT_RETRIES,
@@ -226,7 +231,7 @@ for (const backend of BACKENDS) {
     });
 
     test("a manual pause and resume log who, why and how", async () => {
-      const d = (await s.api("POST", "/v1/destinations", { url: `${rx.url}/manual`, event_types: ["mn.*"] })).body;
+      const d = (await s.api<Destination>("POST", "/v1/destinations", { url: `${rx.url}/manual`, event_types: ["mn.*"] })).body;
       assert.equal((await s.api("POST", `/v1/destinations/${d.id}/pause`, { reason: "maintenance" })).status, 200);
       // A second pause changes nothing: no second line.
       assert.equal((await s.api("POST", `/v1/destinations/${d.id}/pause`, { reason: "maintenance" })).status, 200);

@@ -59,7 +59,10 @@ describe("migrate on a Postgres server", () => {
         assert.equal(err.code, "SLUICE_STORE_SCHEMA_NEWER");
         return true;
       });
-      const rows = await onServer(tdb.url, async (c) => (await c.query("SELECT name FROM sluice_migrations ORDER BY version")).rows);
+      const rows = await onServer(
+        tdb.url,
+        async (c) => (await c.query<{ name: string }>("SELECT name FROM sluice_migrations ORDER BY version")).rows,
+      );
       assert.deepEqual(
         rows.map((r) => r.name),
         [...ALL, "9999_future.sql"],

@@ -20,10 +20,10 @@ describe("createTestDatabase", () => {
     try {
       await withClient(db.url, async (c) => {
         assert.deepEqual((await c.query("SELECT 1 AS one")).rows, [{ one: 1 }]);
-        assert.equal((await c.query("SELECT current_database() AS db")).rows[0]?.db, name);
+        assert.equal((await c.query<{ db: string }>("SELECT current_database() AS db")).rows[0]?.db, name);
         await c.query("CREATE TABLE t (id int PRIMARY KEY)");
         await c.query("INSERT INTO t VALUES (1), (2)");
-        assert.equal((await c.query("SELECT count(*)::int AS n FROM t")).rows[0]?.n, 2);
+        assert.equal((await c.query<{ n: number }>("SELECT count(*)::int AS n FROM t")).rows[0]?.n, 2);
       });
     } finally {
       await db.drop();
@@ -40,7 +40,7 @@ describe("createTestDatabase", () => {
     try {
       assert.notEqual(a.url, b.url);
       await withClient(a.url, (c) => c.query("CREATE TABLE only_in_a (x int)"));
-      const found = await withClient(b.url, (c) => c.query("SELECT to_regclass('only_in_a') AS t"));
+      const found = await withClient(b.url, (c) => c.query<{ t: string | null }>("SELECT to_regclass('only_in_a') AS t"));
       assert.equal(found.rows[0]?.t, null);
     } finally {
       await Promise.all([a.drop(), b.drop()]);

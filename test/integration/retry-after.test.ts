@@ -2,6 +2,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { BACKENDS, useSluiceAndReceiver } from "../helpers/sluice.js";
 import { waitFor } from "../helpers/wait-for.js";
+import type { Delivery, Destination, Page } from "../helpers/api-types.js";
 
 // `Retry-After: 0`, or an HTTP-date that is not in the future, means "now": the destination
 // waits only the ~1 s floor, the throttle schedule (60 s, 300 s, …) never starts, and the reason
@@ -24,15 +25,19 @@ for (const backend of BACKENDS) {
         let answered = 0;
         rx.respondWith(() => (++answered <= 3 ? { status: 429, headers: { "retry-after": header() } } : { status: 200 }));
         const type = `ra${Math.random().toString(36).slice(2, 8)}`;
-        const d = (await s.api("POST", "/v1/destinations", { url: `${rx.url}${path}`, event_types: [`${type}.*`], max_concurrency: 1 }))
-          .body;
+        const d = (
+          await s.api<Destination>("POST", "/v1/destinations", { url: `${rx.url}${path}`, event_types: [`${type}.*`], max_concurrency: 1 })
+        ).body;
         assert.equal((await s.api("POST", "/v1/events", { type: `${type}.x`, payload: { label } })).status, 202);
 
-        await waitFor(async () => (await s.api("GET", `/v1/destinations/${d.id}`)).body.status === "throttled", { timeoutMs: 5000 });
-        const held = (await s.api("GET", `/v1/destinations/${d.id}`)).body;
-        assert.match(held.throttle_reason, /retry now/, held.throttle_reason);
-        assert.match(held.throttle_reason, label.includes("date") ? /date .* not in the future/ : /Retry-After: 0/);
-        const holdMs = Date.parse(held.throttled_until) - Date.now();
+        await waitFor(async () => (await s.api<Destination>("GET", `/v1/destinations/${d.id}`)).body.status === "throttled", {
+          timeoutMs: 5000,
+        });
+        const held = (await s.api<Destination>("GET", `/v1/destinations/${d.id}`)).body;
+        const reason = held.throttle_reason ?? "";
+        assert.match(reason, /retry now/, reason);
+        assert.match(reason, label.includes("date") ? /date .* not in the future/ : /Retry-After: 0/);
+        const holdMs = Date.parse(held.throttled_until ?? "") - Date.now();
         assert.ok(holdMs <= 1500, `held ${holdMs} ms, expected the ~1 s floor`);
 
         // 3 × ~1 s holds, then the delivery; the schedule's first step alone would be 60 s.
@@ -44,13 +49,13 @@ for (const backend of BACKENDS) {
           assert.ok(gap >= 900, `request ${i + 1} came ${gap} ms after the previous one`);
         }
         await waitFor(async () => {
-          const v = (await s.api("GET", `/v1/destinations/${d.id}`)).body;
+          const v = (await s.api<Destination>("GET", `/v1/destinations/${d.id}`)).body;
           return v.status === "active" && v.queued_events === 0;
         });
-        const deliveries = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}&limit=10`)).body.data;
+        const deliveries = (await s.api<Page<Delivery>>("GET", `/v1/deliveries?destination_id=${d.id}&limit=10`)).body.data;
         assert.equal(deliveries.length, 1);
-        assert.equal(deliveries[0].status, "delivered");
-        assert.equal(deliveries[0].attempts, 4); // every 429 recorded as an attempt
+        assert.equal(deliveries[0]!.status, "delivered");
+        assert.equal(deliveries[0]!.attempts, 4); // every 429 recorded as an attempt
       });
     }
   });

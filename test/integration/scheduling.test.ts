@@ -4,6 +4,7 @@ import { DateTime } from "luxon";
 import { BACKENDS, useSluiceAndReceiver, type TestSluice } from "../helpers/sluice.js";
 import { waitFor } from "../helpers/wait-for.js";
 import { worstWindow } from "../helpers/windows.js";
+import type { ApiError, Delivery, Destination, Page } from "../helpers/api-types.js";
 
 // Quiet hours and scheduled delivery against a real receiver, with windows a few seconds long.
 
@@ -24,7 +25,7 @@ for (const backend of BACKENDS) {
       const zone = "Asia/Kolkata"; // +05:30: a half-hour offset, so minutes and seconds matter
       // Whole seconds: the window ends 5-6 s from now.
       const d = (
-        await s.api("POST", "/v1/destinations", {
+        await s.api<Destination>("POST", "/v1/destinations", {
           url: `${rx.url}/quiet`,
           event_types: ["q.*"],
           max_concurrency: 1,
@@ -33,11 +34,11 @@ for (const backend of BACKENDS) {
         })
       ).body;
       assert.equal(d.status, "quiet", JSON.stringify(d));
-      const quietUntil = Date.parse(d.quiet_until);
-      assert.ok(quietUntil > Date.now() + 3000 && quietUntil <= Date.now() + 7000, d.quiet_until);
+      const quietUntil = Date.parse(d.quiet_until ?? "");
+      assert.ok(quietUntil > Date.now() + 3000 && quietUntil <= Date.now() + 7000, String(d.quiet_until));
       // The next window is tomorrow's, about a day after this one started.
-      const nextStart = Date.parse(d.next_quiet_at);
-      assert.ok(Math.abs(nextStart - (quietUntil - 8000 + 86_400_000)) < 2000, d.next_quiet_at);
+      const nextStart = Date.parse(d.next_quiet_at ?? "");
+      assert.ok(Math.abs(nextStart - (quietUntil - 8000 + 86_400_000)) < 2000, String(d.next_quiet_at));
 
       // Published out of order: occurred_at decides the drain order, not publish or retry order.
       const base = Date.now() - 60_000;
@@ -48,8 +49,8 @@ for (const backend of BACKENDS) {
       assert.equal(pub.status, 202);
       await waitFor(
         async () => {
-          const held = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}&status=held&limit=100`)).body.data;
-          return held.length === 12 && held.every((x: { hold_reason: string }) => x.hold_reason === "quiet_hours");
+          const held = (await s.api<Page<Delivery>>("GET", `/v1/deliveries?destination_id=${d.id}&status=held&limit=100`)).body.data;
+          return held.length === 12 && held.every((x) => x.hold_reason === "quiet_hours");
         },
         { timeoutMs: 3000, message: "deliveries show hold_reason quiet_hours" },
       );
@@ -61,7 +62,7 @@ for (const backend of BACKENDS) {
         },
         { timeoutMs: 3000, message: "ready_at = the window's end" },
       );
-      const metrics = (await s.api("GET", "/metrics", undefined, { key: null })).body as string;
+      const metrics = (await s.api<string>("GET", "/metrics", undefined, { key: null })).body;
       assert.match(metrics, /sluice_held\{reason="quiet_hours"\} 12/);
 
       await waitFor(() => rx.received.length === 12, { timeoutMs: 15_000, message: () => `received ${rx.received.length}` });
@@ -83,7 +84,7 @@ for (const backend of BACKENDS) {
       );
       const span = Math.max(...rx.received.map((r) => r.receivedAt)) - first;
       assert.ok(span >= 1200, `12 sends at 5/s with a burst of 2 took only ${span} ms`);
-      const after = (await s.api("GET", `/v1/destinations/${d.id}`)).body;
+      const after = (await s.api<Destination>("GET", `/v1/destinations/${d.id}`)).body;
       assert.equal(after.status, "active");
       assert.equal(after.quiet_until, null);
     });
@@ -98,7 +99,7 @@ describe("quiet hours: bypass and applies_to", () => {
     rx.reset();
     const zone = "America/New_York";
     const d = (
-      await s.api("POST", "/v1/destinations", {
+      await s.api<Destination>("POST", "/v1/destinations", {
         url: `${rx.url}/bypass`,
         event_types: ["*"],
         delivery_schedule: {
@@ -122,9 +123,9 @@ describe("quiet hours: bypass and applies_to", () => {
     await waitFor(() => rx.received.length >= 2, { timeoutMs: 5000 });
     await sleep(700);
     assert.deepEqual(rx.received.map((r) => (r.json as { type: string }).type).sort(), ["order.created", "payment.failed"]);
-    const held = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}&status=held`)).body.data;
+    const held = (await s.api<Page<Delivery>>("GET", `/v1/deliveries?destination_id=${d.id}&status=held`)).body.data;
     assert.equal(held.length, 2);
-    assert.ok(held.every((x: { hold_reason: string }) => x.hold_reason === "quiet_hours"));
+    assert.ok(held.every((x) => x.hold_reason === "quiet_hours"));
 
     // Dropping payment.* from applies_to releases the held payment at once; marketing still waits.
     const patched = await s.api("PATCH", `/v1/destinations/${d.id}`, {
@@ -140,17 +141,17 @@ describe("quiet hours: bypass and applies_to", () => {
 
   test("an unknown zone or a malformed time is refused with 422 and writes nothing", async () => {
     const { s } = ctx;
-    const before = (await s.api("GET", "/v1/destinations?limit=100")).body.data.length;
+    const before = (await s.api<Page<Destination>>("GET", "/v1/destinations?limit=100")).body.data.length;
     for (const schedule of [
       { timezone: "Mars/Olympus_Mons", quiet_start: "22:00", quiet_end: "06:00" },
       { timezone: "Europe/Berlin", quiet_start: "25:00", quiet_end: "06:00" },
       { timezone: "Europe/Berlin", quiet_start: "22:00", quiet_end: "6am" },
     ]) {
-      const r = await s.api("POST", "/v1/destinations", { url: "http://127.0.0.1:1/x", delivery_schedule: schedule });
+      const r = await s.api<ApiError>("POST", "/v1/destinations", { url: "http://127.0.0.1:1/x", delivery_schedule: schedule });
       assert.equal(r.status, 422, JSON.stringify(r.body));
       assert.match(JSON.stringify(r.body), /delivery_schedule/);
     }
-    assert.equal((await s.api("GET", "/v1/destinations?limit=100")).body.data.length, before);
+    assert.equal((await s.api<Page<Destination>>("GET", "/v1/destinations?limit=100")).body.data.length, before);
   });
 });
 
@@ -160,14 +161,14 @@ describe("scheduled delivery", () => {
   test("deliver_at holds an event's deliveries until then, then they go at once", async () => {
     const { s, rx } = ctx;
     rx.reset();
-    const d = (await s.api("POST", "/v1/destinations", { url: `${rx.url}/sched`, event_types: ["s.*"] })).body;
+    const d = (await s.api<Destination>("POST", "/v1/destinations", { url: `${rx.url}/sched`, event_types: ["s.*"] })).body;
     const at = Date.now() + 2500;
     const pub = await s.api("POST", "/v1/events", { type: "s.x", payload: {}, deliver_at: new Date(at).toISOString() });
     assert.equal(pub.status, 202);
-    const [dl] = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}`)).body.data;
-    assert.equal(dl.status, "held");
-    assert.equal(dl.hold_reason, "scheduled");
-    const metrics = (await s.api("GET", "/metrics", undefined, { key: null })).body as string;
+    const [dl] = (await s.api<Page<Delivery>>("GET", `/v1/deliveries?destination_id=${d.id}`)).body.data;
+    assert.equal(dl?.status, "held");
+    assert.equal(dl?.hold_reason, "scheduled");
+    const metrics = (await s.api<string>("GET", "/metrics", undefined, { key: null })).body;
     assert.match(metrics, /sluice_held\{reason="scheduled"\} 1/);
     await waitFor(() => rx.received.length === 1, { timeoutMs: 8000 });
     assert.ok(rx.received[0]!.receivedAt >= at - 20, `arrived ${at - rx.received[0]!.receivedAt} ms early`);
@@ -183,13 +184,13 @@ describe("held destinations cost nothing (invariant 3)", () => {
     rx.reset();
     const zone = "Pacific/Chatham"; // +12:45/+13:45
     const quiet = (
-      await s.api("POST", "/v1/destinations", {
+      await s.api<Destination>("POST", "/v1/destinations", {
         url: `${rx.url}/q`,
         event_types: ["c.*"],
         delivery_schedule: { timezone: zone, quiet_start: wall(zone, -60), quiet_end: wall(zone, 3600) },
       })
     ).body;
-    const paused = (await s.api("POST", "/v1/destinations", { url: `${rx.url}/p`, event_types: ["c.*"] })).body;
+    const paused = (await s.api<Destination>("POST", "/v1/destinations", { url: `${rx.url}/p`, event_types: ["c.*"] })).body;
     await s.api("POST", `/v1/destinations/${paused.id}/pause`, {});
     await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 500 }, (_, i) => ({ type: "c.x", payload: { i } })) });
     // Both backlogs settle with no ready_at a worker could reach before the window ends.
@@ -204,7 +205,7 @@ describe("held destinations cost nothing (invariant 3)", () => {
         return (
           p.ready_at === null &&
           q.ready_at !== null &&
-          q.ready_at.getTime() === Date.parse((await s.api("GET", `/v1/destinations/${quiet.id}`)).body.quiet_until)
+          q.ready_at.getTime() === Date.parse((await s.api<Destination>("GET", `/v1/destinations/${quiet.id}`)).body.quiet_until ?? "")
         );
       },
       { timeoutMs: 3000, message: "held destinations keep a ready_at no worker reaches" },
@@ -220,8 +221,8 @@ describe("held destinations cost nothing (invariant 3)", () => {
     await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 200 }, (_, i) => ({ type: "n.x", payload: { i } })) });
     await waitFor(() => rx.countByPath("/a") === 200, { timeoutMs: 5000, message: () => `neighbour got ${rx.countByPath("/a")}` });
     assert.equal(rx.countByPath("/q") + rx.countByPath("/p"), 0);
-    const q = (await s.api("GET", `/v1/destinations/${quiet.id}`)).body;
-    const p = (await s.api("GET", `/v1/destinations/${paused.id}`)).body;
+    const q = (await s.api<Destination>("GET", `/v1/destinations/${quiet.id}`)).body;
+    const p = (await s.api<Destination>("GET", `/v1/destinations/${paused.id}`)).body;
     assert.equal(q.queued_events, 600);
     assert.equal(p.queued_events, 600);
   });

@@ -5,6 +5,7 @@ import { startReceiver } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
 import { worstWindow } from "../helpers/windows.js";
 import { auditRate } from "../../src/cli/audit.js";
+import type { Delivery, Destination, Page } from "../helpers/api-types.js";
 
 // Burst shaping counted at the receiver: no window exceeds burst + rate × length.
 
@@ -15,7 +16,7 @@ for (const backend of BACKENDS) {
     test("a backlog drains at the configured rate, shows rate_limited, and no window exceeds the bucket", async () => {
       const { s, rx } = ctx;
       const d = (
-        await s.api("POST", "/v1/destinations", {
+        await s.api<Destination>("POST", "/v1/destinations", {
           url: `${rx.url}/rl`,
           event_types: ["rl.*"],
           max_concurrency: 50,
@@ -26,17 +27,16 @@ for (const backend of BACKENDS) {
         events: Array.from({ length: 30 }, (_, i) => ({ type: "rl.x", payload: { i } })),
       });
       assert.equal(pub.status, 202);
-      await waitFor(async () => (await s.api("GET", `/v1/destinations/${d.id}`)).body.status === "rate_limited", { timeoutMs: 5000 });
-      const metrics = (await s.api("GET", "/metrics", undefined, { key: null })).body as string;
+      await waitFor(async () => (await s.api<Destination>("GET", `/v1/destinations/${d.id}`)).body.status === "rate_limited", {
+        timeoutMs: 5000,
+      });
+      const metrics = (await s.api<string>("GET", "/metrics", undefined, { key: null })).body;
       const heldMetric = /sluice_held\{reason="rate_limited"\} (\d+)/.exec(metrics);
       assert.ok(heldMetric && Number(heldMetric[1]) > 0, "sluice_held{reason=rate_limited} counts the backlog");
       // The per-destination in-flight gauge is served (between two shaped sends it may have no sample for d).
       assert.match(metrics, /^# TYPE sluice_inflight gauge$/m);
-      const held = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}&status=held&limit=100`)).body.data;
-      assert.ok(
-        held.length > 0 && held.every((x: { hold_reason: string }) => x.hold_reason === "rate_limited"),
-        JSON.stringify(held.slice(0, 2)),
-      );
+      const held = (await s.api<Page<Delivery>>("GET", `/v1/deliveries?destination_id=${d.id}&status=held&limit=100`)).body.data;
+      assert.ok(held.length > 0 && held.every((x) => x.hold_reason === "rate_limited"), JSON.stringify(held.slice(0, 2)));
       await waitFor(() => rx.received.length === 30, { timeoutMs: 15_000, message: () => `received ${rx.received.length}` });
       const times = rx.received.map((r) => r.receivedAt);
       const bad = worstWindow(times, 10, 5, 500);
@@ -47,7 +47,7 @@ for (const backend of BACKENDS) {
       assert.ok(span >= 2000, `all 30 arrived within ${span} ms`);
       // Every result written back (the last request can finish before its attempt row lands).
       await waitFor(async () => {
-        const v = (await s.api("GET", `/v1/destinations/${d.id}`)).body;
+        const v = (await s.api<Destination>("GET", `/v1/destinations/${d.id}`)).body;
         return v.status === "active" && v.queued_events === 0;
       });
 
@@ -67,7 +67,7 @@ for (const backend of BACKENDS) {
       const { s, rx } = ctx;
       rx.reset();
       const d = (
-        await s.api("POST", "/v1/destinations", {
+        await s.api<Destination>("POST", "/v1/destinations", {
           url: `${rx.url}/live`,
           event_types: ["live.*"],
           max_concurrency: 50,
@@ -90,13 +90,13 @@ describe("throttling is per destination", () => {
     const limited = await startReceiver({ status: 429, headers: { "retry-after": "3" } });
     const healthy = await startReceiver();
     try {
-      const a = (await s.api("POST", "/v1/destinations", { url: `${limited.url}/a`, event_types: ["iso.*"] })).body;
+      const a = (await s.api<Destination>("POST", "/v1/destinations", { url: `${limited.url}/a`, event_types: ["iso.*"] })).body;
       await s.api("POST", "/v1/destinations", { url: `${healthy.url}/b`, event_types: ["iso.*"] });
       await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 10 }, (_, i) => ({ type: "iso.x", payload: { i } })) });
       await waitFor(() => limited.received.length > 0);
       const firstHit = limited.received[0]!.receivedAt;
-      await waitFor(async () => (await s.api("GET", `/v1/destinations/${a.id}`)).body.status === "throttled");
-      const holdEnd = Date.parse((await s.api("GET", `/v1/destinations/${a.id}`)).body.throttled_until);
+      await waitFor(async () => (await s.api<Destination>("GET", `/v1/destinations/${a.id}`)).body.status === "throttled");
+      const holdEnd = Date.parse((await s.api<Destination>("GET", `/v1/destinations/${a.id}`)).body.throttled_until ?? "");
       // During the hold: more events, which the healthy destination gets at once.
       const before = healthy.received.length;
       await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 10 }, (_, i) => ({ type: "iso.y", payload: { i } })) });
@@ -111,7 +111,8 @@ describe("throttling is per destination", () => {
       const inside = limited.received.filter((r) => r.receivedAt > firstHit + 200 && r.receivedAt < holdEnd - 50);
       assert.equal(inside.length, 0, `${inside.length} requests arrived inside the hold`);
       await waitFor(
-        async () => (await s.api("GET", `/v1/deliveries?destination_id=${a.id}&status=delivered&limit=100`)).body.data.length === 20,
+        async () =>
+          (await s.api<Page<Delivery>>("GET", `/v1/deliveries?destination_id=${a.id}&status=delivered&limit=100`)).body.data.length === 20,
       );
     } finally {
       await limited.close();
@@ -137,7 +138,7 @@ describe("a slow destination does not slow the others", () => {
       await s.api("POST", "/v1/destinations", { url: `${fast.url}/fast`, event_types: ["fast.*"], max_concurrency: 10 });
       await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 50 }, (_, i) => ({ type: "slow.x", payload: { i } })) });
       await waitFor(() => slow.inflight === 3);
-      const waiting = (await s.api("GET", "/v1/deliveries?status=held&limit=10")).body.data as { hold_reason: string }[];
+      const waiting = (await s.api<Page<Delivery>>("GET", "/v1/deliveries?status=held&limit=10")).body.data;
       assert.ok(
         waiting.length === 10 && waiting.every((x) => x.hold_reason === "concurrency"),
         JSON.stringify(waiting.map((x) => x.hold_reason)),

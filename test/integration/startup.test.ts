@@ -8,6 +8,7 @@ import path from "node:path";
 import { spawnSluiceCli, type SluiceProcess } from "../helpers/processes.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { waitFor } from "../helpers/wait-for.js";
+import type { Destination, Page, Tenant } from "../helpers/api-types.js";
 import { SETTINGS } from "../../src/config.js";
 
 // The real CLI failing to start: each failure is a line or two that names what is wrong and the
@@ -175,13 +176,14 @@ describe("the embedded store: one process at a time, a key never spent by a fail
     assert.equal(await p.exited, 0, `SIGTERM exits 0: ${p.output()}`);
   }
 
-  const call = async (url: string, key: string, method: string, p: string, body?: unknown) => {
+  /** `T`: the answer's body type, from test/helpers/api-types.ts. */
+  const call = async <T = unknown>(url: string, key: string, method: string, p: string, body?: unknown) => {
     const res = await fetch(url + p, {
       method,
       headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-    return { status: res.status, body: await res.json() };
+    return { status: res.status, body: (await res.json()) as T };
   };
 
   let firstKey = "";
@@ -212,7 +214,10 @@ describe("the embedded store: one process at a time, a key never spent by a fail
     assert.ok(key, `the key banner: ${out}`);
     firstKey = key;
     assert.match(out, /SLUICE_PORTT is not a Sluice setting and is ignored; did you mean SLUICE_PORT\?/);
-    const created = await call(url, firstKey, "POST", "/v1/destinations", { url: "https://example.com/hook", event_types: ["x.y"] });
+    const created = await call<Destination>(url, firstKey, "POST", "/v1/destinations", {
+      url: "https://example.com/hook",
+      event_types: ["x.y"],
+    });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     destinationId = created.body.id;
 
@@ -265,11 +270,11 @@ describe("the embedded store: one process at a time, a key never spent by a fail
     assert.match(p.output(), /SLUICE_API_KEY was new: added it as another key of the default tenant/);
     assert.doesNotMatch(p.output(), /shown once/);
 
-    const [t1, t2] = [await call(url, firstKey, "GET", "/v1/tenant"), await call(url, secondKey, "GET", "/v1/tenant")];
+    const [t1, t2] = [await call<Tenant>(url, firstKey, "GET", "/v1/tenant"), await call<Tenant>(url, secondKey, "GET", "/v1/tenant")];
     assert.equal(t1.status, 200, JSON.stringify(t1.body));
     assert.equal(t2.status, 200, JSON.stringify(t2.body));
     assert.equal(t2.body.id, t1.body.id, "one default tenant with both keys");
-    const listed = (await call(url, secondKey, "GET", "/v1/destinations")).body.data.map((d: { id: string }) => d.id);
+    const listed = (await call<Page<Destination>>(url, secondKey, "GET", "/v1/destinations")).body.data.map((d) => d.id);
     assert.deepEqual(listed, [destinationId]);
     await stop(p);
   });

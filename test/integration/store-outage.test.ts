@@ -5,6 +5,7 @@ import { startThrowawayPostgres, type ThrowawayPostgres } from "../../scripts/pg
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { spawnSluice, type SluiceProcess } from "../helpers/processes.js";
 import { waitFor } from "../helpers/wait-for.js";
+import type { ApiError, AttemptTimeline, Destination, EventBatchAccepted } from "../helpers/api-types.js";
 
 // The store goes away under load (Postgres stopped as `pg_ctl -m immediate` does) and comes back.
 // On a server of its own, so the crash touches no other test. What must hold: the process stays
@@ -50,14 +51,15 @@ describe("the store goes away under load", () => {
       SLUICE_LOG_LEVEL: process.env.SLUICE_TEST_OUTAGE_LOG ?? "info",
     });
     const p = proc;
-    const call = async (method: string, path: string, body?: unknown) => {
+    /** `T`: the answer's body type, from test/helpers/api-types.ts. */
+    const call = async <T = unknown>(method: string, path: string, body?: unknown) => {
       const res = await fetch(base + path, {
         method,
         headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       const text = await res.text();
-      return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : null };
+      return { status: res.status, headers: res.headers, body: (text ? JSON.parse(text) : null) as T };
     };
     await waitFor(async () => (await call("GET", "/healthz").catch(() => ({ status: 0 }))).status === 200, {
       timeoutMs: 30_000,
@@ -68,7 +70,7 @@ describe("the store goes away under load", () => {
     // outage: its deliveries after the return prove claims resume by themselves, not by a publish.
     const dests: string[] = [];
     for (let i = 0; i < 10; i++) {
-      const r = await call("POST", "/v1/destinations", {
+      const r = await call<Destination>("POST", "/v1/destinations", {
         url: `${rx.url}/d${i}`,
         ...(i === 0 ? { rate_limit: { max_per_second: 20 } } : {}),
       });
@@ -78,7 +80,7 @@ describe("the store goes away under load", () => {
 
     const accepted = new Map<string, string>(); // event id → its destination's path
     const byStatus = new Map<number, number>();
-    const unavailable: { code: string; retryAfter: string | null }[] = [];
+    const unavailable: { code: string | undefined; retryAfter: string | null }[] = [];
     let publishing = true;
     let n = 0;
     const publisher = (async () => {
@@ -87,12 +89,16 @@ describe("the store goes away under load", () => {
           const i = n++ % dests.length;
           return { type: "outage.test", payload: { n }, destination_ids: [dests[i]!] };
         });
-        const r = await call("POST", "/v1/events/batch", { events }).catch(() => ({ status: 0, headers: new Headers(), body: null }));
+        const r = await call<EventBatchAccepted | ApiError>("POST", "/v1/events/batch", { events }).catch(() => ({
+          status: 0,
+          headers: new Headers(),
+          body: null,
+        }));
         byStatus.set(r.status, (byStatus.get(r.status) ?? 0) + 1);
         if (r.status === 202) {
-          r.body.events.forEach((e: { id: string }, j: number) => accepted.set(e.id, `/d${dests.indexOf(events[j]!.destination_ids[0]!)}`));
+          (r.body as EventBatchAccepted).events.forEach((e, j) => accepted.set(e.id, `/d${dests.indexOf(events[j]!.destination_ids[0]!)}`));
         } else if (r.status === 503) {
-          unavailable.push({ code: r.body?.error?.code, retryAfter: r.headers.get("retry-after") });
+          unavailable.push({ code: (r.body as ApiError | null)?.error?.code, retryAfter: r.headers.get("retry-after") });
         }
         await sleep(20);
       }
@@ -102,7 +108,8 @@ describe("the store goes away under load", () => {
     await pgs.crash();
     const downAt = Date.now();
     await sleep(1000);
-    const health = await call("GET", "/healthz");
+    // /healthz (not an OpenAPI operation) answers the error body with status "unavailable".
+    const health = await call<ApiError & { status: "unavailable" }>("GET", "/healthz");
     assert.equal(health.status, 503, "/healthz answers 503 while the store is away");
     assert.equal(health.body.error.code, "SLUICE_STORE_UNAVAILABLE");
     await sleep(2500);
@@ -154,16 +161,16 @@ describe("the store goes away under load", () => {
     // The outage is not the destinations' fault: no failed attempt, full health, nobody paused.
     await waitFor(
       async () => {
-        const views = await Promise.all(dests.map((id) => call("GET", `/v1/destinations/${id}`)));
+        const views = await Promise.all(dests.map((id) => call<Destination>("GET", `/v1/destinations/${id}`)));
         return views.every((v) => v.body.queued_events === 0);
       },
       { timeoutMs: 30_000, message: "deliveries still unfinished" },
     );
     for (const id of dests) {
-      const d = (await call("GET", `/v1/destinations/${id}`)).body;
+      const d = (await call<Destination>("GET", `/v1/destinations/${id}`)).body;
       assert.deepEqual(d.health, { status: "healthy", score: 100, consecutive_failures: 0 }, `${id}: ${JSON.stringify(d)}`);
       assert.equal(d.paused_at, null);
-      const attempts = (await call("GET", `/v1/destinations/${id}/attempts?limit=1000`)).body.data as { outcome: string }[];
+      const attempts = (await call<AttemptTimeline>("GET", `/v1/destinations/${id}/attempts?limit=1000`)).body.data;
       assert.ok(
         attempts.every((a) => a.outcome === "success"),
         `${id}: ${JSON.stringify(attempts.find((a) => a.outcome !== "success"))}`,

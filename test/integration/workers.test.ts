@@ -5,6 +5,7 @@ import { startReceiver, type Receiver, type ReceivedRequest } from "../helpers/r
 import { spawnSluice, type SluiceProcess } from "../helpers/processes.js";
 import { waitFor } from "../helpers/wait-for.js";
 import { worstWindow } from "../helpers/windows.js";
+import type { Delivery, Destination, EventAccepted, EventBatchAccepted, Page } from "../helpers/api-types.js";
 
 // Invariants that only show with several real worker processes on one Postgres server:
 // 1. nothing accepted is lost, across a SIGKILL of a worker mid-run;
@@ -36,16 +37,16 @@ describe("worker processes on a Postgres server", () => {
         payload: { i: off + i },
         destination_ids: [destIds[(off + i) % destIds.length]!],
       }));
-      const r = await s.api("POST", "/v1/events/batch", { events });
+      const r = await s.api<EventBatchAccepted>("POST", "/v1/events/batch", { events });
       assert.equal(r.status, 202);
-      ids.push(...r.body.events.map((e: { id: string }) => e.id));
+      ids.push(...r.body.events.map((e) => e.id));
     }
     return ids;
   }
 
   async function unfinished(destIds: string[]): Promise<number> {
     let n = 0;
-    for (const id of destIds) n += (await s.api("GET", `/v1/destinations/${id}`)).body.queued_events;
+    for (const id of destIds) n += (await s.api<Destination>("GET", `/v1/destinations/${id}`)).body.queued_events;
     return n;
   }
 
@@ -55,7 +56,8 @@ describe("worker processes on a Postgres server", () => {
       const dests: string[] = [];
       for (let i = 0; i < 6; i++) {
         dests.push(
-          (await s.api("POST", "/v1/destinations", { url: `${rx.url}/crash/${i}`, timeout_seconds: 2, max_concurrency: 4 })).body.id,
+          (await s.api<Destination>("POST", "/v1/destinations", { url: `${rx.url}/crash/${i}`, timeout_seconds: 2, max_concurrency: 4 }))
+            .body.id,
         );
       }
       const events = await publishRoundRobin(dests, 600, "crash.test");
@@ -81,7 +83,7 @@ describe("worker processes on a Postgres server", () => {
       // Only requests in flight at the kill may arrive twice (invariant 6): at most the caps' sum.
       assert.ok(duplicates <= 6 * 4, `${duplicates} duplicates`);
       for (const id of dests) {
-        const delivered = await s.api("GET", `/v1/deliveries?destination_id=${id}&status=delivered&limit=1000`);
+        const delivered = await s.api<Page<Delivery>>("GET", `/v1/deliveries?destination_id=${id}&status=delivered&limit=1000`);
         assert.equal(delivered.body.data.length, 100);
       }
 
@@ -100,7 +102,7 @@ describe("worker processes on a Postgres server", () => {
       const caps = Array.from({ length: 24 }, (_, i) => (i % 4) + 1);
       const dests: string[] = [];
       for (const [i, cap] of caps.entries()) {
-        dests.push((await s.api("POST", "/v1/destinations", { url: `${rx.url}/cap/${i}`, max_concurrency: cap })).body.id);
+        dests.push((await s.api<Destination>("POST", "/v1/destinations", { url: `${rx.url}/cap/${i}`, max_concurrency: cap })).body.id);
       }
       const w1 = worker({ SLUICE_GRANT_CAP: "2", SLUICE_CLAIM_BATCH: "24", SLUICE_CLAIM_LOOPS: "4" });
       const w2 = worker({ SLUICE_GRANT_CAP: "2", SLUICE_CLAIM_BATCH: "24", SLUICE_CLAIM_LOOPS: "4" });
@@ -149,9 +151,9 @@ describe("worker processes on a Postgres server", () => {
     const done = (async () => {
       while (on) {
         const events = Array.from({ length: batch }, () => ({ type, payload: { n }, destination_ids: [destIds[n++ % destIds.length]!] }));
-        const r = await s.api("POST", "/v1/events/batch", { events });
+        const r = await s.api<EventBatchAccepted>("POST", "/v1/events/batch", { events });
         assert.equal(r.status, 202);
-        ids.push(...r.body.events.map((e: { id: string }) => e.id));
+        ids.push(...r.body.events.map((e) => e.id));
         await sleep(everyMs);
       }
     })();
@@ -177,7 +179,8 @@ describe("worker processes on a Postgres server", () => {
       const dests: string[] = [];
       for (const [i, cap] of caps.entries()) {
         dests.push(
-          (await s.api("POST", "/v1/destinations", { url: `${rx.url}/kill/${i}`, timeout_seconds: 2, max_concurrency: cap })).body.id,
+          (await s.api<Destination>("POST", "/v1/destinations", { url: `${rx.url}/kill/${i}`, timeout_seconds: 2, max_concurrency: cap }))
+            .body.id,
         );
       }
       const steady = worker();
@@ -228,7 +231,7 @@ describe("worker processes on a Postgres server", () => {
     try {
       const dests: string[] = [];
       for (let i = 0; i < 4; i++)
-        dests.push((await s.api("POST", "/v1/destinations", { url: `${rx.url}/term/${i}`, max_concurrency: 3 })).body.id);
+        dests.push((await s.api<Destination>("POST", "/v1/destinations", { url: `${rx.url}/term/${i}`, max_concurrency: 3 })).body.id);
       const load = keepPublishing(dests, "term.test");
       const a = worker();
       await waitFor(() => rx.received.length >= 60, { timeoutMs: 30_000, message: () => a.output() });
@@ -260,7 +263,8 @@ describe("graceful shutdown", () => {
     const rx = await startReceiver(() => (hang ? { status: 200, hang: true } : { status: 200 }));
     const procs: SluiceProcess[] = [];
     try {
-      const d = (await s.api("POST", "/v1/destinations", { url: `${rx.url}/g`, timeout_seconds: 60, max_concurrency: 3 })).body;
+      const d = (await s.api<Destination>("POST", "/v1/destinations", { url: `${rx.url}/g`, timeout_seconds: 60, max_concurrency: 3 }))
+        .body;
       const spawnW = () => {
         const p = spawnSluice("worker", { DATABASE_URL: s.databaseUrl!, SLUICE_SHUTDOWN_GRACE_SECONDS: "1" });
         procs.push(p);
@@ -271,15 +275,17 @@ describe("graceful shutdown", () => {
       await waitFor(() => rx.received.length === 3, { message: () => a.output() });
       a.kill("SIGTERM");
       assert.equal(await a.exited, 0);
-      const list = (await s.api("GET", `/v1/deliveries?destination_id=${d.id}`)).body.data;
+      const list = (await s.api<Page<Delivery>>("GET", `/v1/deliveries?destination_id=${d.id}`)).body.data;
       assert.deepEqual(
-        list.map((x: { status: string }) => x.status),
+        list.map((x) => x.status),
         ["queued", "queued", "queued"],
         "released, not left leased for 90 s",
       );
       hang = false;
       spawnW();
-      await waitFor(async () => (await s.api("GET", `/v1/destinations/${d.id}`)).body.queued_events === 0, { timeoutMs: 20_000 });
+      await waitFor(async () => (await s.api<Destination>("GET", `/v1/destinations/${d.id}`)).body.queued_events === 0, {
+        timeoutMs: 20_000,
+      });
     } finally {
       for (const p of procs) p.kill("SIGKILL");
       await rx.close();
@@ -306,17 +312,17 @@ describe("separate api and worker processes", () => {
         },
         { message: () => `api never became ready: ${api.output()}` },
       );
-      const call = async (method: string, path: string, body?: unknown) => {
+      const call = async <T = unknown>(method: string, path: string, body?: unknown) => {
         const res = await fetch(url + path, {
           method,
           headers: { authorization: "Bearer sk_split_test", "content-type": "application/json" },
           body: body === undefined ? undefined : JSON.stringify(body),
         });
-        return { status: res.status, body: await res.json() };
+        return { status: res.status, body: (await res.json()) as T };
       };
       assert.equal((await fetch(url + "/healthz")).status, 200);
       await call("POST", "/v1/destinations", { url: `${rx.url}/split` });
-      const ev = await call("POST", "/v1/events", { type: "split.x", payload: { ok: true } });
+      const ev = await call<EventAccepted>("POST", "/v1/events", { type: "split.x", payload: { ok: true } });
       assert.equal(ev.status, 202);
       await rx.waitForCount(1, 15_000);
       assert.equal(rx.received[0]!.headers["webhook-id"], ev.body.id);
@@ -340,7 +346,7 @@ describe("rate limits across worker processes", () => {
     const procs = [0, 1].map(() => spawnSluice("worker", { DATABASE_URL: s.databaseUrl!, SLUICE_CLAIM_BATCH: "1" }));
     try {
       const d = (
-        await s.api("POST", "/v1/destinations", {
+        await s.api<Destination>("POST", "/v1/destinations", {
           url: `${rx.url}/shared`,
           max_concurrency: 20,
           rate_limit: { max_per_second: 20, burst_capacity: 10 },
@@ -372,7 +378,7 @@ describe("sharded workers", () => {
     const procs: SluiceProcess[] = [];
     try {
       const ids: string[] = [];
-      for (let i = 0; i < 8; i++) ids.push((await s.api("POST", "/v1/destinations", { url: `${rx.url}/shard/${i}` })).body.id);
+      for (let i = 0; i < 8; i++) ids.push((await s.api<Destination>("POST", "/v1/destinations", { url: `${rx.url}/shard/${i}` })).body.id);
       const slice = new Map(
         (
           await s.running.db.query<{ id: string; slice: number }>(
