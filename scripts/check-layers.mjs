@@ -12,6 +12,7 @@ const src = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../src")
 const LAYERS = [
   ["errors.ts", 0],
   ["ids.ts", 0],
+  ["package-root.ts", 0],
   ["policy/", 0],
   ["schemas/", 0],
   ["config.ts", 1],
@@ -28,7 +29,7 @@ const LAYERS = [
   ["cli/", 6],
 ];
 const NAMES = [
-  "policy, schemas, errors, ids",
+  "policy, schemas, errors, ids, package-root",
   "config, logger",
   "db",
   "metrics",

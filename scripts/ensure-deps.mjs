@@ -1,8 +1,9 @@
-// Makes a fresh machine ready for `npm test` / `npm run bench`: npm dependencies and a Postgres
-// server binary. Plain Node with no imports outside the standard library, because it runs before
-// node_modules may exist. pg-server.mjs reuses findPostgresBinDir() from here.
+// Makes a fresh machine ready for `npm test` / `npm run bench`: npm dependencies, a Postgres
+// server binary and `promtool` (which checks /metrics). Plain Node with no imports outside the
+// standard library, because it runs before node_modules may exist. pg-server.mjs reuses
+// findPostgresBinDir() from here.
 import { spawnSync } from "node:child_process";
-import { accessSync, constants, existsSync, readdirSync, realpathSync, statSync } from "node:fs";
+import { accessSync, constants, existsSync, lstatSync, readdirSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -47,12 +48,34 @@ export function findPostgresBinDir() {
   return undefined;
 }
 
+/** The `promtool` on PATH (Debian's prometheus package puts it in /usr/bin), or undefined. */
+export function findPromtool() {
+  for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
+    if (dir && isExecutable(path.join(dir, "promtool"))) return path.join(dir, "promtool");
+  }
+  return undefined;
+}
+
 /** True when a `postgres` OS user exists (Postgres refuses to run as root, so root needs one). */
 export function postgresUserExists() {
   return spawnSync("id", ["-u", "postgres"], { stdio: "ignore" }).status === 0;
 }
 
 class SetupError extends Error {}
+
+let aptUpdated = false;
+
+/** apt-get install, after one apt-get update per run (Postgres and promtool may both be missing). */
+function aptInstall(args) {
+  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+  if (!aptUpdated) {
+    console.error("ensure-deps: running apt-get update");
+    run("apt-get", ["update"], env);
+    aptUpdated = true;
+  }
+  console.error(`ensure-deps: running apt-get install -y ${args.join(" ")}`);
+  run("apt-get", ["install", "-y", ...args], env);
+}
 
 function run(cmd, args, env = process.env) {
   const r = spawnSync(cmd, args, { cwd: repoRoot, stdio: "inherit", env });
@@ -70,6 +93,14 @@ function mtimeMs(file) {
   }
 }
 
+function isSymlink(file) {
+  try {
+    return lstatSync(file).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
 function ensureNpmDependencies() {
   const lock = path.join(repoRoot, "package-lock.json");
   // npm writes node_modules/.package-lock.json at the end of every install, so a lockfile newer than
@@ -78,6 +109,11 @@ function ensureNpmDependencies() {
   const locked = mtimeMs(lock);
   const stale = !existsSync(path.join(repoRoot, "node_modules")) || installed === undefined || (locked !== undefined && locked > installed);
   if (!stale) return;
+  if (isSymlink(path.join(repoRoot, "node_modules"))) {
+    // A worktree borrowing another checkout's node_modules: npm ci would empty the other checkout's.
+    console.error("ensure-deps: node_modules is a symlink; not reinstalling through it (run npm ci where it points)");
+    return;
+  }
   console.error("ensure-deps: installing npm dependencies… (npm ci)");
   run("npm", ["ci"]);
 }
@@ -98,12 +134,8 @@ function ensurePostgres() {
           "apt-get is not available to install one. Install a Postgres server (initdb + postgres).",
       );
     }
-    const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
     console.error("ensure-deps: no Postgres server found; installing Debian's postgresql package");
-    console.error("ensure-deps: running apt-get update");
-    run("apt-get", ["update"], env);
-    console.error("ensure-deps: running apt-get install -y postgresql");
-    run("apt-get", ["install", "-y", "postgresql"], env);
+    aptInstall(["postgresql"]);
     if (findPostgresBinDir() === undefined) {
       throw new SetupError("installed postgresql, but still cannot find initdb under /usr/lib/postgresql/*/bin");
     }
@@ -116,10 +148,28 @@ function ensurePostgres() {
   }
 }
 
+// test/integration/metrics.test.ts pipes /metrics through `promtool check metrics`. Debian ships
+// promtool only inside the prometheus package (19 MB download, 25-35 s to install); without
+// recommends, so no node exporter comes along. Its server is not needed: in a container apt's
+// policy-rc.d keeps the service from starting.
+function ensurePromtool() {
+  if (findPromtool() !== undefined) return;
+  const how = "apt-get install -y --no-install-recommends prometheus";
+  if (process.getuid?.() !== 0 || !isExecutable("/usr/bin/apt-get")) {
+    throw new SetupError(
+      `no promtool found on PATH. The metrics tests check /metrics with it; install Debian's prometheus package first:\n  sudo ${how}`,
+    );
+  }
+  console.error("ensure-deps: no promtool found; installing Debian's prometheus package");
+  aptInstall(["--no-install-recommends", "prometheus"]);
+  if (findPromtool() === undefined) throw new SetupError("installed prometheus, but still cannot find promtool on PATH");
+}
+
 function main() {
   try {
     ensureNpmDependencies();
     ensurePostgres();
+    ensurePromtool();
   } catch (err) {
     if (!(err instanceof SetupError)) throw err;
     console.error(`ensure-deps: ${err.message}`);

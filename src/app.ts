@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import http from "node:http";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
@@ -10,15 +10,16 @@ import { WORK_CHANNEL } from "./db/channels.js";
 import { buildApi } from "./api/server.js";
 import { Dispatcher } from "./dispatch/dispatcher.js";
 import { startJanitor } from "./dispatch/janitor.js";
+import { startRecoveryWorker } from "./dispatch/recovery.js";
 import { Sender } from "./delivery/sender.js";
 import { ensureDefaultTenant } from "./bootstrap.js";
-import { registry, registerDatabaseGauges } from "./metrics.js";
+import { registry, registerDatabaseGauges, setBuildInfo } from "./metrics.js";
 import { AlertSender } from "./alerts/alerts.js";
 import { StartupError, StoreUnavailableError } from "./errors.js";
 import { createLogger } from "./logger.js";
+import { VERSION } from "./package-root.js";
 
-export const VERSION: string = (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string })
-  .version;
+export { VERSION };
 export const USER_AGENT = `Sluice/${VERSION} (+https://github.com/sluice-webhooks)`;
 
 export interface RunOptions {
@@ -35,6 +36,8 @@ export interface RunOptions {
 export interface Running {
   db: Db;
   url: string | null;
+  /** Where /metrics is served on its own port (SLUICE_METRICS_PORT), else null. */
+  metricsUrl: string | null;
   api: FastifyInstance | null;
   dispatcher: Dispatcher | null;
   stop(): Promise<void>;
@@ -98,29 +101,16 @@ async function connectServer(config: Readonly<Config>, log: Logger): Promise<Db>
       const code = (cause as { code?: unknown } | null)?.code;
       const message = (cause as Error | null)?.message ?? String(cause);
       if (code === "28P01" || code === "28000") {
-        throw new StartupError(
-          "SLUICE_STORE_AUTH_FAILED",
-          `${where} refused the login in DATABASE_URL: ${message}.\nCheck the user name and password (special characters in them must be percent-encoded).`,
-          { cause },
-        );
+        throw new StartupError("SLUICE_STORE_AUTH_FAILED", { store: where, reason: message }, { cause });
       }
       if (code === "3D000") {
-        throw new StartupError(
-          "SLUICE_STORE_NO_DATABASE",
-          `${where} has no such database: ${message}.\nCreate it (createdb NAME) or correct the database name at the end of DATABASE_URL.`,
-          { cause },
-        );
+        throw new StartupError("SLUICE_STORE_NO_DATABASE", { store: where, reason: message }, { cause });
       }
       if (!isStoreUnavailable(err)) throw err;
       const now = Date.now();
       if (now >= deadline) {
-        const waited = config.dbConnectWaitSeconds > 0 ? ` after trying for ${Math.round((now - started) / 1000)} s` : "";
-        throw new StartupError(
-          "SLUICE_STORE_UNREACHABLE",
-          `Cannot reach ${where}${waited} (${reasonOf(cause)}).\n` +
-            "Check that the server is running and that the host and port in DATABASE_URL are right; SLUICE_DB_CONNECT_WAIT_SECONDS sets how long to wait for it.",
-          { cause },
-        );
+        const seconds = Math.round((now - started) / 1000);
+        throw new StartupError("SLUICE_STORE_UNREACHABLE", { store: where, seconds, reason: reasonOf(cause) }, { cause });
       }
       if (now - lastLog >= 5_000) {
         lastLog = now;
@@ -153,23 +143,30 @@ function reasonOf(err: unknown): string {
   return code ? `${message}, ${code}` : message;
 }
 
-/** A failed listen as one line that says which setting to change. */
+/** A failed listen as a StartupError that says which setting to change (other errors pass). */
 function listenError(err: unknown, host: string, port: number, setting: "api" | "metrics"): unknown {
   const code = (err as NodeJS.ErrnoException | null)?.code;
-  const flags = setting === "api" ? "--port / SLUICE_PORT" : "--metrics-port / SLUICE_METRICS_PORT";
-  const what = setting === "api" ? "the API" : "/metrics";
-  const at = `${host.includes(":") ? `[${host}]` : host}:${port}`;
-  const message =
+  const problem =
     code === "EADDRINUSE"
-      ? `Cannot serve ${what} on ${at}: port ${port} is already in use by another process.\nStop that process, or choose another port with ${flags}.`
+      ? `port ${port} is already in use by another process`
       : code === "EACCES"
-        ? `Cannot serve ${what} on ${at}: not allowed to listen on port ${port} (ports below 1024 need privileges).\nChoose another port with ${flags}.`
+        ? `not allowed to listen on port ${port} (ports below 1024 need privileges)`
         : code === "EADDRNOTAVAIL"
-          ? `Cannot serve ${what} on ${at}: ${host} is not an address of this machine.\nSet --host / SLUICE_HOST to one of its addresses (0.0.0.0 for all).`
+          ? `${host} is not an address of this machine`
           : code === "ENOTFOUND" || code === "EAI_AGAIN"
-            ? `Cannot serve ${what}: the host name ${host} is unknown.\nSet --host / SLUICE_HOST to an address of this machine (0.0.0.0 for all).`
+            ? `the host name ${host} is unknown`
             : null;
-  return message ? new StartupError("SLUICE_LISTEN_FAILED", message, { cause: err }) : err;
+  if (problem === null) return err;
+  return new StartupError(
+    "SLUICE_LISTEN_FAILED",
+    {
+      what: setting === "api" ? "the API" : "/metrics",
+      address: `${host.includes(":") ? `[${host}]` : host}:${port}`,
+      problem,
+      portFlags: setting === "api" ? "--port / SLUICE_PORT" : "--metrics-port / SLUICE_METRICS_PORT",
+    },
+    { cause: err },
+  );
 }
 
 /** Opens the store, migrates, and starts the API and/or the delivery worker in this process. */
@@ -182,9 +179,11 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
   let api: FastifyInstance | null = null;
   let metricsServer: http.Server | null = null;
   let url: string | null = null;
+  let metricsUrl: string | null = null;
   let dispatcher: Dispatcher | null = null;
   let sender: Sender | null = null;
   let stopJanitor: (() => void) | null = null;
+  let stopRecoveries: (() => Promise<void>) | null = null;
   let alertSender: AlertSender | null = null;
 
   // The store going away and coming back, logged once each (requests and claims do not log it).
@@ -203,6 +202,7 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
   // Everything started so far, stopped in reverse: by stop(), or when a later start step fails.
   const shutdown = async () => {
     stopJanitor?.();
+    if (stopRecoveries) await stopRecoveries();
     if (api) await api.close(); // stop taking requests first
     if (dispatcher) await dispatcher.stop(config.shutdownGraceSeconds * 1000);
     if (alertSender) await alertSender.stop();
@@ -219,8 +219,11 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
     const applied = await migrate(db);
     if (applied.length) log.info({ applied }, "migrations applied");
 
-    // Whoever serves /metrics reports the database-wide gauges.
-    if (opts.api || config.metricsPort !== undefined) registerDatabaseGauges(db);
+    setBuildInfo(VERSION);
+    // The gauges sampled from the database describe the shared store, not this process: only
+    // processes that run the API export them, so a sum() over every worker's /metrics does not
+    // count the store once per worker (docs/metrics.md).
+    if (opts.api) registerDatabaseGauges(db);
 
     // The default tenant is made only once the ports are open: a start that fails on a busy port
     // must not spend the key that is shown only once.
@@ -234,10 +237,17 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
     }
     if (config.metricsPort !== undefined) {
       const server = http.createServer((_req, res) => {
-        void registry.metrics().then((body) => {
-          res.writeHead(200, { "content-type": registry.contentType });
-          res.end(body);
-        });
+        registry.metrics().then(
+          (body) => {
+            res.writeHead(200, { "content-type": registry.contentType });
+            res.end(body);
+          },
+          (err: unknown) => {
+            log.warn({ err }, "could not collect /metrics");
+            res.writeHead(500, { "content-type": "text/plain; charset=utf-8" });
+            res.end("could not collect metrics\n");
+          },
+        );
       });
       metricsServer = server;
       await new Promise<void>((resolve, reject) => {
@@ -249,6 +259,8 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
       }).catch((err: unknown) => {
         throw listenError(err, config.host, config.metricsPort!, "metrics");
       });
+      const address = server.address() as { port: number };
+      metricsUrl = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${address.port}/metrics`;
     }
 
     if (opts.api) {
@@ -303,6 +315,11 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
       await dispatcher.start();
       alertSender.start();
       stopJanitor = startJanitor(db, config.retentionHours, log.child({ component: "janitor" }));
+      stopRecoveries = await startRecoveryWorker(
+        db,
+        { pageSize: config.recoveryPageSize, retentionHours: config.retentionHours },
+        log.child({ component: "recovery" }),
+      );
     }
   } catch (err) {
     bootstrapped(undefined);
@@ -314,6 +331,7 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
   return {
     db,
     url,
+    metricsUrl,
     api,
     dispatcher,
     stop() {

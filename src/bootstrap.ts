@@ -1,6 +1,7 @@
 import type { Db } from "./db/db.js";
 import { newApiKey, newId } from "./ids.js";
-import { addApiKey, countTenants, defaultTenant, insertTenant, lockBootstrap, tenantByKey } from "./db/queries/tenants.js";
+import { countTenants, defaultTenant, insertTenant, lockBootstrap } from "./db/queries/tenants.js";
+import { findApiKey, insertApiKey } from "./db/queries/api-keys.js";
 
 export interface Bootstrap {
   /** A key made for a new default tenant (no SLUICE_API_KEY): shown once, never stored in clear. */
@@ -10,10 +11,14 @@ export interface Bootstrap {
   addedKeyToTenantId?: string;
 }
 
+/** The name SLUICE_API_KEY is listed under (GET /v1/api-keys), so a user sees it comes back at each start. */
+const ENV_KEY_NAME = "SLUICE_API_KEY";
+
 /**
  * The default tenant: with SLUICE_API_KEY, that key is made to exist — as a key of the default
  * tenant, which is created if there is none; without, a key is generated on the very first start
  * only and returned so it can be printed once. There is never a second default tenant.
+ * A SLUICE_API_KEY deleted through the API is therefore added again by the next start with it set.
  */
 export async function ensureDefaultTenant(db: Db, apiKey: string | undefined): Promise<Bootstrap> {
   return db.tx(async (q) => {
@@ -21,19 +26,21 @@ export async function ensureDefaultTenant(db: Db, apiKey: string | undefined): P
     await lockBootstrap(q);
     const current = await defaultTenant(q);
     if (apiKey) {
-      if (await tenantByKey(q, apiKey)) return {};
+      if (await findApiKey(q, apiKey)) return {};
       if (current) {
-        await addApiKey(q, current.id, apiKey);
+        await insertApiKey(q, { id: newId("key"), tenantId: current.id, name: ENV_KEY_NAME, key: apiKey });
         return { addedKeyToTenantId: current.id };
       }
-      const t = await insertTenant(q, { id: newId("ten"), name: "default", alertEmail: null, isDefault: true }, apiKey);
+      const t = await insertTenant(q, { id: newId("ten"), name: "default", alertEmail: null, isDefault: true });
+      await insertApiKey(q, { id: newId("key"), tenantId: t.id, name: ENV_KEY_NAME, key: apiKey });
       return { createdTenantId: t.id };
     }
     // A store with tenants but no default one (its default was renamed before defaults were
     // marked) gets no generated key: nobody asked for one.
     if (current || (await countTenants(q)) > 0) return {};
     const key = newApiKey();
-    const t = await insertTenant(q, { id: newId("ten"), name: "default", alertEmail: null, isDefault: true }, key);
+    const t = await insertTenant(q, { id: newId("ten"), name: "default", alertEmail: null, isDefault: true });
+    await insertApiKey(q, { id: newId("key"), tenantId: t.id, name: "default", key });
     return { generatedKey: key, createdTenantId: t.id };
   });
 }

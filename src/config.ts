@@ -17,6 +17,8 @@ export interface Config {
   maxPayloadBytes: number;
   maxBatchBytes: number;
   retentionHours: number;
+  /** Deliveries a recovery queues again per transaction. */
+  recoveryPageSize: number;
   /** Most sends in flight in one worker process (all destinations together). */
   workerConcurrency: number;
   /** Most sockets to one origin, shared by the destinations on it. */
@@ -48,7 +50,7 @@ export interface Config {
 
 type Parser<T> = (raw: string) => T;
 
-/** The CLI's commands (src/cli/main.ts); a setting's flag is offered by those it names. */
+/** The CLI's commands that run Sluice (src/cli/commands.ts); a setting's flag is offered by those it names. */
 export const CLI_COMMANDS = ["start", "api", "worker", "migrate", "audit"] as const;
 export type CliCommand = (typeof CLI_COMMANDS)[number];
 const SERVES_API: readonly CliCommand[] = ["start", "api"];
@@ -197,6 +199,15 @@ export const SETTINGS = [
     default: 168,
     parse: int(1, 24 * 3650),
     doc: "Finished deliveries, their attempts and events are pruned after this many hours.",
+  }),
+  // One page is one transaction holding the destination's row lock: small enough that claims and
+  // ingest barely wait for it, large enough that a million-row recovery is 2,000 statements.
+  setting({
+    key: "recoveryPageSize",
+    env: "SLUICE_RECOVERY_PAGE_SIZE",
+    default: 500,
+    parse: int(1, 10_000),
+    doc: "Deliveries a recovery (POST /v1/destinations/{id}/recover) queues again per transaction.",
   }),
   setting({
     key: "workerConcurrency",
@@ -415,8 +426,9 @@ export function closestMatch(word: string, candidates: readonly string[]): strin
 }
 
 // SLUICE_* variables that are not settings but are read on purpose: by the test and bench
-// harnesses, and SLUICE_PG_FSYNC by scripts/pg-server.mjs.
-const NOT_SETTINGS = [/^SLUICE_TEST_/, /^SLUICE_BENCH_/, /^SLUICE_PG_FSYNC$/];
+// harnesses, SLUICE_PG_FSYNC by scripts/pg-server.mjs, and by the CLI's API commands and
+// `sluice listen` (src/cli/client, src/cli/listen.ts), often exported in the same shell.
+const NOT_SETTINGS = [/^SLUICE_TEST_/, /^SLUICE_BENCH_/, /^SLUICE_PG_FSYNC$/, /^SLUICE_URL$/, /^SLUICE_LISTEN_SECRET$/];
 
 export interface UnknownSetting {
   name: string;

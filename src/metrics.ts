@@ -1,13 +1,20 @@
 import client from "prom-client";
 import type { Db } from "./db/db.js";
-import { inflightByDestination, heldByReason, destinationsByHealth, scheduledDestinations } from "./db/queries/stats.js";
+import { inflightTotal, heldByReason, destinationsByHealth, scheduledDestinations } from "./db/queries/stats.js";
 import { currentQuietWindow } from "./policy/quiet-hours.js";
 import { HEALTH_STATUSES, HOLD_REASONS } from "./policy/statuses.js";
 
-// Process-wide Prometheus metrics. One registry per process; /metrics serves it.
+// Process-wide Prometheus metrics. One registry per process; /metrics serves it. Names follow
+// Prometheus conventions and are listed in docs/metrics.md: Sluice's own under `sluice_`, counters
+// ending in `_total`, units in the name; prom-client's process and Node.js metrics under their
+// standard names (`process_*`, `nodejs_*`), so stock dashboards and alerts work on them.
 
 export const registry = new client.Registry();
-client.collectDefaultMetrics({ register: registry, prefix: "sluice_process_" });
+client.collectDefaultMetrics({ register: registry });
+// Gauges whose names end in `_total` (only counters may): `promtool check metrics` rejects them,
+// and sum(nodejs_active_handles) etc. (by type, kept) give the same numbers.
+for (const name of ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"])
+  registry.removeSingleMetric(name);
 
 export const metrics = {
   eventsIngested: new client.Counter({ name: "sluice_events_ingested_total", help: "Events accepted (202)", registers: [registry] }),
@@ -75,13 +82,13 @@ export const metrics = {
   }),
   alerts: new client.Counter({
     name: "sluice_alerts_total",
-    help: "Health alerts recorded, by type",
+    help: "Alerts recorded (destination.* health transitions, delivery.dead deaths), by type",
     labelNames: ["type"] as const,
     registers: [registry],
   }),
   alertEmails: new client.Counter({
     name: "sluice_alert_emails_total",
-    help: "Alert e-mails, by outcome",
+    help: "Alert e-mails (one per destination.* alert, one per delivery.dead digest), by outcome",
     labelNames: ["outcome"] as const,
     registers: [registry],
   }),
@@ -92,37 +99,56 @@ export const metrics = {
   }),
 };
 
+const buildInfo = new client.Gauge({
+  name: "sluice_build_info",
+  help: "Always 1; its labels name the Sluice and Node.js versions this process runs",
+  labelNames: ["version", "node_version"] as const,
+  registers: [registry],
+});
+
+/** Sets sluice_build_info: the version comes from package.json, which app.ts reads. */
+export function setBuildInfo(version: string): void {
+  buildInfo.reset(); // one series: a test process may start Sluice more than once
+  buildInfo.set({ version, node_version: process.version }, 1);
+}
+
 // Gauges read from the database when /metrics is scraped (at most every SAMPLE_MS): the truth
-// across every worker process, not one process's view.
+// across every worker process, not one process's view. They describe the shared store, so only
+// processes that run the API register them (app.ts): a worker's /metrics leaving them out keeps a
+// sum() over every process from counting the store once per worker. Several API processes each
+// report the same values: aggregate them with max() (docs/metrics.md).
 const SAMPLE_MS = 5_000;
+
+/** Names of the gauges registerDatabaseGauges() adds. */
+export const DATABASE_GAUGES = ["sluice_inflight", "sluice_held", "sluice_oldest_held_age_seconds", "sluice_destination_health"] as const;
 
 export function registerDatabaseGauges(db: Db): void {
   // One process may start Sluice more than once (tests): the latest store wins.
-  for (const name of ["sluice_inflight", "sluice_held", "sluice_oldest_held_age_seconds", "sluice_destination_health"])
-    registry.removeSingleMetric(name);
+  for (const name of DATABASE_GAUGES) registry.removeSingleMetric(name);
   let last = 0;
   let pending: Promise<void> | null = null;
+  // No destination label: destination ids are unbounded (and churn), so each would be a new
+  // series in Prometheus; per destination, GET /v1/destinations/{id} has `inflight`.
   const inflight = new client.Gauge({
     name: "sluice_inflight",
-    help: "Deliveries in flight per destination (live leases, all workers; sampled)",
-    labelNames: ["destination"] as const,
+    help: "Deliveries in flight (live leases, all workers; sampled from the database)",
     registers: [registry],
   });
   const held = new client.Gauge({
     name: "sluice_held",
-    help: "Deliveries held, by reason (sampled)",
+    help: "Waiting deliveries held, by reason (sampled from the database)",
     labelNames: ["reason"] as const,
     registers: [registry],
   });
   const oldest = new client.Gauge({
     name: "sluice_oldest_held_age_seconds",
-    help: "Age of the oldest held delivery, by reason (sampled)",
+    help: "Age of the oldest held delivery, by reason (sampled from the database)",
     labelNames: ["reason"] as const,
     registers: [registry],
   });
   const health = new client.Gauge({
     name: "sluice_destination_health",
-    help: "Destinations by health status (sampled)",
+    help: "Destinations by health status (sampled from the database)",
     labelNames: ["status"] as const,
     registers: [registry],
   });
@@ -131,17 +157,16 @@ export function registerDatabaseGauges(db: Db): void {
     const quietIds = (await scheduledDestinations(db))
       .filter((d) => currentQuietWindow(d.delivery_schedule, nowMs) !== null)
       .map((d) => d.id);
-    const [rows, holds, byHealth] = await Promise.all([inflightByDestination(db), heldByReason(db, quietIds), destinationsByHealth(db)]);
+    const [n, holds, byHealth] = await Promise.all([inflightTotal(db), heldByReason(db, quietIds), destinationsByHealth(db)]);
     for (const status of HEALTH_STATUSES) health.set({ status }, byHealth.find((h) => h.status === status)?.n ?? 0);
-    inflight.reset();
-    for (const r of rows) inflight.set({ destination: r.destination_id }, r.n);
+    inflight.set(n);
     for (const reason of HOLD_REASONS) {
       const h = holds.find((x) => x.reason === reason);
       held.set({ reason }, h?.n ?? 0);
       oldest.set({ reason }, h?.oldest_age_s ?? 0);
     }
   };
-  // prom-client collects the metrics of a scrape concurrently: all three wait on one sample.
+  // prom-client collects the metrics of a scrape concurrently: all four wait on one sample.
   const refresh = async () => {
     if (Date.now() - last < SAMPLE_MS) return;
     pending ??= sample()

@@ -4,6 +4,7 @@ import type { Db, Queryable } from "../db/db.js";
 import { isStoreUnavailable } from "../db/db.js";
 import {
   insertAlerts,
+  readDeadDeliveries,
   lockUnpublishedAlerts,
   markAlertPublished,
   lockPendingAlertEmails,
@@ -12,22 +13,37 @@ import {
   markAlertEmailFailed,
   type AlertType,
   type AlertPayload,
+  type DeliveryDeadPayload,
   type PendingAlert,
 } from "../db/queries/alerts.js";
+import { isSystemEventType } from "../policy/event-match.js";
 import { newId } from "../ids.js";
 import { publishEvents, RoutingCache } from "../events/publish.js";
 import { metrics } from "../metrics.js";
+import { DigestMailer } from "./digest.js";
 
-// Alerts on destination health transitions. Written as rows in the same transaction as the
-// transition (an outbox), then published as destination.* events into the tenant's own stream
-// and e-mailed to the tenant's alert address. A crash between the two loses nothing: the rows
-// stay pending until a worker finishes them.
+// Alerts on destination health transitions (destination.*) and on deliveries whose retries are
+// spent (delivery.dead). Written as rows in the same transaction as the transition or the death
+// (an outbox), then published as events into the tenant's own stream and e-mailed to the
+// tenant's alert address (deaths in an hourly digest: digest.ts). A crash between the two loses
+// nothing: the rows stay pending until a worker finishes them.
 
+/** An alert about a destination (destination.*). */
 export interface AlertInput {
   tenantId: string;
   destinationId: string;
   type: AlertType;
   payload: AlertPayload;
+}
+
+/** An alert about one delivery's death; the delivery and its attempt count make its dedup key. */
+export interface DeathAlertInput {
+  tenantId: string;
+  destinationId: string;
+  type: "delivery.dead";
+  payload: DeliveryDeadPayload;
+  deliveryId: string;
+  deliveryAttempts: number;
 }
 
 /** One alert about destination `d` (its tenant, id, name and URL), with the reason and health. */
@@ -55,14 +71,48 @@ export function alertInput(
   };
 }
 
-/** Records alerts in the caller's transaction. */
-export async function recordAlerts(q: Queryable, alerts: AlertInput[]): Promise<void> {
-  if (alerts.length === 0) return;
-  await insertAlerts(
+/**
+ * The delivery.dead alerts for deliveries the caller's write-back just made dead (read in its
+ * transaction). None for a delivery of one of Sluice's own events (destination.*, delivery.dead):
+ * a watcher that cannot take them would otherwise be told so in more events it cannot take.
+ */
+export async function deathAlerts(q: Queryable, died: { destinationId: string; id: string }[]): Promise<DeathAlertInput[]> {
+  const rows = await readDeadDeliveries(q, died);
+  return rows
+    .filter((r) => !isSystemEventType(r.event_type))
+    .map((r): DeathAlertInput => ({
+      tenantId: r.tenant_id,
+      destinationId: r.destination_id,
+      type: "delivery.dead",
+      deliveryId: r.id,
+      deliveryAttempts: r.attempts,
+      payload: {
+        delivery_id: r.id,
+        destination_id: r.destination_id,
+        destination_name: r.destination_name,
+        event_id: r.event_id,
+        event_type: r.event_type,
+        occurred_at: r.occurred_at.toISOString(),
+        attempts: r.attempts,
+        last_error: r.last_error,
+        last_status_code: r.last_status_code,
+        died_at: r.finished_at.toISOString(),
+      },
+    }));
+}
+
+/**
+ * Records alerts in the caller's transaction; a death recorded before (a write-back run again)
+ * is not recorded twice. Returns how many were recorded.
+ */
+export async function recordAlerts(q: Queryable, alerts: (AlertInput | DeathAlertInput)[]): Promise<number> {
+  if (alerts.length === 0) return 0;
+  const recorded = await insertAlerts(
     q,
     alerts.map((a) => ({ id: newId("alr"), ...a })),
   );
-  for (const a of alerts) metrics.alerts.inc({ type: a.type });
+  for (const type of recorded) metrics.alerts.inc({ type });
+  return recorded.length;
 }
 
 export interface AlertSenderOptions {
@@ -73,17 +123,23 @@ export interface AlertSenderOptions {
   pollMs?: number;
   /** Called after alert events were published (their deliveries want a dispatcher). */
   onPublished?: () => Promise<void>;
+  /** How long the first death of a destination waits for more before its digest is mailed; default 30 s. */
+  digestGatherMs?: number;
 }
 
 const MAX_EMAIL_ATTEMPTS = 10;
 
-/** Finishes pending alerts: publishes each as one event, and e-mails it when SMTP is set up. */
+/**
+ * Finishes pending alerts: publishes each as one event, and e-mails it when SMTP is set up —
+ * a destination.* alert alone, delivery.dead ones in their destination's hourly digest.
+ */
 export class AlertSender {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private again = false;
   private readonly mailer: Transporter | null;
   private readonly routing = new RoutingCache();
+  private readonly digests: DigestMailer;
 
   constructor(
     private readonly db: Db,
@@ -91,6 +147,7 @@ export class AlertSender {
     private readonly log: Logger,
   ) {
     this.mailer = opts.smtpUrl ? nodemailer.createTransport(opts.smtpUrl) : null;
+    this.digests = new DigestMailer(db, this.mailer, { from: opts.smtpFrom, gatherMs: opts.digestGatherMs }, log);
   }
 
   start(): void {
@@ -131,7 +188,9 @@ export class AlertSender {
     const published = await this.db.tx(async (q) => {
       const rows = await lockUnpublishedAlerts(q);
       for (const a of rows) {
-        const [ev] = await publishEvents(q, a.tenant_id, [{ type: a.type, payload: a.payload }], {
+        // A death is stamped with when it happened, not when it was published.
+        const occurred_at = a.type === "delivery.dead" ? (a.payload as DeliveryDeadPayload).died_at : undefined;
+        const [ev] = await publishEvents(q, a.tenant_id, [{ type: a.type, payload: a.payload, occurred_at }], {
           maxPayloadBytes: this.opts.maxPayloadBytes,
           system: true,
           routing: this.routing,
@@ -150,6 +209,7 @@ export class AlertSender {
       });
       if (sent < 20) break;
     }
+    await this.digests.pass();
   }
 
   private async email(q: Queryable, a: PendingAlert): Promise<void> {

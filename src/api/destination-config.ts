@@ -3,6 +3,7 @@ import type { FieldError } from "../errors.js";
 import { literalHostRefusal, type NetworkPolicy } from "../delivery/network-guard.js";
 import { DEFAULT_RETRY_SCHEDULE_SECONDS } from "../policy/retry-schedule.js";
 import { DEFAULT_THROTTLE_SCHEDULE_SECONDS } from "../policy/throttle.js";
+import { checkCustomHeaders, restoreMasked } from "../policy/custom-headers.js";
 import type { DestinationConfig, DestinationCreate, DestinationPatch } from "../schemas/destinations.js";
 
 // Destination config: defaults and the checks JSON Schema cannot express. Refused values never
@@ -21,6 +22,8 @@ export const DESTINATION_DEFAULTS: Omit<DestinationConfig, "url"> = {
   probe_interval_seconds: 300,
   replay_on_resume: true,
   paused_retention_hours: 72,
+  headers: {},
+  secret_headers: [],
 };
 
 export function withDefaults(input: DestinationCreate): DestinationConfig {
@@ -28,9 +31,15 @@ export function withDefaults(input: DestinationCreate): DestinationConfig {
   return { ...DESTINATION_DEFAULTS, ...rest };
 }
 
+/**
+ * PATCH replaces each field it sends (`headers` as a whole map). A secret header sent back as
+ * the mask API answers show keeps its stored value, so GET → edit → PATCH loses no secret.
+ */
 export function applyPatch(current: DestinationConfig, patch: DestinationPatch): DestinationConfig {
   const { secret: _secret, ...rest } = patch;
-  return { ...current, ...rest };
+  const next = { ...current, ...rest };
+  if (patch.headers !== undefined) next.headers = restoreMasked(patch.headers, current.headers, current.secret_headers);
+  return next;
 }
 
 /**
@@ -78,6 +87,7 @@ export function checkDestinationConfig(c: Partial<DestinationConfig>, network?: 
       });
     }
   }
+  problems.push(...checkCustomHeaders(c.headers, c.secret_headers));
   return problems;
 }
 

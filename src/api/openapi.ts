@@ -6,6 +6,8 @@ import { Destination, DestinationSecret, Attempt } from "../schemas/destinations
 import { Delivery } from "../schemas/deliveries.js";
 import { Event, EventAccepted } from "../schemas/events.js";
 import { Tenant, TenantCreated } from "../schemas/tenants.js";
+import { ApiKey, ApiKeyCreated } from "../schemas/api-keys.js";
+import { Recovery, RecoveryAccepted } from "../schemas/recoveries.js";
 
 // The OpenAPI side of the routes: the named schemas every route may refer to (components/schemas
 // in /openapi.json, and named types in the SDK) and the error answers each operation documents.
@@ -15,29 +17,51 @@ export const NAMED_SCHEMAS: TSchema[] = [
   ErrorBody,
   Tenant,
   TenantCreated,
+  ApiKey,
+  ApiKeyCreated,
   Destination,
   DestinationSecret,
   Attempt,
   Delivery,
   EventAccepted,
   Event,
+  RecoveryAccepted,
+  Recovery,
 ];
 
 export function addNamedSchemas(app: FastifyInstance): void {
   for (const s of NAMED_SCHEMAS) app.addSchema(s);
 }
 
-const ErrorRef = Type.Ref(ErrorBody);
+// What each answer means, for the document (OpenAPI requires a description per answer).
+const MEANING: Record<number, string> = {
+  200: "OK",
+  201: "Created",
+  202: "Accepted",
+  204: "Done; no body",
+  400: "Malformed request (not JSON, empty body)",
+  401: "Missing or unknown API key",
+  403: "Not allowed with this configuration",
+  404: "No such object for this API key",
+  409: "Conflicts with the object's state or an earlier request",
+  413: "Body too large",
+  415: "Body is not application/json",
+  422: "Invalid fields; details names each",
+  503: "The store is unreachable; retry after the Retry-After header's seconds",
+};
+
+const described = <T extends TSchema>(schema: T, status: number): T => ({ ...schema, description: MEANING[status] ?? "Answer" });
 
 /**
  * A route's `response` map: its success answers, and the error body for every 4xx and 5xx it can
  * give. Every /v1 route can answer 400/422 (bad input), 401 (key) and 503 (store away); `more`
  * adds e.g. 404 for routes that take an id. A 204 is `Type.Null()` (no body).
  */
-export function answers<R extends Record<number, TSchema>>(ok: R, more: readonly (404 | 409 | 413 | 415 | 403)[] = []) {
-  const errors: Record<number, typeof ErrorRef> = {};
-  for (const s of [400, 401, ...more, 422, 503]) errors[s] = ErrorRef;
-  return { ...ok, ...errors };
+export function answers<R extends Record<number, TSchema>>(ok: R, more: readonly (403 | 404 | 409 | 413 | 415)[] = []) {
+  const out: Record<number, TSchema> = {};
+  for (const [status, schema] of Object.entries(ok)) out[Number(status)] = described(schema, Number(status));
+  for (const s of [400, 401, ...more, 422, 503]) out[s] = described(Type.Ref(ErrorBody), s);
+  return out as R & Record<number, TSchema>;
 }
 
 /** The errors a route with a JSON body adds to the usual ones. */
@@ -68,6 +92,10 @@ export function openApiDocument(version: string): FastifyDynamicSwaggerOptions["
       { name: "events", description: "What happened; each event fans out to deliveries" },
       { name: "deliveries", description: "One event to one destination, and its attempts" },
       { name: "tenants", description: "Accounts and their keys" },
+      {
+        name: "api-keys",
+        description: "A tenant's API keys: create more, list them (never the keys), delete one (it stops working at once)",
+      },
     ],
   };
 }

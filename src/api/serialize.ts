@@ -1,9 +1,20 @@
+// The views are typed by the response schemas: a view that drifts from its schema fails to compile.
+import type { Static } from "@sinclair/typebox";
+import type { Tenant } from "../schemas/tenants.js";
+import type { ApiKey } from "../schemas/api-keys.js";
+import type { Attempt, Destination } from "../schemas/destinations.js";
+import type { Delivery } from "../schemas/deliveries.js";
+import type { Event } from "../schemas/events.js";
+import type { Recovery } from "../schemas/recoveries.js";
 import type { DestinationRow, DestinationCounts } from "../db/queries/destinations.js";
 import type { DeliveryRow, AttemptRowOut } from "../db/queries/deliveries.js";
-import type { EventRow } from "../db/queries/events.js";
+import type { EventRow, EventCursor } from "../db/queries/events.js";
+import type { RecoveryRow } from "../db/queries/recoveries.js";
 import type { TenantRow } from "../db/queries/tenants.js";
+import type { ApiKeyRow } from "../db/queries/api-keys.js";
 import { currentQuietWindow, nextQuietStartMs, type DeliverySchedule } from "../policy/quiet-hours.js";
 import { healthView } from "../policy/health.js";
+import { maskHeaders } from "../policy/custom-headers.js";
 import { holdReason, type HoldFacts } from "../policy/hold-reason.js";
 import { isWaiting, type ApiDeliveryStatus, type DestinationStatus, type WaitingStatus } from "../policy/statuses.js";
 
@@ -11,10 +22,20 @@ import { isWaiting, type ApiDeliveryStatus, type DestinationStatus, type Waiting
 // is paused or throttled) is derived here, at read time: holding a destination writes nothing
 // to its deliveries.
 
-const iso = (d: Date | null | undefined): string | null => (d ? d.toISOString() : null);
+/** RFC 3339 in UTC; null stays null (the overloads keep a non-null Date's type non-null). */
+function iso(d: Date): string;
+function iso(d: Date | null | undefined): string | null;
+function iso(d: Date | null | undefined): string | null {
+  return d ? d.toISOString() : null;
+}
 
-export function tenantView(t: TenantRow) {
+export function tenantView(t: TenantRow): Static<typeof Tenant> {
   return { id: t.id, name: t.name, alert_email: t.alert_email, created_at: iso(t.created_at), updated_at: iso(t.updated_at) };
+}
+
+/** An API key as listed: never the key, nor its hash (the row holds neither). */
+export function apiKeyView(k: ApiKeyRow): Static<typeof ApiKey> {
+  return { id: k.id, name: k.name, prefix: k.prefix, created_at: iso(k.created_at) };
 }
 
 type StatusInput = Pick<DestinationRow, "paused_at" | "throttled_until" | "rate_limited" | "rate_limit" | "delivery_schedule" | "now">;
@@ -41,7 +62,11 @@ function healthOf(row: DestinationRow) {
   });
 }
 
-export function destinationView(row: DestinationRow, counts: DestinationCounts | undefined, opts: { withSecret?: boolean } = {}) {
+export function destinationView(
+  row: DestinationRow,
+  counts: DestinationCounts | undefined,
+  opts: { withSecret?: boolean } = {},
+): Static<typeof Destination> {
   const throttled = row.throttled_until !== null && row.throttled_until > row.now;
   const quiet = quietWindowOf(row);
   const nextQuiet = row.delivery_schedule ? nextQuietStartMs(row.delivery_schedule, row.now.getTime()) : null;
@@ -61,6 +86,9 @@ export function destinationView(row: DestinationRow, counts: DestinationCounts |
     probe_interval_seconds: row.probe_interval_seconds,
     replay_on_resume: row.replay_on_resume,
     paused_retention_hours: row.paused_retention_hours,
+    // Secret values never leave through the API: authorization and secret_headers show the mask.
+    headers: maskHeaders(row.headers, row.secret_headers),
+    secret_headers: row.secret_headers,
     status: destinationStatus(row, quiet, (counts?.queued ?? 0) - (counts?.inflight ?? 0)),
     throttled_until: throttled ? iso(row.throttled_until) : null,
     throttle_reason: throttled ? row.throttle_reason : null,
@@ -78,7 +106,7 @@ export function destinationView(row: DestinationRow, counts: DestinationCounts |
   };
 }
 
-export function deliveryView(r: DeliveryRow) {
+export function deliveryView(r: DeliveryRow): Static<typeof Delivery> {
   const waiting = isWaiting(r.status);
   const reason = isWaiting(r.status) ? holdReason(deliveryHoldFacts(r, r.status)) : null;
   const status: ApiDeliveryStatus = reason ? "held" : r.status;
@@ -116,7 +144,7 @@ export function deliveryHoldFacts(r: DeliveryRow, status: WaitingStatus): HoldFa
   };
 }
 
-export function eventView(e: EventRow) {
+export function eventView(e: EventRow): Static<typeof Event> {
   return {
     id: e.id,
     type: e.type,
@@ -127,7 +155,7 @@ export function eventView(e: EventRow) {
   };
 }
 
-export function attemptView(a: AttemptRowOut) {
+export function attemptView(a: AttemptRowOut): Static<typeof Attempt> {
   return {
     delivery_id: a.delivery_id.startsWith("prb_") ? null : a.delivery_id,
     kind: a.delivery_id.startsWith("prb_") ? "probe" : "delivery",
@@ -157,4 +185,32 @@ export function decodeCursor(cursor: string | undefined): string | null | undefi
 export function page<T extends { id: string }>(rows: T[], limit: number) {
   const last = rows[rows.length - 1];
   return { data: rows, next_cursor: rows.length === limit && last ? encodeCursor(last.id) : null };
+}
+
+/** Cursors of lists ordered by time, then id (events): the last item's time to the microsecond and id. */
+export function encodeTimeCursor(c: EventCursor): string {
+  return Buffer.from(`${c.at} ${c.id}`, "utf8").toString("base64url");
+}
+
+export function decodeTimeCursor(cursor: string | undefined): EventCursor | null | undefined {
+  if (cursor === undefined || cursor === "") return null;
+  const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z) ([a-z]{3}_[0-9a-f]{27})$/.exec(Buffer.from(cursor, "base64url").toString("utf8"));
+  // A real time (no 30 February), or Postgres would refuse it: the round trip keeps the text.
+  const real = m && new Date(Date.parse(m[1]!) || 0).toISOString().slice(0, 19) === m[1]!.slice(0, 19);
+  return m && real ? { at: m[1]!, id: m[2]! } : undefined; // undefined: not a cursor of ours
+}
+
+export function recoveryView(r: RecoveryRow): Static<typeof Recovery> {
+  return {
+    id: r.id,
+    destination_id: r.destination_id,
+    since: iso(r.since),
+    until: iso(r.until),
+    statuses: r.statuses,
+    status: r.status,
+    deliveries: r.deliveries,
+    requeued: r.requeued,
+    created_at: iso(r.created_at),
+    finished_at: iso(r.finished_at),
+  };
 }

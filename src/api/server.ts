@@ -3,17 +3,19 @@ import Fastify, { type FastifyInstance, type FastifyError, type FastifyBaseLogge
 import swagger from "@fastify/swagger";
 import { Ajv } from "ajv";
 import addFormats from "ajv-formats";
-import { SluiceError, StoreUnavailableError, ValidationError, statusOf, type ErrorCode, type FieldError } from "../errors.js";
+import { SluiceError, StoreUnavailableError, ValidationError, type FieldError } from "../errors.js";
 import { registry } from "../metrics.js";
 import { ping } from "../db/queries/stats.js";
 import type { ApiContext } from "./context.js";
 import { registerAuth } from "./auth.js";
 import { tenantRoutes } from "./routes/tenants.js";
+import { apiKeyRoutes } from "./routes/api-keys.js";
 import { TIME_OF_DAY, EVENT_TYPE, EVENT_TYPE_PATTERN, URL_PATTERN, SECRET_PATTERN } from "../schemas/common.js";
 import { addNamedSchemas, openApiDocument } from "./openapi.js";
 import { destinationRoutes } from "./routes/destinations.js";
 import { eventRoutes } from "./routes/events.js";
 import { deliveryRoutes } from "./routes/deliveries.js";
+import { recoveryRoutes } from "./routes/recoveries.js";
 
 declare module "fastify" {
   interface FastifyContextConfig {
@@ -62,10 +64,7 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     void reply.status(status).send(body);
   });
   app.setNotFoundHandler((req, reply) => {
-    const { status, body } = errorBody(
-      "SLUICE_ROUTE_NOT_FOUND",
-      `No route ${req.method} ${req.url.split("?")[0]}; see GET /openapi.json for the API.`,
-    );
+    const { status, body } = toErrorBody(new SluiceError("SLUICE_ROUTE_NOT_FOUND", { method: req.method, path: req.url.split("?")[0]! }));
     void reply.status(status).send(body);
   });
 
@@ -86,7 +85,7 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
   }
 
   // After the start-up wait above: the default tenant's key must exist before it is looked up.
-  registerAuth(app, ctx);
+  const keys = await registerAuth(app, ctx);
 
   // Ready = the API serves, migrations ran (before listen) and the store answers now.
   app.get("/healthz", { schema: { hide: true } }, async (_req, reply) => {
@@ -112,9 +111,11 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
   await app.register(apiReference, { routePrefix: "/docs", configuration: { url: "/openapi.json", pageTitle: "Sluice API reference" } });
 
   await app.register(tenantRoutes(ctx));
+  await app.register(apiKeyRoutes(ctx, keys));
   await app.register(destinationRoutes(ctx));
   await app.register(eventRoutes(ctx));
   await app.register(deliveryRoutes(ctx));
+  await app.register(recoveryRoutes(ctx));
   return app;
 }
 
@@ -131,29 +132,21 @@ export function toErrorBody(err: FastifyError | Error): {
   const fe = err as FastifyError & { validation?: AjvLikeError[] };
   if (fe.validation) {
     const details = dedupe(usefulErrors(fe.validation).map((v) => fieldError(v, fe.validationContext)));
-    const v = new ValidationError(`Invalid request: ${details.map((d) => `${d.field} ${d.message}`).join("; ")}`, details);
-    return toErrorBody(v);
+    return toErrorBody(new ValidationError("request", details));
   }
   const code = fe.code ?? "";
-  if (code === "FST_ERR_CTP_BODY_TOO_LARGE") {
-    return errorBody(
-      "SLUICE_REQUEST_TOO_LARGE",
-      "The request body is larger than allowed. An event payload may be at most SLUICE_MAX_PAYLOAD_BYTES (default 1 MiB); split large batches.",
-    );
-  }
-  if (code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
-    return errorBody("SLUICE_REQUEST_UNSUPPORTED_MEDIA_TYPE", "Send JSON with 'Content-Type: application/json'.");
-  }
-  if (code === "FST_ERR_CTP_EMPTY_JSON_BODY") {
-    return errorBody("SLUICE_REQUEST_EMPTY_BODY", "The body is empty but Content-Type says JSON; send a JSON object.");
-  }
+  if (code === "FST_ERR_CTP_BODY_TOO_LARGE") return toErrorBody(new SluiceError("SLUICE_REQUEST_TOO_LARGE"));
+  if (code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") return toErrorBody(new SluiceError("SLUICE_REQUEST_UNSUPPORTED_MEDIA_TYPE"));
+  if (code === "FST_ERR_CTP_EMPTY_JSON_BODY") return toErrorBody(new SluiceError("SLUICE_REQUEST_EMPTY_BODY"));
   if (fe.statusCode === 400 || err instanceof SyntaxError || code.startsWith("FST_ERR_CTP")) {
-    return errorBody("SLUICE_REQUEST_MALFORMED_JSON", `The body is not valid JSON (${err.message}). Check quoting and trailing commas.`);
+    return toErrorBody(new SluiceError("SLUICE_REQUEST_MALFORMED_JSON", { reason: err.message }));
   }
   if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
-    return errorBody("SLUICE_REQUEST_INVALID", err.message, fe.statusCode);
+    // Fastify's own 4xx (a more exact status than the code's 400) keeps its status.
+    const refused = toErrorBody(new SluiceError("SLUICE_REQUEST_INVALID", { reason: err.message.replace(/\.$/, "") }));
+    return { ...refused, status: fe.statusCode };
   }
-  return errorBody("SLUICE_INTERNAL", "Sluice hit an internal error; it is logged. Retrying is safe.");
+  return toErrorBody(new SluiceError("SLUICE_INTERNAL"));
 }
 
 /**
@@ -219,13 +212,4 @@ function fieldError(v: AjvLikeError, part?: string): FieldError {
     if (hint) return { field: prefix + (path || "body"), message: hint };
   }
   return { field: prefix + (path || "body"), message: v.message ?? "is invalid" };
-}
-
-/** An error answer for a code of the catalogue (its status, unless Fastify named a more exact 4xx). */
-function errorBody(
-  code: ErrorCode,
-  message: string,
-  status = statusOf(code),
-): { status: number; body: { error: { code: ErrorCode; message: string } } } {
-  return { status, body: { error: { code, message } } };
 }

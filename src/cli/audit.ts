@@ -6,7 +6,8 @@ import { auditBucket, perSecond } from "../policy/rate-audit.js";
 // `sluice audit rate --destination ID [--since 15m|2h|RFC 3339] [--jitter-ms N] [--all]`: the attempts made to a
 // destination, second by second, against its configured rate limit — and every window over it.
 
-export function parseSince(raw: string | undefined, nowMs: number): Date {
+/** A duration back from now (30s, 15m, 2h, 1d) or an RFC 3339 time; `option` names it in the error. */
+export function parseSince(raw: string | undefined, nowMs: number, option = "--since"): Date {
   if (raw === undefined) return new Date(nowMs - 15 * 60_000);
   const rel = /^(\d+)([smhd])$/.exec(raw);
   if (rel) {
@@ -14,7 +15,7 @@ export function parseSince(raw: string | undefined, nowMs: number): Date {
     return new Date(nowMs - Number(rel[1]) * unit);
   }
   const at = Date.parse(raw);
-  if (Number.isNaN(at)) throw new Error(`--since takes a duration (30s, 15m, 2h, 1d) or an RFC 3339 time, not '${raw}'`);
+  if (Number.isNaN(at)) throw new Error(`${option} takes a duration (30s, 15m, 2h, 1d) or an RFC 3339 time, not '${raw}'`);
   return new Date(at);
 }
 

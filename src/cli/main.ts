@@ -1,100 +1,28 @@
 import { parseArgs } from "node:util";
 import type { Logger } from "pino";
-import { CLI_COMMANDS, closestMatch, loadConfig, SETTINGS, unknownEnvSettings, type CliCommand, type UnknownSetting } from "../config.js";
+import { closestMatch, loadConfig, unknownEnvSettings, type CliCommand, type UnknownSetting } from "../config.js";
 import { ConfigError, SluiceError } from "../errors.js";
-import { openStore, run, VERSION } from "../app.js";
-import { migrate } from "../db/migrate.js";
-import { createLogger } from "../logger.js";
-import { auditRate, parseSince } from "./audit.js";
+import { VERSION } from "../package-root.js";
+import {
+  allowedOptions,
+  COMMANDS,
+  CommandFailed,
+  commandUsage,
+  FLAGGED,
+  groupUsage,
+  isServerCommand,
+  OPTIONS,
+  specAt,
+  synopsis,
+  usage,
+  UsageError,
+  type ClientCommandPath,
+  type Values,
+} from "./commands.js";
 
-// The commands, and the options each takes beyond the settings' flags (config.ts SETTINGS).
-interface CommandSpec {
-  summary: string;
-  /** Arguments after the command, for the usage line. */
-  args?: string;
-  options?: Record<string, { type: "string" | "boolean"; arg?: string; doc: string }>;
-}
-
-const COMMANDS: Record<CliCommand, CommandSpec> = {
-  start: {
-    summary: "API and delivery workers in one process (the default)",
-    options: { shard: { type: "string", arg: "I/N", doc: "serve only destinations whose id hashes to slice I of N" } },
-  },
-  api: { summary: "the HTTP API only" },
-  worker: {
-    summary: "delivery workers only (run any number against one DATABASE_URL)",
-    options: { shard: { type: "string", arg: "I/N", doc: "serve only destinations whose id hashes to slice I of N" } },
-  },
-  migrate: { summary: "apply database migrations and exit" },
-  audit: {
-    summary: "attempts per second against a destination's rate limit; exit 1 if any window is over",
-    args: "rate",
-    options: {
-      destination: { type: "string", arg: "ID", doc: "the destination to audit (required)" },
-      since: { type: "string", arg: "15m|2h|RFC 3339", doc: "from when (default 15m)" },
-      "jitter-ms": { type: "string", arg: "MS", doc: "tolerated send-time jitter when judging windows (default 100)" },
-      all: { type: "boolean", doc: "list every second, not only those over the limit" },
-    },
-  },
-};
-
-const FLAGGED = SETTINGS.filter((s) => s.flag !== undefined);
-
-/** Every option any command takes, for parseArgs; which command may use which is checked after. */
-const OPTIONS = {
-  ...Object.fromEntries(FLAGGED.map((s) => [s.flag!, { type: "string" as const }])),
-  ...Object.fromEntries(
-    Object.values(COMMANDS).flatMap((c) => Object.entries(c.options ?? {}).map(([name, o]) => [name, { type: o.type }])),
-  ),
-  help: { type: "boolean" as const, short: "h" },
-  version: { type: "boolean" as const },
-};
-
-/** The flags `command` takes, as help lines. */
-function optionLines(command: CliCommand): [string, string][] {
-  const lines: [string, string][] = FLAGGED.filter((s) => s.commands === undefined || s.commands.includes(command)).map((s) => {
-    const def = s.default === undefined ? "" : `, default ${Array.isArray(s.default) ? s.default.join(",") || "none" : String(s.default)}`;
-    return [`--${s.flag} ${s.arg ?? "VALUE"}`, `${s.doc} (${s.env}${def})`];
-  });
-  for (const [name, o] of Object.entries(COMMANDS[command].options ?? {})) lines.push([`--${name}${o.arg ? ` ${o.arg}` : ""}`, o.doc]);
-  return lines;
-}
-
-function table(rows: [string, string][]): string {
-  const width = Math.max(...rows.map(([a]) => a.length)) + 2;
-  return rows.map(([a, b]) => `  ${a.padEnd(width)}${b}`).join("\n");
-}
-
-function usage(): string {
-  const common = optionLines("start");
-  return `sluice ${VERSION} — outbound webhooks with per-destination flow control
-
-Usage: sluice <command> [options]      sluice <command> --help for that command's options
-
-Commands:
-${table(CLI_COMMANDS.map((c) => [`${c}${COMMANDS[c].args ? ` ${COMMANDS[c].args}` : ""}`, COMMANDS[c].summary]))}
-
-Options of sluice start (flags win over the environment):
-${table([...common, ["-h, --help", "this text"], ["--version", "the version"]])}
-
-Settings (environment):
-${table(SETTINGS.map((s) => [s.env, s.doc]))}
-`;
-}
-
-function commandUsage(command: CliCommand): string {
-  const spec = COMMANDS[command];
-  return `sluice ${command}${spec.args ? ` ${spec.args}` : ""} [options] — ${spec.summary}
-
-Options:
-${table([...optionLines(command), ["-h, --help", "this text"]])}
-
-Every setting can also be given in the environment: sluice --help lists them.
-`;
-}
-
-/** A mistake on the command line: printed as is, exit code 2. */
-class UsageError extends Error {}
+// `sluice <command> [subcommand] [options]`: parses the command line against the command table
+// (commands.ts) and runs the command. What runs Sluice, and the API client, are loaded only by the
+// commands that use them, so `sluice events list` does not start by loading the whole server.
 
 // Set once the settings are read: stack traces are for debugging, not for a busy port.
 let logger: Logger | null = null;
@@ -102,18 +30,38 @@ let verbose = ["debug", "trace"].includes(process.env.SLUICE_LOG_LEVEL ?? "");
 // SLUICE_* variables that are no setting; a misspelt one is often why a setting looks wrong.
 let unknown: UnknownSetting[] = [];
 
-/** Options as given: strings for valued ones, true for switches (parseArgs checked the types). */
-type Values = { help?: boolean; version?: boolean } & Record<string, string | boolean | undefined>;
+/**
+ * The command (and subcommand) a command line names, read without parsing it: for suggesting one
+ * of that command's options when parsing fails on an unknown one.
+ */
+function namedPath(argv: string[]): string[] {
+  const path: string[] = [];
+  for (let i = 0; i < argv.length && path.length < 2; i++) {
+    const a = argv[i]!;
+    if (a === "--") break;
+    if (a.startsWith("-")) {
+      // A valued option's value is the next word, unless given as --name=value.
+      if (!a.includes("=") && OPTIONS[a.replace(/^-+/, "")]?.type === "string") i++;
+      continue;
+    }
+    path.push(a);
+  }
+  return specAt(path) ? path : path.slice(0, 1);
+}
 
 function parse(argv: string[]): { values: Values; positionals: string[] } {
   try {
-    return parseArgs({ args: argv, allowPositionals: true, options: OPTIONS });
+    // Only valued options repeat (commands.ts), so a repeated one is a list of strings.
+    return parseArgs({ args: argv, allowPositionals: true, options: OPTIONS }) as { values: Values; positionals: string[] };
   } catch (err) {
     const code = (err as { code?: string }).code;
     if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
       const given = /'(-[^']*)'/.exec((err as Error).message)?.[1]?.split("=")[0] ?? "?";
-      const near = closestMatch(given.replace(/^-+/, ""), Object.keys(OPTIONS));
-      throw new UsageError(`unknown option ${given}${near ? `; did you mean --${near}?` : ""} (sluice --help lists the options)`);
+      const path = namedPath(argv);
+      const own = specAt(path) ? allowedOptions(path) : [];
+      const near = closestMatch(given.replace(/^-+/, ""), own) ?? closestMatch(given.replace(/^-+/, ""), Object.keys(OPTIONS));
+      const help = specAt(path) ? `sluice ${path.join(" ")} --help` : "sluice --help";
+      throw new UsageError(`unknown option ${given}${near ? `; did you mean --${near}?` : ""} (${help} lists the options)`);
     }
     if (code?.startsWith("ERR_PARSE_ARGS_")) throw new UsageError(`${(err as Error).message} (sluice --help lists the options)`);
     throw err;
@@ -126,6 +74,57 @@ function describeUnknown(u: UnknownSetting): string {
     : `${u.name} is not a Sluice setting and is ignored (sluice --help lists the settings)`;
 }
 
+/** The command and subcommand named, checked against the table; the remaining positionals. */
+function resolve(positionals: string[], help: boolean): { path: string[]; args: string[] } | { help: string } {
+  const command = positionals[0] ?? "start";
+  const spec = COMMANDS[command];
+  if (!spec) {
+    const near = closestMatch(command, Object.keys(COMMANDS));
+    throw new UsageError(`unknown command '${command}'${near ? `; did you mean '${near}'?` : ""} (sluice --help lists the commands)`);
+  }
+  if (!spec.subcommands) return { path: [command], args: positionals.slice(1) };
+  const names = Object.keys(spec.subcommands);
+  const sub = positionals[1];
+  if (sub === undefined) {
+    if (help) return { help: groupUsage(command) };
+    throw new UsageError(`sluice ${command} needs a subcommand: ${names.join(", ")} (sluice ${command} --help says what each does)`);
+  }
+  if (!spec.subcommands[sub]) {
+    const near = closestMatch(sub, names);
+    throw new UsageError(
+      `unknown subcommand '${sub}' of sluice ${command}${near ? `; did you mean '${near}'?` : ""} (sluice ${command} --help lists them)`,
+    );
+  }
+  return { path: [command, sub], args: positionals.slice(2) };
+}
+
+/** Refuses what the command does not take: another command's option, a missing one, stray arguments. */
+function checkOptions(path: string[], values: Values, args: string[]): void {
+  const name = `sluice ${path.join(" ")}`;
+  // An option another command takes is a mistake here (e.g. --port for a worker, which serves no API).
+  const allowed = allowedOptions(path);
+  for (const option of Object.keys(values)) {
+    if (option !== "version" && !allowed.includes(option)) {
+      const near = closestMatch(option, allowed);
+      throw new UsageError(
+        `${name} does not take --${option}${near ? `; did you mean --${near}?` : ""} (${name} --help lists its options)`,
+      );
+    }
+  }
+  if (isServerCommand(path[0]!)) return; // their positionals are checked where they are used (audit rate)
+  const spec = specAt(path)!;
+  for (const [option, o] of Object.entries(spec.options ?? {})) {
+    if (o.required && values[option] === undefined) throw new UsageError(`${name} needs --${option} ${o.arg ?? "VALUE"} (${name} --help)`);
+  }
+  const wanted = (spec.args ?? "").split(" ").filter((w) => /^[A-Z]+$/.test(w));
+  if (args.length < wanted.length) throw new UsageError(`usage: sluice ${synopsis(path)} [options] (${name} --help)`);
+  if (args.length > wanted.length) {
+    throw new UsageError(
+      `${name} takes ${wanted.length ? `only ${wanted.join(" ")}` : "no arguments"}, not '${args.join(" ")}' (${name} --help)`,
+    );
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv);
   const text = (name: string): string | undefined => (typeof values[name] === "string" ? values[name] : undefined);
@@ -135,27 +134,36 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${VERSION}\n`);
     return 0;
   }
-  const given = positionals[0];
-  if (given === undefined && values.help) {
+  if (positionals[0] === undefined && values.help) {
     process.stdout.write(usage());
     return 0;
   }
-  const command = (given ?? "start") as CliCommand;
-  if (!CLI_COMMANDS.includes(command)) {
-    const near = closestMatch(command, CLI_COMMANDS);
-    throw new UsageError(`unknown command '${command}'${near ? `; did you mean '${near}'?` : ""} (sluice --help lists the commands)`);
-  }
-  if (values.help) {
-    process.stdout.write(commandUsage(command));
+  const resolved = resolve(positionals, values.help === true);
+  if ("help" in resolved) {
+    process.stdout.write(resolved.help);
     return 0;
   }
-  // An option another command takes is a mistake here (e.g. --port for a worker, which serves no API).
-  const allowed = new Set(optionLines(command).map(([flag]) => flag.split(" ")[0]!.slice(2)));
-  for (const name of Object.keys(values)) {
-    if (name !== "help" && name !== "version" && !allowed.has(name)) {
-      throw new UsageError(`sluice ${command} does not take --${name} (sluice ${command} --help lists its options)`);
-    }
+  const { path, args } = resolved;
+  if (values.help) {
+    process.stdout.write(commandUsage(path));
+    return 0;
   }
+  checkOptions(path, values, args);
+  if (path[0] === "listen") {
+    const { listen } = await import("./listen.js");
+    return listen(values);
+  }
+  if (!isServerCommand(path[0]!)) {
+    const { runClient } = await import("./client/run.js");
+    return runClient(path.join(" ") as ClientCommandPath, args, values);
+  }
+  const command: CliCommand = path[0];
+  const [{ openStore, run }, { migrate }, { createLogger }, { auditRate, parseSince }] = await Promise.all([
+    import("../app.js"),
+    import("../db/migrate.js"),
+    import("../logger.js"),
+    import("./audit.js"),
+  ]);
   const settingFlags = new Set(FLAGGED.map((s) => s.flag!));
   const flags = Object.fromEntries([...settingFlags].map((name) => [name, text(name)]));
   unknown = unknownEnvSettings();
@@ -243,7 +251,8 @@ async function main(argv: string[]): Promise<number> {
   });
   ready = true;
   const store = config.databaseUrl ? running.db.where : `embedded Postgres in ${config.dataDir}`;
-  log.info({ url: running.url, store, command, shard }, `sluice ${command} ready`);
+  const metricsAt = running.metricsUrl ? { metrics_url: running.metricsUrl } : {};
+  log.info({ url: running.url, ...metricsAt, store, command, shard }, `sluice ${command} ready`);
 
   const signal = await signalled;
   log.info({ signal }, "stopping: no new claims, finishing in-flight requests");
@@ -264,6 +273,10 @@ function report(err: unknown): number {
   if (err instanceof UsageError) {
     process.stderr.write(`sluice: ${e.message}\n`);
     return 2;
+  }
+  if (err instanceof CommandFailed) {
+    process.stderr.write(`${e.message}\n`);
+    return 1;
   }
   if (err instanceof SluiceError) {
     process.stderr.write(`sluice: ${e.message}\n`);

@@ -31,20 +31,6 @@ export interface StoreLock {
   release(): void;
 }
 
-/** What to do about a lock held by another process, by the command that wanted it. */
-function hint(command: string): string {
-  if (command === "migrate") {
-    return "A running Sluice applies migrations itself when it starts, so there is nothing to do; to migrate anyway, stop it first.";
-  }
-  if (command === "audit") {
-    return (
-      "The embedded store takes one process at a time: read the attempts through the running API " +
-      "(GET /v1/destinations/ID/attempts), or stop that process and run the audit again."
-    );
-  }
-  return "The embedded store takes one process at a time: stop that process first, or use another --data-dir (SLUICE_DATA_DIR).";
-}
-
 function readHolder(file: string): LockHolder | null {
   try {
     const h = JSON.parse(readFileSync(file, "utf8")) as Partial<LockHolder>;
@@ -114,10 +100,7 @@ export function acquireStoreLock(dataDir: string, command: string, log?: Logger)
       const who = holder
         ? `process ${holder.pid} on ${holder.host} ('${holder.command}', started ${holder.started_at})`
         : "another process";
-      throw new StartupError(
-        "SLUICE_STORE_LOCKED",
-        `The embedded store in ${path.resolve(dataDir)} is in use by ${who}.\n${hint(command)}`,
-      );
+      throw new StartupError("SLUICE_STORE_LOCKED", { dir: path.resolve(dataDir), holder: who });
     }
     // Changed since it was judged: another process is taking it over too; the next round decides.
     if (JSON.stringify(readHolder(file)) !== JSON.stringify(holder)) continue;

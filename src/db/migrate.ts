@@ -1,13 +1,14 @@
 import { readdirSync, readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
+import path from "node:path";
 import type { Db } from "./db.js";
 import { StartupError } from "../errors.js";
 import { MIGRATIONS_LOCK } from "./locks.js";
+import { PACKAGE_ROOT } from "../package-root.js";
 
 // Numbered, append-only .sql files, applied in order under an advisory lock and recorded in a
 // ledger, so any number of processes may start at once against one server.
 
-const MIGRATIONS_DIR = fileURLToPath(new URL("../../migrations/", import.meta.url));
+const MIGRATIONS_DIR = path.join(PACKAGE_ROOT, "migrations") + path.sep;
 
 export interface Migration {
   version: number;
@@ -50,9 +51,5 @@ export async function migrate(db: Db, migrations = loadMigrations()): Promise<st
 function newerSchemaError(unknown: string[], migrations: Migration[]): StartupError {
   const latest = migrations[migrations.length - 1]?.name ?? "none";
   const which = unknown.length === 1 ? `migration ${unknown[0]}` : `migrations ${unknown.join(", ")}`;
-  return new StartupError(
-    "SLUICE_STORE_SCHEMA_NEWER",
-    `The database was migrated by a newer Sluice: it has ${which}, which this version does not know (its latest is ${latest}).\n` +
-      "Upgrade Sluice to the version that migrated it (or newer); an older Sluice cannot run against a newer schema.",
-  );
+  return new StartupError("SLUICE_STORE_SCHEMA_NEWER", { unknown: which, latest });
 }

@@ -16,16 +16,14 @@ export interface NetworkPolicy {
   allowedCidrs: string[];
 }
 
-export class BlockedAddressError extends SluiceError {
+/** An address (`address`, an IP) the policy refuses; `reason` is its class ("a loopback address"). */
+export class BlockedAddressError extends SluiceError<"SLUICE_DELIVERY_BLOCKED_ADDRESS"> {
   readonly address: string;
   readonly hostname: string | undefined;
 
   constructor(address: string, reason: string, hostname?: string) {
     const target = hostname !== undefined && hostname !== address ? `${hostname} (${address})` : address;
-    super(
-      "SLUICE_DELIVERY_BLOCKED_ADDRESS",
-      `Refused to connect to ${target}: ${reason}${parseAddress(address) !== null ? ", which this Sluice does not deliver to" : ""}. ${capitalise(allowHint(address))}.`,
-    );
+    super("SLUICE_DELIVERY_BLOCKED_ADDRESS", { target, reason, cidr: exampleCidr(address) ?? address });
     this.name = "BlockedAddressError";
     this.address = address;
     this.hostname = hostname;
@@ -131,10 +129,6 @@ function allowHint(address: string): string {
   return `set SLUICE_ALLOW_PRIVATE_NETWORKS=1 or add it to SLUICE_ALLOWED_CIDRS${cidr === null ? "" : ` (e.g. ${cidr})`} to allow it`;
 }
 
-function capitalise(s: string): string {
-  return s.charAt(0).toUpperCase() + s.slice(1);
-}
-
 function parseAddress(address: string): IP | null {
   const bare = address.startsWith("[") && address.endsWith("]") ? address.slice(1, -1) : address;
   if (!ipaddr.isValid(bare)) return null;
@@ -219,8 +213,9 @@ export function guardedLookup(policy: NetworkPolicy): LookupFunction {
       });
       const first = usable[0];
       if (first === undefined) {
-        const blocked = refusal ?? new BlockedAddressError(hostname, "the name resolved to no address", hostname);
-        return wantAll ? callback(blocked, []) : callback(blocked, "", 0);
+        // No answer at all is a DNS failure (retried as "dns"), not a refusal by the policy.
+        const failed = refusal ?? Object.assign(new Error(`${hostname} resolved to no address`), { code: "ENOTFOUND", hostname });
+        return wantAll ? callback(failed, []) : callback(failed, "", 0);
       }
       if (wantAll) callback(null, usable);
       else callback(null, first.address, first.family);

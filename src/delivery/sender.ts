@@ -51,14 +51,20 @@ interface Target {
   refusal: { errorClass: ErrorClass; error: Error } | null;
 }
 
+/**
+ * A request's headers: the destination's custom ones first, then Sluice's own. The names custom
+ * headers may not use (policy/custom-headers.ts) include every one set here, so none is overridden.
+ */
 export function buildDeliveryHeaders(args: {
   msgId: string;
   timestampSeconds: number;
   body: string;
   secrets: string[];
   userAgent: string;
+  custom?: Record<string, string>;
 }): Record<string, string> {
   return {
+    ...args.custom,
     "content-type": "application/json",
     "user-agent": args.userAgent,
     "webhook-id": args.msgId,
@@ -99,7 +105,8 @@ export class Sender {
     }
 
     let headers = req.headers;
-    if (target.authorization !== null && headers.authorization === undefined && headers.Authorization === undefined) {
+    // A custom Authorization header (any case) wins over credentials in the URL.
+    if (target.authorization !== null && !Object.keys(headers).some((k) => k.toLowerCase() === "authorization")) {
       headers = { ...headers, authorization: target.authorization };
     }
     if (headers["user-agent"] === undefined && headers["User-Agent"] === undefined) {

@@ -15,7 +15,7 @@ import {
   type LockedDestinationState,
   type DestinationUpdate,
 } from "../db/queries/results.js";
-import { alertInput, recordAlerts, type AlertInput } from "../alerts/alerts.js";
+import { alertInput, deathAlerts, recordAlerts, type AlertInput } from "../alerts/alerts.js";
 import { classify } from "../policy/outcome.js";
 import { healthClass, DEFAULT_HEALTH_CONFIG, type HealthConfig } from "../policy/health.js";
 import { newId } from "../ids.js";
@@ -242,6 +242,7 @@ export class Dispatcher {
       body,
       secrets,
       userAgent: this.opts.userAgent,
+      custom: dest.headers,
     });
     this.sender
       .send({ url: dest.url, body, headers, timeoutMs: dest.timeout_seconds * 1000 })
@@ -286,6 +287,7 @@ export class Dispatcher {
       body,
       secrets,
       userAgent: this.opts.userAgent,
+      custom: dest.headers,
     });
     const p = (async () => {
       const result = await this.sender.send({ url: dest.url, body, headers, timeoutMs: dest.timeout_seconds * 1000 });
@@ -415,8 +417,12 @@ export class Dispatcher {
       await updateDestinationsAfterResults(q, updates);
       // Alerts on transitions only, written with the transition: never one per failure.
       const alerts = updates.flatMap((u, i) => (u.transition ? [transitionAlert(touched[i]!, u)] : []));
-      await recordAlerts(q, alerts);
-      return { landed, updates, alerts: alerts.length, states };
+      // A death is an alert too, written with it — once, however often this write-back runs.
+      const died = decisions
+        .filter((d) => d.delivery.status === "dead" && landed.has(d.f.deliveryId))
+        .map((d) => ({ destinationId: d.f.destinationId, id: d.f.deliveryId }));
+      const recorded = await recordAlerts(q, [...alerts, ...(await deathAlerts(q, died))]);
+      return { landed, updates, alerts: recorded, states };
     }).then(({ landed, updates, alerts, states }) => {
       // Logged after the commit: each line says what the store now holds.
       const byId = new Map(states.map((st) => [st.id, st]));

@@ -9,17 +9,18 @@ import {
   pruneEvents,
   discardHeldPastPausedRetention,
   pruneIdempotencyKeys,
+  pruneAlerts,
 } from "../db/queries/retention.js";
 
-// Retention: finished deliveries, their attempts, events with nothing left to deliver, and old
-// idempotency keys are pruned; deliveries held too long for a paused destination are discarded in small batches, by one worker at a time (advisory lock).
+// Retention: finished deliveries, their attempts, events with nothing left to deliver, settled
+// alerts and old idempotency keys are pruned; deliveries held too long for a paused destination are discarded in small batches, by one worker at a time (advisory lock).
 
 const BATCH = 5_000;
 
 export async function pruneOnce(
   db: Db,
   retentionHours: number,
-): Promise<{ deliveries: number; attempts: number; events: number; keys: number; pausedDiscarded: number } | null> {
+): Promise<{ deliveries: number; attempts: number; events: number; keys: number; pausedDiscarded: number; alerts: number } | null> {
   return db.tx(async (q) => {
     if (!(await tryRetentionLock(q))) return null;
     const attempts = await pruneAttempts(q, retentionHours, BATCH);
@@ -27,7 +28,8 @@ export async function pruneOnce(
     const events = await pruneEvents(q, retentionHours, BATCH);
     const pausedDiscarded = await discardHeldPastPausedRetention(q);
     const keys = await pruneIdempotencyKeys(q);
-    return { deliveries, attempts, events, keys, pausedDiscarded };
+    const alerts = await pruneAlerts(q, retentionHours, BATCH);
+    return { deliveries, attempts, events, keys, pausedDiscarded, alerts };
   });
 }
 
@@ -40,8 +42,8 @@ export function startJanitor(db: Db, retentionHours: number, log: Logger, everyM
       for (let i = 0; i < 20 && !stopped; i++) {
         const r = await pruneOnce(db, retentionHours);
         if (!r) break;
-        if (r.deliveries || r.attempts || r.events || r.keys || r.pausedDiscarded) log.info(r, "pruned past retention");
-        if (r.deliveries < BATCH && r.attempts < BATCH && r.events < BATCH) break;
+        if (r.deliveries || r.attempts || r.events || r.keys || r.pausedDiscarded || r.alerts) log.info(r, "pruned past retention");
+        if (r.deliveries < BATCH && r.attempts < BATCH && r.events < BATCH && r.alerts < BATCH) break;
       }
     } catch (err) {
       log[isStoreUnavailable(err) ? "debug" : "warn"]({ err }, "pruning failed; will try again");

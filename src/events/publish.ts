@@ -1,7 +1,7 @@
 import type { Queryable } from "../db/db.js";
 import { ValidationError, SluiceError, type FieldError } from "../errors.js";
 import { newId } from "../ids.js";
-import { matchesEventType, SYSTEM_TYPE_PREFIX } from "../policy/event-match.js";
+import { matchesEventType, isSystemEventType } from "../policy/event-match.js";
 import { scheduleApplies, currentQuietWindow } from "../policy/quiet-hours.js";
 import {
   routingTargets,
@@ -15,7 +15,7 @@ import {
 } from "../db/queries/events.js";
 
 // Fan-out: an event becomes one delivery per matching destination, all in the caller's
-// transaction. Used by the API and by Sluice itself (destination.* events).
+// transaction. Used by the API and by Sluice itself (destination.* and delivery.dead events).
 
 export interface EventInput {
   type: string;
@@ -63,7 +63,7 @@ export interface PublishOptions {
   /** Keep routing tables in memory between calls (else every call reads them). */
   routing?: RoutingCache;
   maxPayloadBytes: number;
-  /** Sluice's own destination.* events; tenants may not publish those types. */
+  /** Sluice's own events (destination.*, delivery.dead); tenants may not publish those types. */
   system?: boolean;
   /** Field-name prefix for error details (e.g. "events[3]."). */
   fieldPrefix?: (index: number) => string;
@@ -76,18 +76,19 @@ export async function publishEvents(q: Queryable, tenantId: string, inputs: Even
   const problems: FieldError[] = [];
   const events: NewEvent[] = [];
   for (const [i, e] of inputs.entries()) {
-    if (!opts.system && e.type.startsWith(SYSTEM_TYPE_PREFIX)) {
+    if (!opts.system && isSystemEventType(e.type)) {
       problems.push({
         field: `${prefix(i)}type`,
-        message: `'${SYSTEM_TYPE_PREFIX}*' types are published by Sluice itself; pick another type`,
+        message: `'${e.type}' is published by Sluice itself (destination.* and delivery.dead are reserved); pick another type`,
       });
     }
     const payload = JSON.stringify(e.payload);
     if (Buffer.byteLength(payload) > opts.maxPayloadBytes) {
-      throw new SluiceError(
-        "SLUICE_EVENT_PAYLOAD_TOO_LARGE",
-        `${prefix(i)}payload is ${Buffer.byteLength(payload)} bytes; at most ${opts.maxPayloadBytes} are allowed (SLUICE_MAX_PAYLOAD_BYTES). Send a reference (an id or URL) instead of the whole document.`,
-      );
+      throw new SluiceError("SLUICE_EVENT_PAYLOAD_TOO_LARGE", {
+        field: `${prefix(i)}payload`,
+        bytes: Buffer.byteLength(payload),
+        limit: opts.maxPayloadBytes,
+      });
     }
     events.push({
       id: newId("evt"),
@@ -153,5 +154,5 @@ export async function publishEvents(q: Queryable, tenantId: string, inputs: Even
 }
 
 function invalid(problems: FieldError[]): ValidationError {
-  return new ValidationError(`Invalid event: ${problems.map((p) => `${p.field} ${p.message}`).join("; ")}`, problems);
+  return new ValidationError("event", problems);
 }

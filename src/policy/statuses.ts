@@ -45,6 +45,26 @@ export type DestinationStatus = (typeof DESTINATION_STATUSES)[number];
 export const ALERT_TYPES = ["destination.degraded", "destination.paused", "destination.resumed"] as const;
 export type AlertTypeName = (typeof ALERT_TYPES)[number];
 
-/** alerts.email_state. */
+/** alerts.type too: the events about one delivery (`delivery.dead`: its retries are spent). */
+export const DELIVERY_ALERT_TYPES = ["delivery.dead"] as const;
+export type DeliveryAlertTypeName = (typeof DELIVERY_ALERT_TYPES)[number];
+
+/**
+ * Every type Sluice publishes itself, and so every alerts.type (migrations/0009 widens 0005's
+ * CHECK to these): tenants may not publish them, and they reach only destinations that name them.
+ */
+export const SYSTEM_EVENT_TYPES = [...ALERT_TYPES, ...DELIVERY_ALERT_TYPES] as const;
+export type SystemEventType = (typeof SYSTEM_EVENT_TYPES)[number];
+
+/** alerts.email_state, and alert_digests.state (the hourly e-mail of delivery.dead alerts). */
 export const EMAIL_STATES = ["pending", "sent", "skipped", "failed"] as const;
 export type EmailState = (typeof EMAIL_STATES)[number];
+
+/** recoveries.status: a recovery is requeueing page by page, or has passed the end of its range. */
+export const RECOVERY_STATUSES = ["running", "done"] as const;
+export type RecoveryStatus = (typeof RECOVERY_STATUSES)[number];
+
+/** The delivery statuses a recovery may queue again (the final ones), and those it takes by default. */
+export const RECOVERABLE_STATUSES = ["dead", "discarded", "delivered"] as const satisfies readonly DeliveryStatus[];
+export type RecoverableStatus = (typeof RECOVERABLE_STATUSES)[number];
+export const DEFAULT_RECOVER_STATUSES: readonly RecoverableStatus[] = ["dead", "discarded"];

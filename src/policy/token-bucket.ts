@@ -6,11 +6,9 @@
 //               when it is the only window set (the finest window set takes the burst size).
 // Over any interval of length L a bucket lets through at most capacity + rate × L sends.
 
-export interface RateLimit {
-  max_per_second?: number;
-  max_per_minute?: number;
-  burst_capacity?: number;
-}
+import type { RateLimit } from "../schemas/destinations.js";
+
+export type { RateLimit };
 
 export interface Bucket {
   /** Which window: state is stored per window, so adding or removing one keeps the other's tokens. */

@@ -1,4 +1,5 @@
 import { Type, type TSchema } from "@sinclair/typebox";
+import { ERROR_CATALOGUE, type ErrorCode } from "../errors.js";
 
 // Shapes shared by every part of the API. The schemas in src/schemas/ are the one source of each
 // shape: they validate requests (ajv), serialize responses (fast-json-stringify: a field not in
@@ -37,10 +38,13 @@ export const ListQueryWith = <P extends Record<string, TSchema>>(filters: P) =>
 export const Page = <T extends TSchema>(item: T) =>
   Type.Object({ data: Type.Array(item), next_cursor: Nullable(Type.String({ description: "pass as `cursor` for the next page" })) });
 
+/** The codes an answer can carry (the catalogue's codes with an HTTP status). */
+const API_ERROR_CODES = (Object.keys(ERROR_CATALOGUE) as ErrorCode[]).filter((c) => ERROR_CATALOGUE[c].status !== null);
+
 export const ErrorBody = Type.Object(
   {
     error: Type.Object({
-      code: Type.String({ description: "stable SLUICE_* code (docs/api.md lists them)" }),
+      code: Enum(API_ERROR_CODES, "stable code: branch on it (docs/api.md says when each happens)"),
       message: Type.String({ description: "what is wrong and how to mend it" }),
       details: Type.Optional(Type.Unknown({ description: "for 422: one {field, message} per invalid field" })),
     }),

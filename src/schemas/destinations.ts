@@ -1,6 +1,7 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { DAY_NAMES } from "../policy/quiet-hours.js";
 import { ATTEMPT_OUTCOMES, DESTINATION_STATUSES, HEALTH_STATUSES } from "../policy/statuses.js";
+import { HEADER_MASK, MAX_CUSTOM_HEADERS, MAX_HEADER_NAME_LENGTH, MAX_HEADER_VALUE_LENGTH } from "../policy/custom-headers.js";
 import { Enum, EVENT_TYPE_PATTERN, Nullable, SECRET_PATTERN, Seconds, TIME_OF_DAY, Timestamp, URL_PATTERN } from "./common.js";
 
 export const RateLimit = Type.Object(
@@ -29,6 +30,18 @@ export const DeliverySchedule = Type.Object(
 );
 export type DeliverySchedule = Static<typeof DeliverySchedule>;
 
+// Name and value rules beyond these bounds (token grammar, reserved names, no CR/LF) are checked
+// in policy/custom-headers.ts, whose messages name the header without echoing a secret value.
+const CustomHeaders = Type.Unsafe<Record<string, string>>({
+  type: "object",
+  additionalProperties: Type.String({ maxLength: MAX_HEADER_VALUE_LENGTH }),
+  maxProperties: MAX_CUSTOM_HEADERS,
+  description:
+    "name → value, sent on every request (deliveries and probes). Names: RFC 9110 tokens, case-insensitive; webhook-*, " +
+    "content-type, content-length, host, user-agent, expect and hop-by-hop names are reserved. Values: visible ASCII, space, tab. " +
+    `Secret values show as ${HEADER_MASK}; a PATCH that sends ${HEADER_MASK} back keeps the stored value`,
+});
+
 /** The settable part of a destination; each is one column of destinations. */
 const configFields = {
   name: Type.String({ maxLength: 200 }),
@@ -47,6 +60,11 @@ const configFields = {
     minimum: 1,
     maximum: 8760,
     description: "how long deliveries wait for a paused destination before they are discarded",
+  }),
+  headers: CustomHeaders,
+  secret_headers: Type.Array(Type.String({ minLength: 1, maxLength: MAX_HEADER_NAME_LENGTH }), {
+    maxItems: MAX_CUSTOM_HEADERS,
+    description: `header names whose values are secret: API answers show ${HEADER_MASK} instead (authorization always is)`,
   }),
 };
 export const DestinationConfig = Type.Object(configFields);

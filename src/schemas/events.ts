@@ -1,5 +1,5 @@
 import { Type, type Static } from "@sinclair/typebox";
-import { EVENT_TYPE, Timestamp } from "./common.js";
+import { EVENT_TYPE, EVENT_TYPE_PATTERN, ListQueryWith, Timestamp } from "./common.js";
 import { Delivery } from "./deliveries.js";
 
 export const EventIn = Type.Object(
@@ -49,3 +49,13 @@ export const Event = Type.Object(
   { $id: "Event" },
 );
 export type Event = Static<typeof Event>;
+
+/** GET /v1/events: newest first (occurred_at, then id), filtered by type and occurred_at. */
+export const EventListQuery = ListQueryWith({
+  type: Type.Optional(
+    Type.String({ minLength: 1, pattern: EVENT_TYPE_PATTERN, description: "an event type, or a prefix ending in * (order.*)" }),
+  ),
+  since: Type.Optional(Timestamp("events that occurred at or after this time")),
+  until: Type.Optional(Timestamp("events that occurred before this time (exclusive); must be after since")),
+});
+export type EventListQuery = Static<typeof EventListQuery>;

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { Type, type Static } from "@sinclair/typebox";
 import type { ApiContext } from "../context.js";
-import { ConflictError, NotFoundError } from "../../errors.js";
+import { NotFoundError, SluiceError } from "../../errors.js";
 import { getDelivery, listDeliveries, listAttempts, requeueDelivery } from "../../db/queries/deliveries.js";
 import { lockDestination } from "../../db/queries/destinations.js";
 import { WORK_CHANNEL } from "../../db/channels.js";
@@ -110,10 +110,7 @@ export function deliveryRoutes(ctx: ApiContext) {
           // Waiting deliveries of a destination change only under its row lock.
           await lockDestination(q, d.destination_id);
           if (!(await requeueDelivery(q, d.destination_id, d.id))) {
-            throw new ConflictError(
-              "SLUICE_DELIVERY_NOT_RETRYABLE",
-              `Delivery '${d.id}' is ${d.status}; only dead or discarded deliveries can be retried.`,
-            );
+            throw new SluiceError("SLUICE_DELIVERY_NOT_RETRYABLE", { id: d.id, status: d.status });
           }
           return deliveryView((await getDelivery(q, req.tenant.id, req.params.id))!);
         });

@@ -74,8 +74,7 @@ export function destinationRoutes(ctx: ApiContext) {
       async (req, reply) => {
         const config = withDefaults(req.body);
         const problems = checkDestinationConfig(config, networkPolicy(ctx));
-        if (problems.length)
-          throw new ValidationError(`Invalid destination: ${problems.map((p) => `${p.field} ${p.message}`).join("; ")}`, problems);
+        if (problems.length) throw new ValidationError("destination", problems);
         const secrets: SecretEntry[] = [{ secret: req.body.secret ?? generateSecret(), expires_at: null }];
         const row = await ctx.db.tx((q) => insertDestination(q, newId("dst"), req.tenant.id, config, secrets));
         return reply.status(201).send(destinationView(row, undefined, { withSecret: true }));
@@ -162,9 +161,10 @@ export function destinationRoutes(ctx: ApiContext) {
         const row = await ctx.db.tx(async (q) => {
           const current = await mustGet(q, req.tenant.id, req.params.id, true);
           const config = applyPatch(current, req.body);
-          const problems = checkDestinationConfig(req.body, networkPolicy(ctx));
-          if (problems.length)
-            throw new ValidationError(`Invalid destination: ${problems.map((p) => `${p.field} ${p.message}`).join("; ")}`, problems);
+          // The fields sent, with masked secret header values already put back to the stored ones.
+          const sent = req.body.headers === undefined ? req.body : { ...req.body, headers: config.headers };
+          const problems = checkDestinationConfig(sent, networkPolicy(ctx));
+          if (problems.length) throw new ValidationError("destination", problems);
           const secrets = req.body.secret ? rotate(current.secrets, req.body.secret, DEFAULT_ROTATION_GRACE_SECONDS) : null;
           const updated = await updateDestinationConfig(q, current.id, config, secrets);
           if (JSON.stringify(config.delivery_schedule) !== JSON.stringify(current.delivery_schedule)) {
@@ -327,7 +327,7 @@ function rotate(current: SecretEntry[], secret: string, graceSeconds: number): S
 }
 
 export function badCursor(): ValidationError {
-  return new ValidationError("Invalid request: query.cursor is not a cursor returned by a previous page", [
+  return new ValidationError("request", [
     { field: "query.cursor", message: "is not a cursor returned by a previous page; pass next_cursor as is" },
   ]);
 }

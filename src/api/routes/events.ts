@@ -2,17 +2,18 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { createHash } from "node:crypto";
 import { Type, type Static } from "@sinclair/typebox";
 import type { ApiContext } from "../context.js";
-import { ConflictError, NotFoundError, ValidationError } from "../../errors.js";
+import { NotFoundError, SluiceError, ValidationError } from "../../errors.js";
 import { withRetry } from "../../db/db.js";
-import { findIdempotent, storeIdempotent, getEvent, type QuietHoldStart } from "../../db/queries/events.js";
+import { findIdempotent, storeIdempotent, getEvent, listEvents, type QuietHoldStart } from "../../db/queries/events.js";
 import { listDeliveries } from "../../db/queries/deliveries.js";
 import { publishEvents, type Published } from "../../events/publish.js";
 import { WORK_CHANNEL } from "../../db/channels.js";
 import { metrics } from "../../metrics.js";
-import { IdParams } from "../../schemas/common.js";
-import { Event, EventAccepted, EventBatch, EventBatchAccepted, EventIn, IdempotencyHeaders } from "../../schemas/events.js";
+import { IdParams, Page } from "../../schemas/common.js";
+import { Event, EventAccepted, EventBatch, EventBatchAccepted, EventIn, EventListQuery, IdempotencyHeaders } from "../../schemas/events.js";
 import { answers, BODY_ERRORS } from "../openapi.js";
-import { eventView, deliveryView } from "../serialize.js";
+import { eventView, deliveryView, decodeTimeCursor, encodeTimeCursor } from "../serialize.js";
+import { badCursor } from "./destinations.js";
 
 class IdempotentReplay extends Error {}
 
@@ -24,9 +25,7 @@ export function eventRoutes(ctx: ApiContext) {
     const key = req.headers["idempotency-key"];
     if (key === undefined) return undefined;
     if (typeof key !== "string" || key.length === 0 || key.length > 255) {
-      throw new ValidationError("Invalid request: header Idempotency-Key must be 1–255 characters", [
-        { field: "header.idempotency-key", message: "must be 1–255 characters" },
-      ]);
+      throw new ValidationError("request", [{ field: "header.idempotency-key", message: "must be 1–255 characters" }]);
     }
     return { key, hash: createHash("sha256").update(JSON.stringify(req.body)).digest("hex") };
   }
@@ -36,10 +35,7 @@ export function eventRoutes(ctx: ApiContext) {
     const found = await findIdempotent(ctx.db, req.tenant.id, idem.key);
     if (!found) return undefined;
     if (found.request_hash !== idem.hash) {
-      throw new ConflictError(
-        "SLUICE_IDEMPOTENCY_KEY_REUSED",
-        `Idempotency-Key '${idem.key}' was used in the last 24 hours with a different body. Use a new key for a new request.`,
-      );
+      throw new SluiceError("SLUICE_IDEMPOTENCY_KEY_REUSED", { key: idem.key });
     }
     return found.response;
   }
@@ -128,6 +124,35 @@ export function eventRoutes(ctx: ApiContext) {
       },
       async (req, reply) => {
         return reply.status(202).send(await accept(req, req.body.events, true));
+      },
+    );
+
+    app.get<{ Querystring: EventListQuery }>(
+      "/v1/events",
+      {
+        schema: {
+          operationId: "listEvents",
+          summary: "Find events by type (order.* for a prefix) and time, newest first",
+          tags,
+          querystring: EventListQuery,
+          response: answers({ 200: Page(Type.Ref(Event)) }),
+        },
+      },
+      async (req) => {
+        const after = decodeTimeCursor(req.query.cursor);
+        if (after === undefined) throw badCursor();
+        const since = req.query.since === undefined ? undefined : new Date(req.query.since);
+        const until = req.query.until === undefined ? undefined : new Date(req.query.until);
+        if (since && until && until <= since) {
+          throw new ValidationError("request", [{ field: "query.until", message: "must be after query.since" }]);
+        }
+        const limit = req.query.limit ?? 100;
+        const rows = await listEvents(ctx.db, req.tenant.id, { type: req.query.type, since, until }, limit, after);
+        const last = rows[rows.length - 1];
+        return {
+          data: rows.map(eventView),
+          next_cursor: rows.length === limit && last ? encodeTimeCursor({ at: last.cursor_at, id: last.id }) : null,
+        };
       },
     );
 

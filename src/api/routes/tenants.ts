@@ -5,6 +5,7 @@ import { bearer } from "../auth.js";
 import { SluiceError } from "../../errors.js";
 import { newApiKey, newId } from "../../ids.js";
 import { insertTenant, updateTenant } from "../../db/queries/tenants.js";
+import { insertApiKey } from "../../db/queries/api-keys.js";
 import { Tenant, TenantCreate, TenantCreated, TenantPatch } from "../../schemas/tenants.js";
 import { answers, BODY_ERRORS } from "../openapi.js";
 import { tenantView } from "../serialize.js";
@@ -26,18 +27,18 @@ export function tenantRoutes(ctx: ApiContext) {
       async (req, reply) => {
         const admin = ctx.config.adminKey;
         if (!admin) {
-          throw new SluiceError(
-            "SLUICE_AUTH_ADMIN_DISABLED",
-            "Creating tenants needs an admin key: start Sluice with SLUICE_ADMIN_KEY set.",
-          );
+          throw new SluiceError("SLUICE_AUTH_ADMIN_DISABLED");
         }
         if (!sameSecret(bearer(req), admin)) {
-          throw new SluiceError("SLUICE_AUTH_INVALID_KEY", "POST /v1/tenants takes the admin key (SLUICE_ADMIN_KEY) as its Bearer token.");
+          throw new SluiceError("SLUICE_AUTH_INVALID_KEY", { problem: "This is not the admin key" });
         }
         const apiKey = newApiKey();
-        const t = await ctx.db.tx((q) =>
-          insertTenant(q, { id: newId("ten"), name: req.body.name, alertEmail: req.body.alert_email ?? null }, apiKey),
-        );
+        const t = await ctx.db.tx(async (q) => {
+          const tenant = await insertTenant(q, { id: newId("ten"), name: req.body.name, alertEmail: req.body.alert_email ?? null });
+          // Listed by GET /v1/api-keys under this name; it can be deleted once the tenant has another.
+          await insertApiKey(q, { id: newId("key"), tenantId: tenant.id, name: "initial", key: apiKey });
+          return tenant;
+        });
         return reply.status(201).send({ ...tenantView(t), api_key: apiKey });
       },
     );

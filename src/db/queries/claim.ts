@@ -11,6 +11,8 @@ export interface ClaimedDestination {
   id: string;
   url: string;
   secrets: { secret: string; expires_at: string | null }[];
+  /** Custom headers sent on every request, before Sluice's own (which no custom name can clash with). */
+  headers: Record<string, string>;
   timeout_seconds: number;
   max_concurrency: number;
   ordered: boolean;
@@ -82,7 +84,7 @@ export async function lockReadyDestinations(q: Queryable, limit: number, shard: 
   // and token spend. clock_timestamp(), not now(), so that the time the token buckets see only
   // moves forward from one claim of a destination to the next.
   const rows = await q.query<ClaimedDestination & { pos: number }>(
-    `SELECT d.id, d.url, d.secrets, d.timeout_seconds, d.max_concurrency, d.ordered,
+    `SELECT d.id, d.url, d.secrets, d.headers, d.timeout_seconds, d.max_concurrency, d.ordered,
             d.retry_schedule_seconds, d.throttle_schedule_seconds, d.throttled_until, d.paused_at,
             d.rate_limit, d.bucket_state, d.delivery_schedule, d.ramp_limit, d.pause_cause, d.next_probe_at,
             d.probe_interval_seconds, d.tenant_id, d.idle_recheck, d.rate_limited, d.quiet_holding, d.ready_at,

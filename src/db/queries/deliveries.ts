@@ -1,5 +1,5 @@
 import type { Queryable } from "../db.js";
-import type { DeliveryStatus } from "../../policy/statuses.js";
+import type { AttemptOutcome, DeliveryStatus } from "../../policy/statuses.js";
 import { readyAtLaterThan, readyAtOutsideHold, wakeable } from "./ready-at.js";
 
 export interface DeliveryRow {
@@ -83,7 +83,7 @@ export interface AttemptRowOut {
   attempt_no: number;
   started_at: Date;
   latency_ms: number;
-  outcome: string;
+  outcome: AttemptOutcome;
   status_code: number | null;
   error_class: string | null;
   error_message: string | null;
@@ -113,18 +113,29 @@ export async function destinationTimeline(
   );
 }
 
+/**
+ * The SET list that queues a finished delivery again (a retry, a recovery): due now, with a fresh
+ * retry schedule (failures 0); `attempts` keeps counting, so its attempt rows stay numbered.
+ */
+export const REQUEUE_SET = "status = 'queued', failures = 0, next_attempt_at = now(), finished_at = NULL, updated_at = now()";
+
 /** Queues a dead or discarded delivery again with a fresh retry schedule. Caller holds the destination lock. */
 export async function requeueDelivery(q: Queryable, destinationId: string, id: string): Promise<boolean> {
   const rows = await q.query(
-    `UPDATE deliveries SET status = 'queued', failures = 0, next_attempt_at = now(), finished_at = NULL, updated_at = now()
+    `UPDATE deliveries SET ${REQUEUE_SET}
       WHERE destination_id = $1 AND id = $2 AND status IN ('dead', 'discarded') RETURNING id`,
     [destinationId, id],
   );
   if (rows.length === 0) return false;
+  await wakeForRequeued(q, destinationId);
+  return true;
+}
+
+/** After deliveries were queued again: the destination is ready now (outside a throttle hold), unless paused, deleted or due sooner. */
+export async function wakeForRequeued(q: Queryable, destinationId: string): Promise<void> {
   await q.query(
     `UPDATE destinations SET ready_at = ${readyAtOutsideHold("now()")}
       WHERE id = $1 AND ${wakeable()} AND ${readyAtLaterThan("now()")}`,
     [destinationId],
   );
-  return true;
 }

@@ -60,6 +60,8 @@ const CONFIG_COLUMNS = [
   "probe_interval_seconds",
   "replay_on_resume",
   "paused_retention_hours",
+  "headers",
+  "secret_headers",
 ] as const;
 
 function configParams(c: DestinationConfig): unknown[] {
@@ -77,6 +79,8 @@ function configParams(c: DestinationConfig): unknown[] {
     c.probe_interval_seconds,
     c.replay_on_resume,
     c.paused_retention_hours,
+    JSON.stringify(c.headers),
+    c.secret_headers,
   ];
 }
 

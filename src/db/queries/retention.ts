@@ -3,7 +3,7 @@ import { RETENTION_LOCK } from "../locks.js";
 
 // Retention, run by dispatch/janitor.ts: attempts, finished deliveries and events with nothing
 // left to deliver are deleted past retention in batches of `batch` rows, idempotency keys after
-// 24 h, and deliveries held too long for a paused destination are discarded. Each statement
+// 24 h, settled alerts past retention, and deliveries held too long for a paused destination are discarded. Each statement
 // returns how many rows it removed or changed.
 
 const cutoff = `now() - make_interval(hours => $1)`;
@@ -68,6 +68,23 @@ export async function discardHeldPastPausedRetention(q: Queryable): Promise<numb
           AND greatest(dl.created_at, p.paused_at) < now() - make_interval(hours => p.paused_retention_hours)
        RETURNING 1)
      SELECT count(*)::int AS n FROM d`,
+  );
+  return rows[0]!.n;
+}
+
+/**
+ * Alerts finished (published, e-mail settled) more than `retentionHours` ago, and the settled
+ * digests of hours that long gone. A death's dedup key only matters while its delivery can still
+ * be written back, which ends long before: a finished delivery is pruned after the same time.
+ */
+export async function pruneAlerts(q: Queryable, retentionHours: number, batch: number): Promise<number> {
+  const rows = await q.query<{ n: number }>(
+    `WITH d AS (DELETE FROM alerts WHERE id IN (
+        SELECT id FROM alerts WHERE created_at < ${cutoff} AND published_at IS NOT NULL AND email_state <> 'pending' LIMIT $2)
+      RETURNING 1),
+     g AS (DELETE FROM alert_digests WHERE hour < ${cutoff} AND state <> 'pending')
+     SELECT count(*)::int AS n FROM d`,
+    [retentionHours, batch],
   );
   return rows[0]!.n;
 }

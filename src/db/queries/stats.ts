@@ -11,9 +11,10 @@ export async function ping(q: Queryable): Promise<void> {
   await q.query("SELECT 1");
 }
 
-/** Live leases per destination (only destinations with something in flight). */
-export async function inflightByDestination(q: Queryable): Promise<{ destination_id: string; n: number }[]> {
-  return q.query("SELECT destination_id, count(*)::int AS n FROM deliveries WHERE status = 'delivering' GROUP BY destination_id");
+/** Live leases, all destinations and workers. */
+export async function inflightTotal(q: Queryable): Promise<number> {
+  const rows = await q.query<{ n: number }>("SELECT count(*)::int AS n FROM deliveries WHERE status = 'delivering'");
+  return rows[0]?.n ?? 0;
 }
 
 /**

@@ -1,6 +1,8 @@
-import { createHash } from "node:crypto";
 import type { Queryable } from "../db.js";
 import { BOOTSTRAP_LOCK } from "../locks.js";
+
+// Tenants: creating one (its API keys are in api-keys.ts), the default tenant, and the lock that
+// serialises its creation by several processes starting at once.
 
 export interface TenantRow {
   id: string;
@@ -12,15 +14,10 @@ export interface TenantRow {
   updated_at: Date;
 }
 
-export function hashKey(key: string): string {
-  return createHash("sha256").update(key).digest("hex");
-}
-
-/** Creates a tenant and its first API key (stored hashed); `isDefault` marks the default tenant. */
+/** Creates a tenant (its keys are added with insertApiKey); `isDefault` marks the default tenant. */
 export async function insertTenant(
   q: Queryable,
   t: { id: string; name: string; alertEmail: string | null; isDefault?: boolean },
-  apiKey: string,
 ): Promise<TenantRow> {
   const rows = await q.query<TenantRow>("INSERT INTO tenants (id, name, alert_email, is_default) VALUES ($1, $2, $3, $4) RETURNING *", [
     t.id,
@@ -28,29 +25,12 @@ export async function insertTenant(
     t.alertEmail,
     t.isDefault ?? false,
   ]);
-  await addApiKey(q, t.id, apiKey);
   return rows[0]!;
-}
-
-/** Adds another API key (stored hashed) to a tenant; a key it already has is left as it is. */
-export async function addApiKey(q: Queryable, tenantId: string, apiKey: string): Promise<void> {
-  await q.query("INSERT INTO api_keys (key_hash, tenant_id) VALUES ($1, $2) ON CONFLICT (key_hash) DO NOTHING", [
-    hashKey(apiKey),
-    tenantId,
-  ]);
 }
 
 /** The default tenant, or null before the first start of an API. */
 export async function defaultTenant(q: Queryable): Promise<TenantRow | null> {
   return (await q.query<TenantRow>("SELECT * FROM tenants WHERE is_default"))[0] ?? null;
-}
-
-/** The tenant owning an API key, or null. */
-export async function tenantByKey(q: Queryable, apiKey: string): Promise<TenantRow | null> {
-  const rows = await q.query<TenantRow>("SELECT t.* FROM api_keys k JOIN tenants t ON t.id = k.tenant_id WHERE k.key_hash = $1", [
-    hashKey(apiKey),
-  ]);
-  return rows[0] ?? null;
 }
 
 export async function updateTenant(q: Queryable, id: string, patch: { name?: string; alert_email?: string | null }): Promise<TenantRow> {

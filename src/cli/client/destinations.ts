@@ -1,0 +1,114 @@
+import type { Destination, paths } from "../../../sdk/src/index.js";
+import { UsageError } from "../commands.js";
+import { printJson, showList, type ClientContext, type Handler } from "./context.js";
+import { parseAssignment, parseHeader } from "./options.js";
+import { record, type Column } from "./output.js";
+
+// `sluice destinations list|get|create|update|pause|resume|recover`.
+
+type DestinationCreate = paths["/v1/destinations"]["post"]["requestBody"]["content"]["application/json"];
+type DestinationPatch = paths["/v1/destinations/{id}"]["patch"]["requestBody"]["content"]["application/json"];
+type RateLimit = NonNullable<Destination["rate_limit"]>;
+type RecoverStatus = NonNullable<
+  paths["/v1/destinations/{id}/recover"]["post"]["requestBody"]["content"]["application/json"]["statuses"]
+>[number];
+
+const COLUMNS: Column<Destination>[] = [
+  { head: "ID", value: (d) => d.id },
+  { head: "NAME", value: (d) => d.name || "-" },
+  { head: "STATUS", value: (d) => d.status },
+  { head: "HEALTH", value: (d) => d.health.status },
+  { head: "QUEUED", value: (d) => d.queued_events },
+  { head: "IN FLIGHT", value: (d) => d.inflight },
+  { head: "URL", value: (d) => d.url },
+];
+
+function show(ctx: ClientContext, d: Destination): void {
+  if (ctx.json) return printJson(ctx, d);
+  ctx.print(record(d));
+}
+
+/** The fields the options set; rate and header options merge into `current` when given. */
+function fieldsFrom(ctx: ClientContext, current?: Destination): DestinationPatch {
+  const o = ctx.opts;
+  const body: Record<string, unknown> = {};
+  const put = (field: string, value: unknown) => {
+    if (value !== undefined) body[field] = value;
+  };
+  put("url", o.text("url"));
+  put("name", o.text("name"));
+  put("event_types", o.list("event-types"));
+  put("max_concurrency", o.int("max-concurrency", 0, 1_000_000));
+  put("timeout_seconds", o.int("timeout-seconds", 0, 1_000_000));
+  const rate: RateLimit = {};
+  const perSecond = o.int("rate-per-second", 0, 1_000_000);
+  const perMinute = o.int("rate-per-minute", 0, 1_000_000_000);
+  const burst = o.int("burst", 0, 1_000_000);
+  if (perSecond !== undefined) rate.max_per_second = perSecond;
+  if (perMinute !== undefined) rate.max_per_minute = perMinute;
+  if (burst !== undefined) rate.burst_capacity = burst;
+  // PATCH replaces rate_limit and headers whole: `--rate-per-minute 100` keeps the per-second limit.
+  if (Object.keys(rate).length) body.rate_limit = { ...current?.rate_limit, ...rate };
+  const headers = o.many("header").map(parseHeader);
+  // Secret header values come back as ••••••, which a PATCH keeps as they are stored.
+  if (headers.length) body.headers = { ...current?.headers, ...Object.fromEntries(headers) };
+  for (const [field, value] of o.many("set").map(parseAssignment)) body[field] = value;
+  // The API validates every field (unknown ones refused with 422): nothing is checked twice here.
+  return body;
+}
+
+const id = (ctx: ClientContext) => ({ params: { path: { id: ctx.args[0]! } } });
+
+export const destinationCommands = {
+  "destinations list": (ctx) =>
+    showList(ctx, "destinations", (query) => ctx.sluice.get("/v1/destinations", { params: { query } }), COLUMNS),
+
+  "destinations get": async (ctx) => show(ctx, await ctx.sluice.get("/v1/destinations/{id}", id(ctx))),
+
+  "destinations create": async (ctx) => {
+    const body = { ...fieldsFrom(ctx), ...(ctx.opts.text("secret") ? { secret: ctx.opts.text("secret") } : {}) } as DestinationCreate;
+    const d = await ctx.sluice.post("/v1/destinations", { body });
+    show(ctx, d);
+    if (!ctx.json && d.secret) ctx.note(`verify its deliveries with this secret, e.g. locally: sluice listen --secret ${d.secret}`);
+  },
+
+  "destinations update": async (ctx) => {
+    const o = ctx.opts;
+    const merges = ["rate-per-second", "rate-per-minute", "burst"].some((n) => o.text(n) !== undefined) || o.many("header").length > 0;
+    const current = merges ? await ctx.sluice.get("/v1/destinations/{id}", id(ctx)) : undefined;
+    const body = fieldsFrom(ctx, current);
+    if (Object.keys(body).length === 0) {
+      throw new UsageError(
+        "nothing to change: give --url, --name, --max-concurrency, … or --set FIELD=VALUE (sluice destinations update --help)",
+      );
+    }
+    show(ctx, await ctx.sluice.patch("/v1/destinations/{id}", { ...id(ctx), body }));
+  },
+
+  "destinations pause": async (ctx) => {
+    const reason = ctx.opts.text("reason");
+    const d = await ctx.sluice.post("/v1/destinations/{id}/pause", { ...id(ctx), body: reason === undefined ? {} : { reason } });
+    if (ctx.json) return printJson(ctx, d);
+    ctx.print(`${d.id}  ${d.status}${d.pause_reason ? ` (${d.pause_reason})` : ""}  queued ${d.queued_events}`);
+  },
+
+  "destinations resume": async (ctx) => {
+    if (ctx.opts.flag("discard") && ctx.opts.flag("replay")) throw new UsageError("give --discard or --replay, not both");
+    const replay = ctx.opts.flag("discard") ? false : ctx.opts.flag("replay") ? true : undefined;
+    const d = await ctx.sluice.post("/v1/destinations/{id}/resume", { ...id(ctx), body: replay === undefined ? {} : { replay } });
+    if (ctx.json) return printJson(ctx, d);
+    const discarded = d.discarded ? `  discarded ${d.discarded}` : "";
+    ctx.print(`${d.id}  ${d.status}  queued ${d.queued_events}${discarded}`);
+  },
+
+  "destinations recover": async (ctx) => {
+    const now = Date.now();
+    const until = ctx.opts.time("until", now);
+    const statuses = ctx.opts.list("statuses") as RecoverStatus[] | undefined;
+    const body = { since: ctx.opts.time("since", now)!, ...(until ? { until } : {}), ...(statuses ? { statuses } : {}) };
+    const r = await ctx.sluice.post("/v1/destinations/{id}/recover", { ...id(ctx), body });
+    if (ctx.json) return printJson(ctx, r);
+    ctx.print(`${r.id}  ${r.deliveries} deliveries to queue again`);
+    ctx.note(`the workers queue them page by page; GET /v1/destinations/${ctx.args[0]}/recoveries/${r.id} shows progress`);
+  },
+} satisfies Record<string, Handler>;

@@ -1,0 +1,365 @@
+import { describe, test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import type { Static } from "@sinclair/typebox";
+import { BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
+import { openTestStore } from "../helpers/db.js";
+import { waitFor } from "../helpers/wait-for.js";
+import { loadMigrations, migrate } from "../../src/db/migrate.js";
+import { findApiKey, listApiKeys } from "../../src/db/queries/api-keys.js";
+import { ensureDefaultTenant } from "../../src/bootstrap.js";
+import { KeyCache, type KeyOwner } from "../../src/api/key-cache.js";
+import type { ApiKey as ApiKeySchema, ApiKeyCreated as ApiKeyCreatedSchema } from "../../src/schemas/api-keys.js";
+import type { ApiError, Destination, Page, Tenant, TenantCreated, ValidationFailed } from "../helpers/api-types.js";
+
+// Several API keys per tenant (issue 11): create (shown once), list (never the key), delete (stops
+// working on the very next request, in this API process and in every other on the same store);
+// the last key cannot be deleted; another tenant's key id is 404; keys made before the migration
+// get ids and names.
+
+type ApiKey = Static<typeof ApiKeySchema>;
+type ApiKeyCreated = Static<typeof ApiKeyCreatedSchema>;
+
+const ADMIN_KEY = "admin_secret_for_api_keys";
+const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
+
+for (const backend of BACKENDS) {
+  describe(`API keys on ${backend} Postgres`, () => {
+    let s: TestSluice;
+    before(async () => {
+      s = await startSluice(backend, { worker: false, env: { SLUICE_ADMIN_KEY: ADMIN_KEY } });
+    });
+    after(async () => s?.stop());
+
+    // Each test works in tenants of its own, so the keys it counts are its own.
+    const newTenant = async (name: string, on = s) => {
+      const r = await on.api<TenantCreated>("POST", "/v1/tenants", { name }, { key: ADMIN_KEY });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+      return { id: r.body.id, key: r.body.api_key };
+    };
+    const createKey = async (key: string, name: string, on = s) => {
+      const r = await on.api<ApiKeyCreated>("POST", "/v1/api-keys", { name }, { key });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+      return r.body;
+    };
+    const listKeys = async (key: string, query = "", on = s) => {
+      const r = await on.api<Page<ApiKey>>("GET", `/v1/api-keys${query}`, undefined, { key });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      return r.body;
+    };
+    const tenantOf = (key: string, on = s) => on.api<Tenant & ApiError>("GET", "/v1/tenant", undefined, { key });
+
+    test("a created key is shown once, works at once and sees the same tenant's objects", async () => {
+      const t = await newTenant("create");
+      const d = await s.api<Destination>("POST", "/v1/destinations", { url: "http://127.0.0.1:9/hooks" }, { key: t.key });
+      assert.equal(d.status, 201);
+
+      const k = await createKey(t.key, "billing service");
+      assert.match(k.id, /^key_[0-9a-f]{27}$/);
+      assert.equal(k.name, "billing service");
+      assert.match(k.key, /^sk_[A-Za-z0-9_-]{32}$/);
+      assert.notEqual(k.key, t.key);
+      assert.equal(k.prefix, k.key.slice(0, 8));
+      assert.ok(Date.parse(k.created_at) > Date.now() - 60_000, k.created_at);
+      assert.deepEqual(Object.keys(k).sort(), ["created_at", "id", "key", "name", "prefix"]);
+
+      const me = await tenantOf(k.key);
+      assert.equal(me.status, 200);
+      assert.equal(me.body.id, t.id);
+      const seen = await s.api<Destination>("GET", `/v1/destinations/${d.body.id}`, undefined, { key: k.key });
+      assert.equal(seen.status, 200);
+      assert.equal(seen.body.id, d.body.id);
+      // The old key keeps working beside it.
+      assert.equal((await tenantOf(t.key)).status, 200);
+      // Another tenant's key still does not see it.
+      assert.equal((await s.api("GET", `/v1/destinations/${d.body.id}`)).status, 404);
+    });
+
+    test("the list shows names and prefixes, newest first and paged, never a key or its hash", async () => {
+      const t = await newTenant("list");
+      const a = await createKey(t.key, "a");
+      const b = await createKey(t.key, "b");
+
+      const page = await listKeys(t.key);
+      const raw = JSON.stringify(page);
+      for (const secret of [t.key, a.key, b.key]) {
+        assert.ok(!raw.includes(secret), "the list holds a key");
+        assert.ok(!raw.includes(sha256(secret)), "the list holds a key's hash");
+      }
+      assert.deepEqual(
+        page.data.map((k) => k.name),
+        ["b", "a", "initial"],
+      );
+      assert.equal(page.next_cursor, null);
+      for (const k of page.data) assert.deepEqual(Object.keys(k).sort(), ["created_at", "id", "name", "prefix"]);
+      assert.deepEqual(
+        page.data.map((k) => k.prefix),
+        [b.key.slice(0, 8), a.key.slice(0, 8), t.key.slice(0, 8)],
+      );
+      assert.deepEqual(
+        page.data.slice(0, 2).map((k) => k.id),
+        [b.id, a.id],
+      );
+
+      const first = await listKeys(t.key, "?limit=2");
+      assert.equal(first.data.length, 2);
+      assert.ok(first.next_cursor);
+      const second = await listKeys(t.key, `?limit=2&cursor=${first.next_cursor}`);
+      assert.deepEqual(
+        second.data.map((k) => k.name),
+        ["initial"],
+      );
+      assert.equal(second.next_cursor, null);
+      const bad = await s.api<ValidationFailed>("GET", "/v1/api-keys?cursor=nonsense", undefined, { key: t.key });
+      assert.equal(bad.status, 422);
+      assert.equal(bad.body.error.details[0]!.field, "query.cursor");
+
+      // Another tenant lists only its own.
+      const others = await listKeys(s.apiKey);
+      const ids = new Set(others.data.map((k) => k.id));
+      for (const k of page.data) assert.ok(!ids.has(k.id), `${k.id} listed for another tenant`);
+    });
+
+    test("a deleted key answers 401 on the very next request, even while it was cached", async () => {
+      const t = await newTenant("delete");
+      const k = await createKey(t.key, "to delete");
+      // Used twice: the second answer came from the auth cache.
+      assert.equal((await tenantOf(k.key)).status, 200);
+      assert.equal((await tenantOf(k.key)).status, 200);
+
+      const del = await s.api("DELETE", `/v1/api-keys/${k.id}`, undefined, { key: t.key });
+      assert.equal(del.status, 204);
+      assert.equal(del.body, null);
+      const after = await tenantOf(k.key);
+      assert.equal(after.status, 401);
+      assert.equal(after.body.error.code, "SLUICE_AUTH_INVALID_KEY");
+      assert.equal((await s.api("GET", "/v1/destinations", undefined, { key: k.key })).status, 401);
+      assert.deepEqual(
+        (await listKeys(t.key)).data.map((x) => x.name),
+        ["initial"],
+      );
+      // Deleting it again: it is gone.
+      assert.equal((await s.api("DELETE", `/v1/api-keys/${k.id}`, undefined, { key: t.key })).status, 404);
+
+      // A key may delete itself (while another remains); it stops working for its next request.
+      const self = await createKey(t.key, "self");
+      assert.equal((await tenantOf(self.key)).status, 200);
+      assert.equal((await s.api("DELETE", `/v1/api-keys/${self.id}`, undefined, { key: self.key })).status, 204);
+      assert.equal((await tenantOf(self.key)).status, 401);
+      assert.equal((await tenantOf(t.key)).status, 200);
+    });
+
+    test("deleting the tenant's last key is 409 and changes nothing", async () => {
+      const t = await newTenant("last");
+      const [only] = (await listKeys(t.key)).data;
+      assert.ok(only);
+      const refused = await s.api<ApiError>("DELETE", `/v1/api-keys/${only.id}`, undefined, { key: t.key });
+      assert.equal(refused.status, 409);
+      assert.equal(refused.body.error.code, "SLUICE_API_KEY_LAST");
+      assert.match(refused.body.error.message, /Create another key first \(POST \/v1\/api-keys\)/);
+      assert.equal((await tenantOf(t.key)).status, 200);
+      assert.deepEqual((await listKeys(t.key)).data, [only]);
+
+      // With a second key the first can go; then the second is the last one.
+      const next = await createKey(t.key, "next");
+      assert.equal((await s.api("DELETE", `/v1/api-keys/${only.id}`, undefined, { key: next.key })).status, 204);
+      assert.equal((await tenantOf(t.key)).status, 401);
+      const again = await s.api<ApiError>("DELETE", `/v1/api-keys/${next.id}`, undefined, { key: next.key });
+      assert.equal(again.status, 409);
+      assert.equal(again.body.error.code, "SLUICE_API_KEY_LAST");
+      assert.equal((await tenantOf(next.key)).status, 200);
+    });
+
+    test("two deletes at once of a tenant's last two keys leave one key", async () => {
+      const t = await newTenant("race");
+      const k = await createKey(t.key, "second");
+      const [initial] = (await listKeys(t.key)).data.filter((x) => x.name === "initial");
+      const [first, second] = await Promise.all([
+        s.api("DELETE", `/v1/api-keys/${initial!.id}`, undefined, { key: t.key }),
+        s.api("DELETE", `/v1/api-keys/${k.id}`, undefined, { key: k.key }),
+      ]);
+      assert.deepEqual([first.status, second.status].sort(), [204, 409]);
+      const left = await s.api<Page<ApiKey>>("GET", "/v1/api-keys", undefined, { key: first.status === 204 ? k.key : t.key });
+      assert.equal(left.status, 200);
+      assert.equal(left.body.data.length, 1);
+    });
+
+    test("another tenant's key id is 404 and the key keeps working", async () => {
+      const a = await newTenant("tenant a");
+      const b = await newTenant("tenant b");
+      const [aKey] = (await listKeys(a.key)).data;
+      const r = await s.api<ApiError>("DELETE", `/v1/api-keys/${aKey!.id}`, undefined, { key: b.key });
+      assert.equal(r.status, 404);
+      assert.equal(r.body.error.code, "SLUICE_API_KEY_NOT_FOUND");
+      assert.match(r.body.error.message, /GET \/v1\/api-keys/);
+      assert.equal((await tenantOf(a.key)).status, 200);
+      assert.equal((await listKeys(a.key)).data.length, 1);
+      const unknown = await s.api<ApiError>("DELETE", "/v1/api-keys/key_nope", undefined, { key: b.key });
+      assert.equal(unknown.status, 404);
+      assert.equal(unknown.body.error.code, "SLUICE_API_KEY_NOT_FOUND");
+      assert.equal((await s.api("GET", "/v1/api-keys", undefined, { key: null })).status, 401);
+    });
+
+    test("bad bodies are 422 with details and create nothing", async () => {
+      const t = await newTenant("bodies");
+      const cases: [unknown, string][] = [
+        [{}, "name"],
+        [{ name: "" }, "name"],
+        [{ name: "x".repeat(201) }, "name"],
+        [{ name: 5 }, "name"],
+        [{ name: "ok", scopes: ["read"] }, "scopes"],
+      ];
+      for (const [body, field] of cases) {
+        const r = await s.api<ValidationFailed>("POST", "/v1/api-keys", body, { key: t.key });
+        assert.equal(r.status, 422, JSON.stringify(body));
+        assert.equal(r.body.error.code, "SLUICE_VALIDATION_FAILED");
+        assert.ok(
+          r.body.error.details.some((d) => d.field === field),
+          `${JSON.stringify(body)}: ${JSON.stringify(r.body.error.details)}`,
+        );
+      }
+      const malformed = await s.api<ApiError>("POST", "/v1/api-keys", "{name:", { key: t.key });
+      assert.equal(malformed.status, 400);
+      assert.equal((await listKeys(t.key)).data.length, 1);
+      assert.equal((await createKey(t.key, "x".repeat(200))).name.length, 200);
+    });
+
+    if (backend === "server") {
+      test("a key deleted through one API process stops working in another on the same database", async () => {
+        const s2 = await startSluice("server", { databaseUrl: s.databaseUrl, worker: false });
+        try {
+          const t = await newTenant("two processes");
+          const k = await createKey(t.key, "shared");
+          // Cached in both processes.
+          for (const on of [s, s2, s, s2]) assert.equal((await tenantOf(k.key, on)).status, 200);
+
+          assert.equal((await s.api("DELETE", `/v1/api-keys/${k.id}`, undefined, { key: t.key })).status, 204);
+          assert.equal((await tenantOf(k.key)).status, 401, "the deleting process");
+          // The other process drops it when the NOTIFY arrives (milliseconds): well within 1 s,
+          // where without it the cached key would work for another 5 s.
+          const deletedAt = Date.now();
+          await waitFor(async () => (await tenantOf(k.key, s2)).status === 401, {
+            timeoutMs: 1_000,
+            intervalMs: 5,
+            message: "the second API process still accepts the deleted key after 1 s",
+          });
+          assert.ok(Date.now() - deletedAt < 1_000);
+          assert.equal((await tenantOf(t.key, s2)).status, 200);
+        } finally {
+          await s2.stop();
+        }
+      });
+    }
+
+    // Last: it deletes and restores the default key the other tests' `s.api` calls use.
+    test("a deleted SLUICE_API_KEY is added again by the next start with it set", async () => {
+      const spare = await createKey(s.apiKey, "spare");
+      const env = await findApiKey(s.running.db, s.apiKey);
+      assert.ok(env);
+      assert.equal((await listKeys(s.apiKey)).data.find((k) => k.id === env.keyId)?.name, "SLUICE_API_KEY");
+      assert.equal((await s.api("DELETE", `/v1/api-keys/${env.keyId}`, undefined, { key: spare.key })).status, 204);
+      assert.equal((await tenantOf(s.apiKey)).status, 401);
+      // What every start does (src/app.ts): the key joins the default tenant again, under a new id.
+      await ensureDefaultTenant(s.running.db, s.apiKey);
+      assert.equal((await tenantOf(s.apiKey)).status, 200);
+      const back = await findApiKey(s.running.db, s.apiKey);
+      assert.ok(back && back.keyId !== env.keyId);
+      assert.equal((await listKeys(s.apiKey)).data.find((k) => k.id === back.keyId)?.name, "SLUICE_API_KEY");
+    });
+  });
+
+  describe(`API keys made before migration 0006, on ${backend} Postgres`, () => {
+    test("get ids, names and a null prefix, and still authenticate", async () => {
+      const store = await openTestStore(backend);
+      try {
+        const { db } = store;
+        await migrate(
+          db,
+          loadMigrations().filter((m) => m.version < 6),
+        );
+        await db.exec(`
+          INSERT INTO tenants (id, name, is_default) VALUES ('ten_a', 'default', true), ('ten_b', 'acme', false);
+          INSERT INTO api_keys (key_hash, tenant_id, created_at) VALUES
+            ('${sha256("sk_old_default_one")}', 'ten_a', '2025-01-01T00:00:00Z'),
+            ('${sha256("sk_old_default_two")}', 'ten_a', '2025-01-01T00:00:00Z'),
+            ('${sha256("sk_old_acme")}', 'ten_b', '2025-02-01T00:00:00.123Z');
+        `);
+        await migrate(db);
+
+        const a = await listApiKeys(db, "ten_a", 100, null);
+        assert.equal(a.length, 2);
+        assert.notEqual(a[0]!.id, a[1]!.id);
+        for (const k of a) {
+          assert.match(k.id, /^key_[0-9a-f]{27}$/);
+          // The id starts with created_at's milliseconds, like ids minted now.
+          assert.equal(k.id.slice(4, 16), Date.parse("2025-01-01T00:00:00Z").toString(16).padStart(12, "0"));
+          assert.equal(k.name, "default");
+          assert.equal(k.prefix, null);
+        }
+        const [b] = await listApiKeys(db, "ten_b", 100, null);
+        assert.equal(b!.name, "initial");
+        assert.equal(b!.id.slice(4, 16), Date.parse("2025-02-01T00:00:00.123Z").toString(16).padStart(12, "0"));
+        const owner = await findApiKey(db, "sk_old_acme");
+        assert.ok(owner);
+        assert.equal(owner.tenant.id, "ten_b");
+        assert.equal(owner.keyId, b!.id);
+      } finally {
+        await store.close();
+      }
+    });
+  });
+}
+
+// The auth cache itself, without a store: what it must never do is serve a deleted key.
+describe("the API key cache", () => {
+  const owner = (keyId: string): KeyOwner => ({
+    keyId,
+    tenant: { id: "ten_x", name: "x", alert_email: null, is_default: false, created_at: new Date(), updated_at: new Date() },
+  });
+  const counting = (answer: KeyOwner | null) => {
+    const load = async () => {
+      load.calls++;
+      return answer;
+    };
+    load.calls = 0;
+    return load;
+  };
+
+  test("answers a known key from memory, and looks again once it is forgotten", async () => {
+    const cache = new KeyCache();
+    const load = counting(owner("key_1"));
+    await cache.lookup("h1", load);
+    assert.equal((await cache.lookup("h1", load))?.keyId, "key_1");
+    assert.equal(load.calls, 1);
+    cache.forget("key_2");
+    await cache.lookup("h1", load);
+    assert.equal(load.calls, 1, "forgetting another key keeps this one");
+    cache.forget("key_1");
+    const gone = counting(null);
+    assert.equal(await cache.lookup("h1", gone), null);
+    assert.equal(gone.calls, 1);
+  });
+
+  test("a lookup under way while its key is deleted does not put it back", async () => {
+    const cache = new KeyCache();
+    let release: (o: KeyOwner) => void = () => undefined;
+    const pending = cache.lookup("h1", () => new Promise<KeyOwner>((r) => (release = r)));
+    cache.forget("key_1"); // the delete commits while the lookup still reads the old row
+    release(owner("key_1"));
+    assert.equal((await pending)?.keyId, "key_1"); // that request began before the delete
+    const after = counting(null);
+    assert.equal(await cache.lookup("h1", after), null);
+    assert.equal(after.calls, 1, "the next request looked the key up again");
+  });
+
+  test("clear (a missed notification) drops every key", async () => {
+    const cache = new KeyCache();
+    const load = counting(owner("key_1"));
+    await cache.lookup("h1", load);
+    await cache.lookup("h2", load);
+    cache.clear();
+    await cache.lookup("h1", load);
+    await cache.lookup("h2", load);
+    assert.equal(load.calls, 4);
+  });
+});

@@ -1,0 +1,231 @@
+import { describe, test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
+import { onServer } from "../helpers/db.js";
+import type {
+  ApiError,
+  Event,
+  EventAccepted,
+  EventBatchAccepted,
+  Page,
+  Tenant,
+  TenantCreated,
+  ValidationFailed,
+} from "../helpers/api-types.js";
+import { eventSearchStatement } from "../../src/db/queries/events.js";
+
+// Finding events (GET /v1/events): by exact type or type prefix, by occurred_at range, newest
+// first, paged without duplicates or gaps (ties in occurred_at, microseconds), per tenant; and on a
+// Postgres server, the plan of each kind of search uses the indexes of migrations/0007.
+
+for (const backend of BACKENDS) {
+  describe(`finding events on ${backend} Postgres`, () => {
+    let s: TestSluice;
+    before(async () => {
+      s = await startSluice(backend, { worker: false, env: { SLUICE_ADMIN_KEY: "admin_events" } });
+    });
+    after(async () => s?.stop());
+
+    const publish = async (type: string, occurredAt: string, key?: string) => {
+      const r = await s.api<EventAccepted>("POST", "/v1/events", { type, payload: { type, occurredAt }, occurred_at: occurredAt }, { key });
+      assert.equal(r.status, 202, JSON.stringify(r.body));
+      return r.body.id;
+    };
+    const list = async (query: string, key?: string) => {
+      const r = await s.api<Page<Event>>("GET", `/v1/events?${query}`, undefined, { key });
+      assert.equal(r.status, 200, `${query}: ${JSON.stringify(r.body)}`);
+      return r.body;
+    };
+    /** Every page of a search, following next_cursor. */
+    const all = async (query: string, limit: number) => {
+      const pages: Event[][] = [];
+      let cursor: string | null = null;
+      do {
+        const p: Page<Event> = await list(`${query}&limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+        pages.push(p.data);
+        cursor = p.next_cursor;
+        assert.ok(pages.length < 100, "paging does not end");
+      } while (cursor);
+      return pages;
+    };
+    const minute = (m: number) => new Date(Date.UTC(2021, 0, 1, 0, m)).toISOString();
+
+    test("type: exact, or a prefix ending in *; newest first; each item is the event without deliveries", async () => {
+      const ids: Record<string, string> = {};
+      const types = ["t1.order.created", "t1.order.paid", "t1.order.refund.done", "t1.orders.x", "t1.order", "t1.invoice.paid"];
+      for (const [i, type] of types.entries()) ids[type] = await publish(type, minute(i));
+
+      const exact = await list("type=t1.order.paid");
+      assert.deepEqual(
+        exact.data.map((e) => e.id),
+        [ids["t1.order.paid"]],
+      );
+      const e = exact.data[0]!;
+      assert.equal(e.type, "t1.order.paid");
+      assert.deepEqual(e.payload, { type: "t1.order.paid", occurredAt: minute(1) });
+      assert.equal(e.occurred_at, minute(1));
+      assert.equal(e.deliver_at, null);
+      assert.ok(e.created_at);
+      assert.equal("deliveries" in e, false);
+
+      const prefix = await list("type=t1.order.*");
+      assert.deepEqual(
+        prefix.data.map((x) => x.type),
+        ["t1.order.refund.done", "t1.order.paid", "t1.order.created"],
+        "newest first; not t1.orders.x nor t1.order",
+      );
+      assert.deepEqual(
+        (await list("type=t1.*")).data.map((x) => x.type),
+        [...types].reverse(),
+      );
+      assert.deepEqual(
+        (await list("type=t1.order*")).data.map((x) => x.type),
+        ["t1.order", "t1.orders.x", "t1.order.refund.done", "t1.order.paid", "t1.order.created"],
+      );
+      assert.equal((await list("type=t1.nothing")).data.length, 0);
+      assert.equal((await list("type=t1.order.paid")).next_cursor, null);
+    });
+
+    test("since is inclusive, until exclusive", async () => {
+      for (let m = 0; m < 6; m++) await publish("t2.tick", minute(m));
+      const got = await list(`type=t2.tick&since=${minute(1)}&until=${minute(4)}`);
+      assert.deepEqual(
+        got.data.map((e) => e.occurred_at),
+        [minute(3), minute(2), minute(1)],
+      );
+      assert.equal((await list(`type=t2.tick&since=${minute(5)}`)).data.length, 1);
+      assert.equal((await list(`type=t2.tick&until=${minute(1)}`)).data.length, 1);
+    });
+
+    test("paging: every event once, in order, across pages, with ties and microseconds", async () => {
+      const published: string[] = [];
+      // occurred_at left to the store: now(), to the microsecond. One batch shares it (ties,
+      // ordered by id); single events differ from each other by microseconds, which a cursor
+      // that kept only milliseconds would skip or repeat.
+      const batch = await s.api<EventBatchAccepted>("POST", "/v1/events/batch", {
+        events: Array.from({ length: 9 }, (_, i) => ({ type: "t3.page", payload: { i } })),
+      });
+      assert.equal(batch.status, 202);
+      published.push(...batch.body.events.map((e) => e.id));
+      for (let i = 0; i < 9; i++) {
+        const r = await s.api<EventAccepted>("POST", "/v1/events", { type: "t3.page", payload: { i } });
+        published.push(r.body.id);
+      }
+      for (let i = 0; i < 7; i++) published.push(await publish("t3.page", minute(100 + i)));
+
+      const whole = (await list("type=t3.page&limit=1000")).data;
+      assert.equal(whole.length, 25);
+      const pages = await all("type=t3.page", 7);
+      assert.deepEqual(
+        pages.map((p) => p.length),
+        [7, 7, 7, 4],
+      );
+      const paged = pages.flat().map((e) => e.id);
+      assert.equal(new Set(paged).size, 25, "no duplicates");
+      assert.deepEqual(
+        paged,
+        whole.map((e) => e.id),
+        "the same order as one page",
+      );
+      assert.deepEqual([...paged].sort(), [...published].sort(), "no gaps");
+      // Newest first: by occurred_at, then id.
+      for (let i = 1; i < whole.length; i++) {
+        const [a, b] = [whole[i - 1]!, whole[i]!];
+        assert.ok(a.occurred_at > b.occurred_at || (a.occurred_at === b.occurred_at && a.id > b.id), `${a.id} before ${b.id}`);
+      }
+      // A page that ends exactly at the last event: the next one is empty and ends the list.
+      const five = await all("type=t3.page", 5);
+      assert.deepEqual(
+        five.map((p) => p.length),
+        [5, 5, 5, 5, 5, 0],
+      );
+    });
+
+    test("a key sees only its own tenant's events", async () => {
+      const t = await s.api<TenantCreated>("POST", "/v1/tenants", { name: "other" }, { key: "admin_events" });
+      assert.equal(t.status, 201);
+      const theirs = await publish("t4.secret", minute(1), t.body.api_key);
+      const mine = await publish("t4.secret", minute(2));
+      assert.deepEqual(
+        (await list("type=t4.secret")).data.map((e) => e.id),
+        [mine],
+      );
+      assert.deepEqual(
+        (await list("type=t4.secret", t.body.api_key)).data.map((e) => e.id),
+        [theirs],
+      );
+      const everything = await all("type=t4.*", 1000);
+      assert.ok(!everything.flat().some((e) => e.id === theirs));
+    });
+
+    test("a bad cursor, type, time or limit is 422 naming the parameter", async () => {
+      const bad = async (query: string, field: string) => {
+        const r = await s.api<ValidationFailed>("GET", `/v1/events?${query}`);
+        assert.equal(r.status, 422, `${query}: ${JSON.stringify(r.body)}`);
+        assert.equal(r.body.error.code, "SLUICE_VALIDATION_FAILED");
+        assert.ok(
+          r.body.error.details.some((d) => d.field === field),
+          `${query}: ${JSON.stringify(r.body.error.details)}`,
+        );
+      };
+      await bad("cursor=nope", "query.cursor");
+      await bad(`cursor=${Buffer.from("dlv_0000000000000000000000000000").toString("base64url")}`, "query.cursor");
+      await bad(
+        `cursor=${Buffer.from("2021-02-30T00:00:00.000000Z evt_000000000000000000000000000").toString("base64url")}`,
+        "query.cursor",
+      );
+      await bad("type=order.**", "query.type");
+      await bad("type=order%20created", "query.type");
+      await bad("type=", "query.type");
+      await bad("since=yesterday", "query.since");
+      await bad(`since=${minute(5)}&until=${minute(4)}`, "query.until");
+      await bad(`since=${minute(5)}&until=${minute(5)}`, "query.until");
+      await bad("limit=0", "query.limit");
+      await bad("colour=red", "query.colour");
+      const none = await s.api<ApiError>("GET", "/v1/events", undefined, { key: null });
+      assert.equal(none.status, 401);
+    });
+
+    if (backend === "server") {
+      test("each kind of search is an index scan on events, not a sequential scan", async () => {
+        const me = (await s.api<Tenant>("GET", "/v1/tenant")).body;
+        await onServer(s.databaseUrl!, async (c) => {
+          // Enough rows, over two tenants and many types, that the planner weighs its choices.
+          await c.query(
+            `INSERT INTO events (id, tenant_id, type, payload, occurred_at)
+             SELECT 'evt_' || lpad(to_hex(i), 27, '0'), CASE WHEN i % 4 = 0 THEN 'ten_other' ELSE $1 END,
+                    'bulk' || (i % 50) || '.kind' || (i % 7), '{}'::json, timestamptz '2020-01-01' + make_interval(secs => i)
+               FROM generate_series(1, 6000) AS i`,
+            [me.id],
+          );
+          await c.query("ANALYZE events");
+          const cursor = { at: "2020-01-01T00:30:00.000000Z", id: "evt_000000000000000000000000708" };
+          const searches = {
+            all: eventSearchStatement(me.id, {}, 100, null),
+            "all, next page": eventSearchStatement(me.id, {}, 100, cursor),
+            "time range": eventSearchStatement(
+              me.id,
+              { since: new Date("2020-01-01T00:10:00Z"), until: new Date("2020-01-01T00:20:00Z") },
+              100,
+              null,
+            ),
+            "exact type": eventSearchStatement(me.id, { type: "bulk7.kind0" }, 100, null),
+            "exact type, next page": eventSearchStatement(me.id, { type: "bulk7.kind0" }, 100, cursor),
+            "type prefix": eventSearchStatement(me.id, { type: "bulk7.*" }, 100, null),
+          };
+          for (const [name, st] of Object.entries(searches)) {
+            const plan = (await c.query<{ "QUERY PLAN": string }>(`EXPLAIN ${st.sql}`, st.params)).rows
+              .map((r) => r["QUERY PLAN"])
+              .join("\n");
+            assert.doesNotMatch(plan, /Seq Scan on events/, `${name}:\n${plan}`);
+            assert.match(
+              plan,
+              /Index (Only )?Scan( Backward)? using events_tenant_|Bitmap Index Scan on events_tenant_/,
+              `${name}:\n${plan}`,
+            );
+          }
+        });
+      });
+    }
+  });
+}
