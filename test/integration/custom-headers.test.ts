@@ -1,27 +1,21 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import type { Static } from "@sinclair/typebox";
 import { BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
 import { startReceiver, type Receiver, type ReceivedRequest } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
+import { apiError } from "../helpers/sdk.js";
+import { Sluice, type Destination, type paths } from "../../sdk/src/index.js";
 import { createLogger } from "../../src/logger.js";
 import { signatureHeader } from "../../src/delivery/sign.js";
 import { HEADER_MASK } from "../../src/policy/custom-headers.js";
-import type { Destination } from "../../src/schemas/destinations.js";
 
-// Custom headers per destination against a real receiver: they go out on deliveries and probes
-// beside Sluice's own (unchanged), reserved names and bad tokens are refused with 422 and write
-// nothing, secret values are masked in every answer — a masked value sent back keeps the secret —
-// and no secret value reaches a log line.
+// Custom headers per destination, set through the SDK, against a real receiver: they go out on
+// deliveries and probes beside Sluice's own (unchanged), reserved names and bad tokens are refused
+// with 422 and write nothing, secret values are masked in every answer — a masked value sent back
+// keeps the secret — and no secret value reaches a log line.
 
-type Dst = Static<typeof Destination>;
-interface Page<T> {
-  data: T[];
-  next_cursor: string | null;
-}
-interface ErrorAnswer {
-  error: { code: string; message: string; details?: { field: string; message: string }[] };
-}
+type DestinationBody = paths["/v1/destinations"]["post"]["requestBody"]["content"]["application/json"];
+type DestinationChange = paths["/v1/destinations/{id}"]["patch"]["requestBody"]["content"]["application/json"];
 
 const AUTH_SECRET = "Bearer auth-secret-4b1e93";
 const KEY_SECRET = "key-secret-a07c55";
@@ -53,6 +47,7 @@ for (const backend of BACKENDS) {
   describe(`custom headers on ${backend} Postgres`, () => {
     const raw: string[] = [];
     let s: TestSluice;
+    let sluice: Sluice;
     let rx: Receiver;
     before(async () => {
       // The production logger (with its redaction), at debug: every line Sluice can write is captured.
@@ -61,6 +56,7 @@ for (const backend of BACKENDS) {
         { stream: { write: (l: string) => raw.push(l) } as never, isTTY: false },
       );
       s = await startSluice(backend, { log });
+      sluice = new Sluice({ baseUrl: s.url, apiKey: s.apiKey });
       rx = await startReceiver();
     });
     after(async () => {
@@ -68,22 +64,17 @@ for (const backend of BACKENDS) {
       await s?.stop();
     });
 
-    async function create(body: Record<string, unknown>): Promise<Dst> {
-      const r = await s.api<Dst>("POST", "/v1/destinations", body);
-      assert.equal(r.status, 201, JSON.stringify(r.body));
-      return r.body;
-    }
+    const create = (body: DestinationBody) => sluice.post("/v1/destinations", { body });
+    const change = (id: string, body: DestinationChange) => sluice.patch("/v1/destinations/{id}", { params: { path: { id } }, body });
+    const read = (id: string) => sluice.get("/v1/destinations/{id}", { params: { path: { id } } });
+    const list = () => sluice.get("/v1/destinations", { params: { query: { limit: 1000 } } });
 
     async function publish(destinationId: string, type: string): Promise<string> {
-      const r = await s.api<{ id: string }>("POST", "/v1/events", { type, payload: { n: 1 }, destination_ids: [destinationId] });
-      assert.equal(r.status, 202, JSON.stringify(r.body));
-      return r.body.id;
+      return (await sluice.publish({ type, payload: { n: 1 }, destination_ids: [destinationId] })).id;
     }
 
     async function destinationCount(): Promise<number> {
-      const r = await s.api<Page<Dst>>("GET", "/v1/destinations?limit=1000");
-      assert.equal(r.status, 200);
-      return r.body.data.length;
+      return (await list()).data.length;
     }
 
     test("deliveries carry the custom headers; Sluice's own headers and signature are unchanged", async () => {
@@ -130,8 +121,8 @@ for (const backend of BACKENDS) {
           retry_schedule_seconds: NO_WAIT_RETRIES,
           probe_interval_seconds: 1,
         });
-        await s.api("POST", "/v1/events/batch", {
-          events: Array.from({ length: 2 }, (_, i) => ({ type: "ch.probe", payload: { i }, destination_ids: [d.id] })),
+        await sluice.post("/v1/events/batch", {
+          body: { events: Array.from({ length: 2 }, (_, i) => ({ type: "ch.probe", payload: { i }, destination_ids: [d.id] })) },
         });
         await waitFor(() => down.received.some((r) => typeOf(r) === "webhook.probe"), {
           timeoutMs: 20_000,
@@ -150,34 +141,34 @@ for (const backend of BACKENDS) {
     test("each reserved name and a bad token is refused with 422 naming the field; nothing is written", async () => {
       const before = await destinationCount();
       for (const name of [...RESERVED, "Bad Name", "X:Colon", "Ünïcode"]) {
-        const r = await s.api<ErrorAnswer>("POST", "/v1/destinations", { url: `${rx.url}/r`, headers: { "X-Fine": "1", [name]: "v" } });
-        assert.equal(r.status, 422, `${name}: ${JSON.stringify(r.body)}`);
-        assert.equal(r.body.error.code, "SLUICE_VALIDATION_FAILED");
+        const e = await apiError(create({ url: `${rx.url}/r`, headers: { "X-Fine": "1", [name]: "v" } }));
+        assert.equal(e.status, 422, `${name}: ${e.message}`);
+        assert.equal(e.code, "SLUICE_VALIDATION_FAILED");
         assert.deepEqual(
-          r.body.error.details?.map((d) => d.field),
+          e.fields.map((d) => d.field),
           [`headers.${name}`],
           name,
         );
-        assert.match(r.body.error.details[0]!.message, /reserved|hop-by-hop|not a valid header name/, name);
-        assert.ok(r.body.error.message.includes(`headers.${name}`), r.body.error.message);
+        assert.match(e.fields[0]!.message, /reserved|hop-by-hop|not a valid header name/, name);
+        assert.ok(e.message.includes(`headers.${name}`), e.message);
       }
       // Two names that differ only in case.
-      const dup = await s.api<ErrorAnswer>("POST", "/v1/destinations", { url: `${rx.url}/r`, headers: { "X-A": "1", "x-a": "2" } });
+      const dup = await apiError(create({ url: `${rx.url}/r`, headers: { "X-A": "1", "x-a": "2" } }));
       assert.equal(dup.status, 422);
-      assert.match(dup.body.error.details![0]!.message, /case-insensitive/);
+      assert.match(dup.fields[0]!.message, /case-insensitive/);
       assert.equal(await destinationCount(), before, "a refused create wrote a destination");
 
       // A refused PATCH leaves the stored headers as they were.
       const d = await create({ url: `${rx.url}/keep`, event_types: ["ch.none"], headers: { "X-Keep": "1" } });
       for (const name of ["Host", "webhook-id", "Bad Name"]) {
-        const r = await s.api<ErrorAnswer>("PATCH", `/v1/destinations/${d.id}`, { headers: { [name]: "v" }, name: "renamed" });
-        assert.equal(r.status, 422, name);
+        const e = await apiError(change(d.id, { headers: { [name]: "v" }, name: "renamed" }));
+        assert.equal(e.status, 422, name);
         assert.deepEqual(
-          r.body.error.details?.map((x) => x.field),
+          e.fields.map((x) => x.field),
           [`headers.${name}`],
         );
       }
-      const after = (await s.api<Dst>("GET", `/v1/destinations/${d.id}`)).body;
+      const after = await read(d.id);
       assert.deepEqual(after.headers, { "X-Keep": "1" });
       assert.equal(after.name, "");
     });
@@ -196,28 +187,27 @@ for (const backend of BACKENDS) {
       assert.deepEqual(d.secret_headers, ["X-API-KEY"]);
 
       const answers: { what: string; text: string; headers: unknown }[] = [];
-      const record = async (what: string, method: string, path: string, body?: unknown) => {
-        const r = await s.api<Dst | Page<Dst>>(method, path, body);
-        assert.equal(r.status, 200, `${what}: ${JSON.stringify(r.body)}`);
-        const one = "data" in r.body ? r.body.data.find((x) => x.id === d.id) : r.body;
-        answers.push({ what, text: JSON.stringify(r.body), headers: one?.headers });
-        return r.body;
+      const record = async (what: string, answer: Promise<Destination | { data: Destination[] }>) => {
+        const body = await answer;
+        const one = "data" in body ? body.data.find((x) => x.id === d.id) : body;
+        answers.push({ what, text: JSON.stringify(body), headers: one?.headers });
+        return body;
       };
-      await record("get", "GET", `/v1/destinations/${d.id}`);
-      await record("list", "GET", "/v1/destinations?limit=1000");
-      await record("pause", "POST", `/v1/destinations/${d.id}/pause`, {});
-      await record("resume", "POST", `/v1/destinations/${d.id}/resume`, {});
-      await record("patch", "PATCH", `/v1/destinations/${d.id}`, { name: "masked" });
+      const path = { id: d.id };
+      await record("get", read(d.id));
+      await record("list", list());
+      await record("pause", sluice.post("/v1/destinations/{id}/pause", { params: { path }, body: {} }));
+      await record("resume", sluice.post("/v1/destinations/{id}/resume", { params: { path }, body: {} }));
+      await record("patch", change(d.id, { name: "masked" }));
       for (const a of answers) {
         assert.deepEqual(a.headers, masked, a.what);
         for (const secret of [AUTH_SECRET, KEY_SECRET]) assert.ok(!a.text.includes(secret), `${a.what} shows a secret`);
       }
 
       // Edit the GET's headers (one value changed, the masked ones sent back as they were shown).
-      const shown = (await s.api<Dst>("GET", `/v1/destinations/${d.id}`)).body;
-      const edited = await s.api<Dst>("PATCH", `/v1/destinations/${d.id}`, { headers: { ...shown.headers, "X-Tenant": "acme-2" } });
-      assert.equal(edited.status, 200, JSON.stringify(edited.body));
-      assert.deepEqual(edited.body.headers, { ...masked, "X-Tenant": "acme-2" });
+      const shown = await read(d.id);
+      const edited = await change(d.id, { headers: { ...shown.headers, "X-Tenant": "acme-2" } });
+      assert.deepEqual(edited.headers, { ...masked, "X-Tenant": "acme-2" });
       await publish(d.id, "ch.mask");
       await waitFor(() => rx.countByPath("/masked") === 1);
       const got = rx.received.find((r) => r.path === "/masked")!;
@@ -226,14 +216,14 @@ for (const backend of BACKENDS) {
       assert.equal(got.headers["x-tenant"], "acme-2");
 
       // A mask for a header that was shown in clear, or is new, has no stored value behind it.
-      for (const headers of [{ "X-Tenant": HEADER_MASK }, { "X-New-Secret": HEADER_MASK }]) {
-        const r = await s.api<ErrorAnswer>("PATCH", `/v1/destinations/${d.id}`, { headers });
-        assert.equal(r.status, 422, JSON.stringify(r.body));
+      for (const headers of [{ "X-Tenant": HEADER_MASK }, { "X-New-Secret": HEADER_MASK }] as Record<string, string>[]) {
+        const e = await apiError(change(d.id, { headers }));
+        assert.equal(e.status, 422, e.message);
         assert.deepEqual(
-          r.body.error.details?.map((x) => x.field),
+          e.fields.map((x) => x.field),
           [`headers.${Object.keys(headers)[0]}`],
         );
-        assert.match(r.body.error.details[0]!.message, /no stored secret value/);
+        assert.match(e.fields[0]!.message, /no stored secret value/);
       }
     });
 
@@ -243,9 +233,8 @@ for (const backend of BACKENDS) {
       const d = await create({ url: `${rx.url}/live`, event_types: ["ch.none"], headers: { "X-Version": "1", "X-Old": "gone-soon" } });
       await publish(d.id, "ch.live");
       await waitFor(() => rx.countByPath("/live") === 1);
-      const patched = await s.api<Dst>("PATCH", `/v1/destinations/${d.id}`, { headers: { "X-Version": "2" } });
-      assert.equal(patched.status, 200);
-      assert.deepEqual(patched.body.headers, { "X-Version": "2" });
+      const patched = await change(d.id, { headers: { "X-Version": "2" } });
+      assert.deepEqual(patched.headers, { "X-Version": "2" });
       await publish(d.id, "ch.live");
       await waitFor(() => rx.countByPath("/live") === 2);
       const [first, second] = rx.received.filter((r) => r.path === "/live");
@@ -275,19 +264,18 @@ for (const backend of BACKENDS) {
         // Refused: a bad value for the secret header (CR/LF), beside a reserved name; and a bad
         // name whose value is a secret.
         const refusals = [
-          await s.api<ErrorAnswer>("PATCH", `/v1/destinations/${d.id}`, {
-            headers: { Authorization: `${AUTH_SECRET}\r\nX-Injected: 1`, Host: KEY_SECRET },
-          }),
-          await s.api<ErrorAnswer>("POST", "/v1/destinations", { url: `${failing.url}/x`, headers: { "Bad Name": KEY_SECRET } }),
-          await s.api<ErrorAnswer>("POST", "/v1/destinations", { url: `${failing.url}/x`, headers: { "X-Api-Key": `${KEY_SECRET}é` } }),
+          await apiError(change(d.id, { headers: { Authorization: `${AUTH_SECRET}\r\nX-Injected: 1`, Host: KEY_SECRET } })),
+          await apiError(create({ url: `${failing.url}/x`, headers: { "Bad Name": KEY_SECRET } })),
+          await apiError(create({ url: `${failing.url}/x`, headers: { "X-Api-Key": `${KEY_SECRET}é` } })),
         ];
-        for (const r of refusals) {
-          assert.equal(r.status, 422, JSON.stringify(r.body));
-          const text = JSON.stringify(r.body);
+        for (const e of refusals) {
+          // Everything the error document holds: its code, message and details.
+          const text = JSON.stringify({ code: e.code, message: e.message, details: e.details });
+          assert.equal(e.status, 422, text);
           for (const secret of [AUTH_SECRET, KEY_SECRET]) assert.ok(!text.includes(secret), `a 422 echoes a secret: ${text}`);
         }
         assert.deepEqual(
-          refusals[0]!.body.error.details?.map((x) => x.field),
+          refusals[0]!.fields.map((x) => x.field),
           ["headers.Authorization", "headers.Host"],
         );
 

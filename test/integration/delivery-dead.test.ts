@@ -4,16 +4,18 @@ import { SMTPServer } from "smtp-server";
 import { BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
 import { startReceiver, type Receiver, type ReceivedRequest } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
-import type { ApiError, Delivery, Destination, Event, EventAccepted, EventBatchAccepted, Page } from "../helpers/api-types.js";
+import { apiError } from "../helpers/sdk.js";
+import { Sluice, type Delivery, type Destination } from "../../sdk/src/index.js";
 import { deathAlerts, recordAlerts } from "../../src/alerts/alerts.js";
 import { pruneOnce } from "../../src/dispatch/janitor.js";
 import type { DeliveryDeadPayload } from "../../src/db/queries/alerts.js";
 import { EMAIL_STATES, SYSTEM_EVENT_TYPES } from "../../src/policy/statuses.js";
 
-// delivery.dead against real receivers: a delivery whose retries are spent is published once into
-// the tenant's stream, only to destinations that name it; a delivery of Sluice's own events that
-// dies does not cascade; a death is recorded once however often its write-back runs, and a retry
-// that dies again is a new death; the deaths of a destination are e-mailed as one hourly digest.
+// delivery.dead against real receivers, driven through the SDK: a delivery whose retries are spent
+// is published once into the tenant's stream, only to destinations that name it; a delivery of
+// Sluice's own events that dies does not cascade; a death is recorded once however often its
+// write-back runs, and a retry that dies again is a new death; the deaths of a destination are
+// e-mailed as one hourly digest.
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -42,6 +44,7 @@ async function checkValues(s: TestSluice, name: string): Promise<string[]> {
 for (const backend of BACKENDS) {
   describe(`delivery.dead on ${backend} Postgres`, () => {
     let s: TestSluice;
+    let sluice: Sluice;
     let bad: Receiver; // answers 500 to everything
     let watchers: Receiver; // answers 200; each watcher destination has its own path
     const w = {} as Record<"exact" | "prefix" | "all" | "star" | "destinations", Destination>;
@@ -49,13 +52,12 @@ for (const backend of BACKENDS) {
 
     before(async () => {
       s = await startSluice(backend);
+      sluice = new Sluice({ baseUrl: s.url, apiKey: s.apiKey });
       bad = await startReceiver({ status: 500 });
       watchers = await startReceiver();
       const subscriptions = { exact: ["delivery.dead"], prefix: ["delivery.*"], all: [], star: ["*"], destinations: ["destination.*"] };
       for (const [name, event_types] of Object.entries(subscriptions)) {
-        const d = await s.api<Destination>("POST", "/v1/destinations", { url: `${watchers.url}/${name}`, event_types });
-        assert.equal(d.status, 201, JSON.stringify(d.body));
-        w[name as keyof typeof w] = d.body;
+        w[name as keyof typeof w] = await sluice.post("/v1/destinations", { body: { url: `${watchers.url}/${name}`, event_types } });
       }
     });
     after(async () => {
@@ -66,27 +68,20 @@ for (const backend of BACKENDS) {
 
     /** A destination on the 500 receiver whose deliveries die at their first failure. */
     async function dying(name: string, event_types: string[]): Promise<Destination> {
-      const d = await s.api<Destination>("POST", "/v1/destinations", {
-        url: `${bad.url}/${name}`,
-        name,
-        event_types,
-        retry_schedule_seconds: [],
-      });
-      assert.equal(d.status, 201, JSON.stringify(d.body));
-      return d.body;
+      return sluice.post("/v1/destinations", { body: { url: `${bad.url}/${name}`, name, event_types, retry_schedule_seconds: [] } });
     }
 
-    async function deliveriesOf(destinationId: string, status: string): Promise<Delivery[]> {
-      return (await s.api<Page<Delivery>>("GET", `/v1/deliveries?destination_id=${destinationId}&status=${status}&limit=100`)).body.data;
+    async function deliveriesOf(destinationId: string, status: Delivery["status"]): Promise<Delivery[]> {
+      return (await sluice.get("/v1/deliveries", { params: { query: { destination_id: destinationId, status, limit: 100 } } })).data;
     }
+    const event = (id: string) => sluice.get("/v1/events/{id}", { params: { path: { id } } });
 
     test("a delivery whose retries are spent publishes one delivery.dead, only to destinations that name it", async () => {
       const d = await dying("orders-prod", ["dd1.*"]);
       const occurredAt = "2026-01-02T03:04:05.000Z";
-      const pub = await s.api<EventAccepted>("POST", "/v1/events", { type: "dd1.created", payload: { n: 1 }, occurred_at: occurredAt });
-      assert.equal(pub.body.deliveries, 3, "to d and to the two catch-all watchers");
-      const mine = async () =>
-        (await s.api<Event>("GET", `/v1/events/${pub.body.id}`)).body.deliveries!.find((x) => x.destination_id === d.id)!;
+      const pub = await sluice.publish({ type: "dd1.created", payload: { n: 1 }, occurred_at: occurredAt });
+      assert.equal(pub.deliveries, 3, "to d and to the two catch-all watchers");
+      const mine = async () => (await event(pub.id)).deliveries!.find((x) => x.destination_id === d.id)!;
       await waitFor(async () => (await mine()).status === "dead");
       const dead = await mine();
 
@@ -102,7 +97,7 @@ for (const backend of BACKENDS) {
         delivery_id: dead.id,
         destination_id: d.id,
         destination_name: "orders-prod",
-        event_id: pub.body.id,
+        event_id: pub.id,
         event_type: "dd1.created",
         occurred_at: occurredAt,
         attempts: 1,
@@ -116,7 +111,7 @@ for (const backend of BACKENDS) {
       // The event's own deliveries say where it went: exactly the two destinations naming it —
       // not the catch-all [] one, not ["*"], not the one subscribed to destination.* only.
       const eventId = got!.req.headers["webhook-id"]!;
-      const ev = (await s.api<Event>("GET", `/v1/events/${eventId}`)).body;
+      const ev = await event(eventId);
       assert.equal(ev.type, "delivery.dead");
       assert.deepEqual(ev.deliveries!.map((x) => x.destination_id).sort(), [w.exact.id, w.prefix.id].sort());
       // One alert, one event: each subscriber got it once.
@@ -128,7 +123,7 @@ for (const backend of BACKENDS) {
       await waitFor(
         async () =>
           ev.deliveries!.length ===
-          (await s.api<Page<Delivery>>("GET", `/v1/deliveries?event_id=${eventId}&status=delivered`)).body.data.length,
+          (await sluice.get("/v1/deliveries", { params: { query: { event_id: eventId, status: "delivered" } } })).data.length,
       );
       assert.deepEqual(
         deadEvents(watchers, d.id)
@@ -147,17 +142,18 @@ for (const backend of BACKENDS) {
       // Subscribed to Sluice's own events, and unable to take any of them.
       const fw = await dying("broken-watcher", ["delivery.dead", "destination.*"]);
       const f = await dying("dd2-prod", ["dd2.*"]);
-      const other = await s.api<Destination>("POST", "/v1/destinations", { url: `${watchers.url}/other`, event_types: ["dd2-none.*"] });
-      await s.api("POST", "/v1/events", { type: "dd2.x", payload: {} });
+      const other = await sluice.post("/v1/destinations", { body: { url: `${watchers.url}/other`, event_types: ["dd2-none.*"] } });
+      await sluice.publish({ type: "dd2.x", payload: {} });
       // destination.paused and destination.resumed too, from a manual pause and resume.
-      assert.equal((await s.api("POST", `/v1/destinations/${other.body.id}/pause`, {})).status, 200);
-      assert.equal((await s.api("POST", `/v1/destinations/${other.body.id}/resume`, {})).status, 200);
+      const path = { id: other.id };
+      assert.equal((await sluice.post("/v1/destinations/{id}/pause", { params: { path }, body: {} })).status, "paused");
+      assert.notEqual((await sluice.post("/v1/destinations/{id}/resume", { params: { path }, body: {} })).status, "paused");
 
       // f's delivery died (one delivery.dead), then the watcher's deliveries of that event and of
       // both destination.* events died too.
       const deadTypes = async () => {
         const fwDead = await deliveriesOf(fw.id, "dead");
-        return Promise.all(fwDead.map(async (x) => (await s.api<Event>("GET", `/v1/events/${x.event_id}`)).body.type));
+        return Promise.all(fwDead.map(async (x) => (await event(x.event_id)).type));
       };
       await waitFor(async () => (await deadTypes()).length === 3, { timeoutMs: 20_000, message: () => "fw's deliveries did not all die" });
       assert.deepEqual((await deadTypes()).sort(), ["delivery.dead", "destination.paused", "destination.resumed"]);
@@ -171,13 +167,14 @@ for (const backend of BACKENDS) {
 
     test("a dead delivery retried by id that dies again is a new death: a second delivery.dead", async () => {
       const d = await dying("retry-prod", ["dd3.*"]);
-      const pub = await s.api<EventAccepted>("POST", "/v1/events", { type: "dd3.x", payload: {} });
+      const pub = await sluice.publish({ type: "dd3.x", payload: {} });
       await waitFor(async () => (await deliveriesOf(d.id, "dead")).length === 1);
       await waitFor(() => deadEvents(watchers, d.id).filter((e) => e.req.path === "/exact").length === 1);
       const [dead] = await deliveriesOf(d.id, "dead");
-      assert.equal((await s.api("POST", `/v1/deliveries/${dead!.id}/retry`)).status, 202);
-      await waitFor(async () => (await s.api<Delivery>("GET", `/v1/deliveries/${dead!.id}`)).body.attempts === 2);
-      await waitFor(async () => (await s.api<Delivery>("GET", `/v1/deliveries/${dead!.id}`)).body.status === "dead");
+      const path = { id: dead!.id };
+      await sluice.post("/v1/deliveries/{id}/retry", { params: { path } });
+      await waitFor(async () => (await sluice.get("/v1/deliveries/{id}", { params: { path } })).attempts === 2);
+      await waitFor(async () => (await sluice.get("/v1/deliveries/{id}", { params: { path } })).status === "dead");
       await waitFor(() => deadEvents(watchers, d.id).filter((e) => e.req.path === "/exact").length === 2);
       const seen = deadEvents(watchers, d.id)
         .filter((e) => e.req.path === "/exact")
@@ -185,8 +182,8 @@ for (const backend of BACKENDS) {
       assert.deepEqual(
         seen.map((p) => [p.delivery_id, p.event_id, p.attempts]),
         [
-          [dead!.id, pub.body.id, 1],
-          [dead!.id, pub.body.id, 2],
+          [dead!.id, pub.id, 1],
+          [dead!.id, pub.id, 2],
         ],
       );
       // Two events, not one event twice.
@@ -196,7 +193,7 @@ for (const backend of BACKENDS) {
 
     test("a write-back run again after its commit (a lost answer, a second worker) records the death once", async () => {
       const d = await dying("twice-prod", ["dd4.*"]);
-      await s.api("POST", "/v1/events", { type: "dd4.x", payload: {} });
+      await sluice.publish({ type: "dd4.x", payload: {} });
       await waitFor(async () => (await deliveriesOf(d.id, "dead")).length === 1);
       const [dead] = await deliveriesOf(d.id, "dead");
       const count = async () =>
@@ -209,21 +206,24 @@ for (const backend of BACKENDS) {
     });
 
     test("tenants cannot publish delivery.dead; their own delivery.* types are theirs", async () => {
-      const refused = await s.api<ApiError>("POST", "/v1/events", { type: "delivery.dead", payload: {} });
+      const refused = await apiError(sluice.publish({ type: "delivery.dead", payload: {} }));
       assert.equal(refused.status, 422);
-      assert.equal(refused.body.error.code, "SLUICE_VALIDATION_FAILED");
-      assert.match(refused.body.error.message, /delivery\.dead/);
-      const batch = await s.api<ApiError>("POST", "/v1/events/batch", {
-        events: [
-          { type: "x.ok", payload: {} },
-          { type: "delivery.dead", payload: {} },
-        ],
-      });
+      assert.equal(refused.code, "SLUICE_VALIDATION_FAILED");
+      assert.match(refused.message, /delivery\.dead/);
+      const batch = await apiError(
+        sluice.post("/v1/events/batch", {
+          body: {
+            events: [
+              { type: "x.ok", payload: {} },
+              { type: "delivery.dead", payload: {} },
+            ],
+          },
+        }),
+      );
       assert.equal(batch.status, 422);
       // An ordinary type that merely starts with delivery. goes where ordinary types go.
-      const own = await s.api<EventAccepted>("POST", "/v1/events", { type: "delivery.shipped", payload: {} });
-      assert.equal(own.status, 202);
-      const ev = (await s.api<Event>("GET", `/v1/events/${own.body.id}`)).body;
+      const own = await sluice.publish({ type: "delivery.shipped", payload: {} });
+      const ev = await event(own.id);
       assert.deepEqual(ev.deliveries!.map((x) => x.destination_id).sort(), [w.prefix.id, w.all.id, w.star.id].sort());
     });
 
@@ -262,31 +262,25 @@ describe("delivery.dead e-mail digest", () => {
     await new Promise<void>((r) => smtp.listen(0, "127.0.0.1", () => r()));
     const smtpPort = (smtp.server.address() as { port: number }).port;
     const s = await startSluice("server", { env: { SLUICE_SMTP_URL: `smtp://127.0.0.1:${smtpPort}` } });
+    const sluice = new Sluice({ baseUrl: s.url, apiKey: s.apiKey });
     const bad = await startReceiver({ status: 500 });
     const db = s.running.db;
     try {
-      assert.equal((await s.api("PATCH", "/v1/tenant", { alert_email: "ops@example.com" })).status, 200);
-      const mk = async (name: string, type: string) =>
-        (
-          await s.api<Destination>("POST", "/v1/destinations", {
-            url: `${bad.url}/${name}`,
-            name,
-            event_types: [type],
-            retry_schedule_seconds: [],
-          })
-        ).body;
+      assert.equal((await sluice.patch("/v1/tenant", { body: { alert_email: "ops@example.com" } })).alert_email, "ops@example.com");
+      const mk = (name: string, type: string) =>
+        sluice.post("/v1/destinations", { body: { url: `${bad.url}/${name}`, name, event_types: [type], retry_schedule_seconds: [] } });
       const billing = await mk("billing-prod", "mail1.*");
       const crm = await mk("crm-prod", "mail2.*");
       const deadOf = async (id: string) =>
-        (await s.api<Page<Delivery>>("GET", `/v1/deliveries?destination_id=${id}&status=dead&limit=100`)).body.data;
+        (await sluice.get("/v1/deliveries", { params: { query: { destination_id: id, status: "dead", limit: 100 } } })).data;
       // The first deaths wait out the gathering pause (30 s): pretend it passed.
       const gathered = (id: string) =>
         db.query("UPDATE alerts SET created_at = created_at - interval '1 minute' WHERE destination_id = $1 AND digest_hour IS NULL", [id]);
 
-      const pub = await s.api<EventBatchAccepted>("POST", "/v1/events/batch", {
-        events: [...Array.from({ length: 3 }, (_, i) => ({ type: "mail1.x", payload: { i } })), { type: "mail2.x", payload: {} }],
+      const pub = await sluice.post("/v1/events/batch", {
+        body: { events: [...Array.from({ length: 3 }, (_, i) => ({ type: "mail1.x", payload: { i } })), { type: "mail2.x", payload: {} }] },
       });
-      assert.equal(pub.status, 202);
+      assert.equal(pub.events.length, 4);
       await waitFor(async () => (await deadOf(billing.id)).length === 3 && (await deadOf(crm.id)).length === 1);
       assert.equal(mails.length, 0, "a digest went before its gathering pause");
       await gathered(billing.id);
@@ -317,7 +311,7 @@ describe("delivery.dead e-mail digest", () => {
         "SELECT hour = date_trunc('hour', now(), 'UTC') AS this_hour FROM alert_digests WHERE destination_id = $1",
         [billing.id],
       );
-      await s.api("POST", "/v1/events", { type: "mail1.y", payload: {} });
+      await sluice.publish({ type: "mail1.y", payload: {} });
       await waitFor(async () => (await deadOf(billing.id)).length === 4);
       await gathered(billing.id);
       await sleep(2500); // a second e-mail this hour would have gone by now (the alert poll is 2 s)
@@ -352,7 +346,7 @@ describe("delivery.dead e-mail digest", () => {
       ]);
 
       // Settled alerts and digests go with retention (the last death, recent, stays).
-      await s.api("POST", "/v1/events", { type: "mail2.y", payload: {} });
+      await sluice.publish({ type: "mail2.y", payload: {} });
       await waitFor(async () => (await deadOf(crm.id)).length === 2);
       await db.query("UPDATE alerts SET created_at = created_at - interval '200 hours' WHERE email_state = 'sent'");
       await db.query("UPDATE alert_digests SET hour = hour - interval '200 hours'");

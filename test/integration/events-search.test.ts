@@ -2,46 +2,39 @@ import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
 import { onServer } from "../helpers/db.js";
-import type {
-  ApiError,
-  Event,
-  EventAccepted,
-  EventBatchAccepted,
-  Page,
-  Tenant,
-  TenantCreated,
-  ValidationFailed,
-} from "../helpers/api-types.js";
+import { apiError } from "../helpers/sdk.js";
+import { Sluice, type Event, type paths } from "../../sdk/src/index.js";
+import type { ValidationFailed } from "../helpers/api-types.js";
 import { eventSearchStatement } from "../../src/db/queries/events.js";
 
-// Finding events (GET /v1/events): by exact type or type prefix, by occurred_at range, newest
-// first, paged without duplicates or gaps (ties in occurred_at, microseconds), per tenant; and on a
-// Postgres server, the plan of each kind of search uses the indexes of migrations/0007.
+// Finding events (GET /v1/events), through the SDK: by exact type or type prefix, by occurred_at
+// range, newest first, paged without duplicates or gaps (ties in occurred_at, microseconds), per
+// tenant; and on a Postgres server, the plan of each kind of search uses the indexes of
+// migrations/0007.
+
+type Search = NonNullable<paths["/v1/events"]["get"]["parameters"]["query"]>;
 
 for (const backend of BACKENDS) {
   describe(`finding events on ${backend} Postgres`, () => {
     let s: TestSluice;
+    let sluice: Sluice;
     before(async () => {
       s = await startSluice(backend, { worker: false, env: { SLUICE_ADMIN_KEY: "admin_events" } });
+      sluice = new Sluice({ baseUrl: s.url, apiKey: s.apiKey });
     });
     after(async () => s?.stop());
 
-    const publish = async (type: string, occurredAt: string, key?: string) => {
-      const r = await s.api<EventAccepted>("POST", "/v1/events", { type, payload: { type, occurredAt }, occurred_at: occurredAt }, { key });
-      assert.equal(r.status, 202, JSON.stringify(r.body));
-      return r.body.id;
-    };
-    const list = async (query: string, key?: string) => {
-      const r = await s.api<Page<Event>>("GET", `/v1/events?${query}`, undefined, { key });
-      assert.equal(r.status, 200, `${query}: ${JSON.stringify(r.body)}`);
-      return r.body;
-    };
+    /** The default tenant's client, or one with another tenant's key. */
+    const as = (key?: string) => (key ? new Sluice({ baseUrl: s.url, apiKey: key }) : sluice);
+    const publish = async (type: string, occurredAt: string, key?: string) =>
+      (await as(key).publish({ type, payload: { type, occurredAt }, occurred_at: occurredAt })).id;
+    const list = (query: Search, key?: string) => as(key).get("/v1/events", { params: { query } });
     /** Every page of a search, following next_cursor. */
-    const all = async (query: string, limit: number) => {
+    const all = async (query: Search, limit: number) => {
       const pages: Event[][] = [];
       let cursor: string | null = null;
       do {
-        const p: Page<Event> = await list(`${query}&limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+        const p = await list({ ...query, limit, ...(cursor ? { cursor } : {}) });
         pages.push(p.data);
         cursor = p.next_cursor;
         assert.ok(pages.length < 100, "paging does not end");
@@ -55,7 +48,7 @@ for (const backend of BACKENDS) {
       const types = ["t1.order.created", "t1.order.paid", "t1.order.refund.done", "t1.orders.x", "t1.order", "t1.invoice.paid"];
       for (const [i, type] of types.entries()) ids[type] = await publish(type, minute(i));
 
-      const exact = await list("type=t1.order.paid");
+      const exact = await list({ type: "t1.order.paid" });
       assert.deepEqual(
         exact.data.map((e) => e.id),
         [ids["t1.order.paid"]],
@@ -68,33 +61,33 @@ for (const backend of BACKENDS) {
       assert.ok(e.created_at);
       assert.equal("deliveries" in e, false);
 
-      const prefix = await list("type=t1.order.*");
+      const prefix = await list({ type: "t1.order.*" });
       assert.deepEqual(
         prefix.data.map((x) => x.type),
         ["t1.order.refund.done", "t1.order.paid", "t1.order.created"],
         "newest first; not t1.orders.x nor t1.order",
       );
       assert.deepEqual(
-        (await list("type=t1.*")).data.map((x) => x.type),
+        (await list({ type: "t1.*" })).data.map((x) => x.type),
         [...types].reverse(),
       );
       assert.deepEqual(
-        (await list("type=t1.order*")).data.map((x) => x.type),
+        (await list({ type: "t1.order*" })).data.map((x) => x.type),
         ["t1.order", "t1.orders.x", "t1.order.refund.done", "t1.order.paid", "t1.order.created"],
       );
-      assert.equal((await list("type=t1.nothing")).data.length, 0);
-      assert.equal((await list("type=t1.order.paid")).next_cursor, null);
+      assert.equal((await list({ type: "t1.nothing" })).data.length, 0);
+      assert.equal((await list({ type: "t1.order.paid" })).next_cursor, null);
     });
 
     test("since is inclusive, until exclusive", async () => {
       for (let m = 0; m < 6; m++) await publish("t2.tick", minute(m));
-      const got = await list(`type=t2.tick&since=${minute(1)}&until=${minute(4)}`);
+      const got = await list({ type: "t2.tick", since: minute(1), until: minute(4) });
       assert.deepEqual(
         got.data.map((e) => e.occurred_at),
         [minute(3), minute(2), minute(1)],
       );
-      assert.equal((await list(`type=t2.tick&since=${minute(5)}`)).data.length, 1);
-      assert.equal((await list(`type=t2.tick&until=${minute(1)}`)).data.length, 1);
+      assert.equal((await list({ type: "t2.tick", since: minute(5) })).data.length, 1);
+      assert.equal((await list({ type: "t2.tick", until: minute(1) })).data.length, 1);
     });
 
     test("paging: every event once, in order, across pages, with ties and microseconds", async () => {
@@ -102,20 +95,16 @@ for (const backend of BACKENDS) {
       // occurred_at left to the store: now(), to the microsecond. One batch shares it (ties,
       // ordered by id); single events differ from each other by microseconds, which a cursor
       // that kept only milliseconds would skip or repeat.
-      const batch = await s.api<EventBatchAccepted>("POST", "/v1/events/batch", {
-        events: Array.from({ length: 9 }, (_, i) => ({ type: "t3.page", payload: { i } })),
+      const batch = await sluice.post("/v1/events/batch", {
+        body: { events: Array.from({ length: 9 }, (_, i) => ({ type: "t3.page", payload: { i } })) },
       });
-      assert.equal(batch.status, 202);
-      published.push(...batch.body.events.map((e) => e.id));
-      for (let i = 0; i < 9; i++) {
-        const r = await s.api<EventAccepted>("POST", "/v1/events", { type: "t3.page", payload: { i } });
-        published.push(r.body.id);
-      }
+      published.push(...batch.events.map((e) => e.id));
+      for (let i = 0; i < 9; i++) published.push((await sluice.publish({ type: "t3.page", payload: { i } })).id);
       for (let i = 0; i < 7; i++) published.push(await publish("t3.page", minute(100 + i)));
 
-      const whole = (await list("type=t3.page&limit=1000")).data;
+      const whole = (await list({ type: "t3.page", limit: 1000 })).data;
       assert.equal(whole.length, 25);
-      const pages = await all("type=t3.page", 7);
+      const pages = await all({ type: "t3.page" }, 7);
       assert.deepEqual(
         pages.map((p) => p.length),
         [7, 7, 7, 4],
@@ -134,7 +123,7 @@ for (const backend of BACKENDS) {
         assert.ok(a.occurred_at > b.occurred_at || (a.occurred_at === b.occurred_at && a.id > b.id), `${a.id} before ${b.id}`);
       }
       // A page that ends exactly at the last event: the next one is empty and ends the list.
-      const five = await all("type=t3.page", 5);
+      const five = await all({ type: "t3.page" }, 5);
       assert.deepEqual(
         five.map((p) => p.length),
         [5, 5, 5, 5, 5, 0],
@@ -142,53 +131,60 @@ for (const backend of BACKENDS) {
     });
 
     test("a key sees only its own tenant's events", async () => {
-      const t = await s.api<TenantCreated>("POST", "/v1/tenants", { name: "other" }, { key: "admin_events" });
-      assert.equal(t.status, 201);
-      const theirs = await publish("t4.secret", minute(1), t.body.api_key);
+      const t = await as("admin_events").post("/v1/tenants", { body: { name: "other" } });
+      const theirs = await publish("t4.secret", minute(1), t.api_key);
       const mine = await publish("t4.secret", minute(2));
       assert.deepEqual(
-        (await list("type=t4.secret")).data.map((e) => e.id),
+        (await list({ type: "t4.secret" })).data.map((e) => e.id),
         [mine],
       );
       assert.deepEqual(
-        (await list("type=t4.secret", t.body.api_key)).data.map((e) => e.id),
+        (await list({ type: "t4.secret" }, t.api_key)).data.map((e) => e.id),
         [theirs],
       );
-      const everything = await all("type=t4.*", 1000);
+      const everything = await all({ type: "t4.*" }, 1000);
       assert.ok(!everything.flat().some((e) => e.id === theirs));
     });
 
     test("a bad cursor, type, time or limit is 422 naming the parameter", async () => {
-      const bad = async (query: string, field: string) => {
-        const r = await s.api<ValidationFailed>("GET", `/v1/events?${query}`);
-        assert.equal(r.status, 422, `${query}: ${JSON.stringify(r.body)}`);
-        assert.equal(r.body.error.code, "SLUICE_VALIDATION_FAILED");
+      const bad = async (query: Search, field: string) => {
+        const e = await apiError(list(query));
+        assert.equal(e.status, 422, `${JSON.stringify(query)}: ${e.message}`);
+        assert.equal(e.code, "SLUICE_VALIDATION_FAILED");
         assert.ok(
-          r.body.error.details.some((d) => d.field === field),
-          `${query}: ${JSON.stringify(r.body.error.details)}`,
+          e.fields.some((d) => d.field === field),
+          `${JSON.stringify(query)}: ${JSON.stringify(e.fields)}`,
         );
       };
-      await bad("cursor=nope", "query.cursor");
-      await bad(`cursor=${Buffer.from("dlv_0000000000000000000000000000").toString("base64url")}`, "query.cursor");
+      await bad({ cursor: "nope" }, "query.cursor");
+      await bad({ cursor: Buffer.from("dlv_0000000000000000000000000000").toString("base64url") }, "query.cursor");
       await bad(
-        `cursor=${Buffer.from("2021-02-30T00:00:00.000000Z evt_000000000000000000000000000").toString("base64url")}`,
+        { cursor: Buffer.from("2021-02-30T00:00:00.000000Z evt_000000000000000000000000000").toString("base64url") },
         "query.cursor",
       );
-      await bad("type=order.**", "query.type");
-      await bad("type=order%20created", "query.type");
-      await bad("type=", "query.type");
-      await bad("since=yesterday", "query.since");
-      await bad(`since=${minute(5)}&until=${minute(4)}`, "query.until");
-      await bad(`since=${minute(5)}&until=${minute(5)}`, "query.until");
-      await bad("limit=0", "query.limit");
-      await bad("colour=red", "query.colour");
-      const none = await s.api<ApiError>("GET", "/v1/events", undefined, { key: null });
+      await bad({ type: "order.**" }, "query.type");
+      await bad({ type: "order created" }, "query.type");
+      await bad({ type: "" }, "query.type");
+      await bad({ since: "yesterday" }, "query.since");
+      await bad({ since: minute(5), until: minute(4) }, "query.until");
+      await bad({ since: minute(5), until: minute(5) }, "query.until");
+      await bad({ limit: 0 }, "query.limit");
+      // A parameter the SDK's types do not have: sent raw, as a client without types can.
+      const unknown = await s.api<ValidationFailed>("GET", "/v1/events?colour=red");
+      assert.equal(unknown.status, 422, JSON.stringify(unknown.body));
+      assert.equal(unknown.body.error.code, "SLUICE_VALIDATION_FAILED");
+      assert.ok(
+        unknown.body.error.details.some((d) => d.field === "query.colour"),
+        JSON.stringify(unknown.body.error.details),
+      );
+      // No Authorization header at all (null removes the client's).
+      const none = await apiError(sluice.get("/v1/events", { headers: { authorization: null } }));
       assert.equal(none.status, 401);
     });
 
     if (backend === "server") {
       test("each kind of search is an index scan on events, not a sequential scan", async () => {
-        const me = (await s.api<Tenant>("GET", "/v1/tenant")).body;
+        const me = await sluice.get("/v1/tenant");
         await onServer(s.databaseUrl!, async (c) => {
           // Enough rows, over two tenants and many types, that the planner weighs its choices.
           await c.query(

@@ -1,21 +1,22 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import type { Static } from "@sinclair/typebox";
 import { BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
-import type { ApiError, Delivery, Destination, EventAccepted, Page, TenantCreated, ValidationFailed } from "../helpers/api-types.js";
-import type { Recovery, RecoveryAccepted } from "../../src/schemas/recoveries.js";
+import { apiError } from "../helpers/sdk.js";
+import { Sluice, type Destination, type EventInput, type paths, type Recovery, type SluiceApiError } from "../../sdk/src/index.js";
+import type { ValidationFailed } from "../helpers/api-types.js";
 import { RECOVERY_STATUSES } from "../../src/policy/statuses.js";
 
-// Recovery over a time range (POST /v1/destinations/{id}/recover): dead and discarded deliveries
-// whose events occurred in [since, until) are delivered again, in occurred_at order, with the same
-// webhook-id; nothing outside the range or in other statuses moves; the work is paged (page size
-// 2 here, so every recovery below spans several pages) and survives the process that accepted it.
+// Recovery over a time range (POST /v1/destinations/{id}/recover), through the SDK: dead and
+// discarded deliveries whose events occurred in [since, until) are delivered again, in occurred_at
+// order, with the same webhook-id; nothing outside the range or in other statuses moves; the work
+// is paged (page size 2 here, so every recovery below spans several pages) and survives the
+// process that accepted it.
 
-type Accepted = Static<typeof RecoveryAccepted>;
-type RecoveryView = Static<typeof Recovery>;
+type RecoverBody = paths["/v1/destinations/{id}/recover"]["post"]["requestBody"]["content"]["application/json"];
+type DestinationBody = paths["/v1/destinations"]["post"]["requestBody"]["content"]["application/json"];
 
 const PAGE_SIZE = "2";
 const ENV = { SLUICE_RECOVERY_PAGE_SIZE: PAGE_SIZE, SLUICE_ADMIN_KEY: "admin_recover" };
@@ -37,9 +38,11 @@ test("the recoveries status CHECK lists exactly RECOVERY_STATUSES", () => {
 for (const backend of BACKENDS) {
   describe(`recovery on ${backend} Postgres`, () => {
     let s: TestSluice;
+    let sluice: Sluice;
     let rx: Receiver;
     before(async () => {
       s = await startSluice(backend, { env: ENV });
+      sluice = new Sluice({ baseUrl: s.url, apiKey: s.apiKey });
       rx = await startReceiver();
     });
     after(async () => {
@@ -47,47 +50,34 @@ for (const backend of BACKENDS) {
       await s?.stop();
     });
 
-    const createDestination = async (path: string, body: Record<string, unknown> = {}) => {
-      const r = await s.api<Destination>("POST", "/v1/destinations", {
-        url: `${rx.url}${path}`,
-        event_types: ["unused.type"],
-        retry_schedule_seconds: [],
-        ...body,
+    const createDestination = (path: string, body: Partial<DestinationBody> = {}) =>
+      sluice.post("/v1/destinations", {
+        body: { url: `${rx.url}${path}`, event_types: ["unused.type"], retry_schedule_seconds: [], ...body },
       });
-      assert.equal(r.status, 201, JSON.stringify(r.body));
-      return r.body;
-    };
-    const publish = async (d: Destination, minute: number, extra: Record<string, unknown> = {}) => {
-      const r = await s.api<EventAccepted>("POST", "/v1/events", {
-        type: "rcv.test",
-        payload: { minute },
-        occurred_at: at(minute),
-        destination_ids: [d.id],
-        ...extra,
-      });
-      assert.equal(r.status, 202, JSON.stringify(r.body));
-      return r.body.id;
-    };
-    const deliveries = async (d: Destination) => {
-      const r = await s.api<Page<Delivery>>("GET", `/v1/deliveries?destination_id=${d.id}&limit=1000`);
-      assert.equal(r.status, 200);
-      return r.body.data;
-    };
+    const publish = async (d: Destination, minute: number, extra: Partial<EventInput> = {}) =>
+      (
+        await sluice.publish({
+          type: "rcv.test",
+          payload: { minute },
+          occurred_at: at(minute),
+          destination_ids: [d.id],
+          ...extra,
+        })
+      ).id;
+    const deliveries = async (d: Destination) =>
+      (await sluice.get("/v1/deliveries", { params: { query: { destination_id: d.id, limit: 1000 } } })).data;
     const byEvent = async (d: Destination) => new Map((await deliveries(d)).map((x) => [x.event_id, x]));
-    const recover = async (d: Destination, body: Record<string, unknown>) => {
-      const r = await s.api<Accepted>("POST", `/v1/destinations/${d.id}/recover`, body);
-      assert.equal(r.status, 202, JSON.stringify(r.body));
-      assert.match(r.body.id, /^rcv_/);
-      return r.body;
+    const recover = async (d: Destination, body: RecoverBody) => {
+      const accepted = await sluice.post("/v1/destinations/{id}/recover", { params: { path: { id: d.id } }, body });
+      assert.match(accepted.id, /^rcv_/);
+      return accepted;
     };
     const waitDone = async (d: Destination, id: string) => {
-      let last: RecoveryView | undefined;
+      let last: Recovery | undefined;
       await waitFor(
         async () => {
-          const r = await s.api<RecoveryView>("GET", `/v1/destinations/${d.id}/recoveries/${id}`);
-          assert.equal(r.status, 200, JSON.stringify(r.body));
-          last = r.body;
-          return r.body.status === "done";
+          last = await sluice.get("/v1/destinations/{id}/recoveries/{rid}", { params: { path: { id: d.id, rid: id } } });
+          return last.status === "done";
         },
         { message: () => `recovery not done: ${JSON.stringify(last)}` },
       );
@@ -118,11 +108,12 @@ for (const backend of BACKENDS) {
       await waitFor(async () => (await byEvent(d)).get(delivered)?.status === "delivered");
 
       // Discarded: held while paused, then resumed without replay. 12 and 16 in range, 8 not.
-      assert.equal((await s.api("POST", `/v1/destinations/${d.id}/pause`, {})).status, 200);
+      const paused = await sluice.post("/v1/destinations/{id}/pause", { params: { path: { id: d.id } }, body: {} });
+      assert.equal(paused.status, "paused");
       const discarded = new Map<number, string>();
       for (const minute of [16, 8, 12]) discarded.set(minute, await publish(d, minute));
-      const resumed = await s.api<{ discarded: number }>("POST", `/v1/destinations/${d.id}/resume`, { replay: false });
-      assert.equal(resumed.body.discarded, 3);
+      const resumed = await sluice.post("/v1/destinations/{id}/resume", { params: { path: { id: d.id } }, body: { replay: false } });
+      assert.equal(resumed.discarded, 3);
 
       // Waiting (scheduled an hour ahead) in the range: a recovery leaves it alone.
       const waiting = await publish(d, 17, { deliver_at: new Date(Date.now() + 3600_000).toISOString() });
@@ -201,7 +192,23 @@ for (const backend of BACKENDS) {
       const d = await createDestination("/bad");
       const count = async () => (await s.running.db.query<{ n: number }>("SELECT count(*)::int AS n FROM recoveries"))[0]!.n;
       const before = await count();
-      const bad = async (body: unknown, field: string) => {
+      const refused = (e: SluiceApiError, what: string, field: string) => {
+        assert.equal(e.status, 422, `${what}: ${e.message}`);
+        assert.equal(e.code, "SLUICE_VALIDATION_FAILED");
+        assert.ok(
+          e.fields.some((x) => x.field === field),
+          `${what}: ${JSON.stringify(e.fields)}`,
+        );
+      };
+      const bad = async (body: RecoverBody, field: string) =>
+        refused(
+          await apiError(sluice.post("/v1/destinations/{id}/recover", { params: { path: { id: d.id } }, body })),
+          JSON.stringify(body),
+          field,
+        );
+      // Bodies the SDK's types refuse to send (no since, a status outside the enum, an unknown
+      // field): sent raw, since a client without types can send them.
+      const badRaw = async (body: unknown, field: string) => {
         const r = await s.api<ValidationFailed>("POST", `/v1/destinations/${d.id}/recover`, body);
         assert.equal(r.status, 422, `${JSON.stringify(body)}: ${JSON.stringify(r.body)}`);
         assert.equal(r.body.error.code, "SLUICE_VALIDATION_FAILED");
@@ -210,51 +217,50 @@ for (const backend of BACKENDS) {
           `${JSON.stringify(body)}: ${JSON.stringify(r.body.error.details)}`,
         );
       };
-      await bad({}, "since");
-      await bad({ until: at(20) }, "since");
+      await badRaw({}, "since");
+      await badRaw({ until: at(20) }, "since");
       await bad({ since: "yesterday" }, "since");
       await bad({ since: at(20), until: at(10) }, "until");
       await bad({ since: at(20), until: at(20) }, "until");
       await bad({ since: new Date(Date.now() + 3600_000).toISOString() }, "until"); // until defaults to now
-      await bad({ since: at(10), statuses: ["queued"] }, "statuses[0]");
+      await badRaw({ since: at(10), statuses: ["queued"] }, "statuses[0]");
       await bad({ since: at(10), statuses: [] }, "statuses");
       await bad({ since: at(10), statuses: ["dead", "dead"] }, "statuses");
-      await bad({ since: at(10), colour: "red" }, "colour");
+      await badRaw({ since: at(10), colour: "red" }, "colour");
 
-      const t = await s.api<TenantCreated>("POST", "/v1/tenants", { name: "other" }, { key: "admin_recover" });
-      assert.equal(t.status, 201);
-      const theirs = await s.api<Destination>(
-        "POST",
-        "/v1/destinations",
-        { url: `${rx.url}/theirs`, event_types: ["unused.type"] },
-        { key: t.body.api_key },
-      );
-      const notMine = await s.api<ApiError>("POST", `/v1/destinations/${theirs.body.id}/recover`, { since: at(0) });
+      const t = await new Sluice({ baseUrl: s.url, apiKey: "admin_recover" }).post("/v1/tenants", { body: { name: "other" } });
+      const other = new Sluice({ baseUrl: s.url, apiKey: t.api_key });
+      const theirs = await other.post("/v1/destinations", { body: { url: `${rx.url}/theirs`, event_types: ["unused.type"] } });
+      const recoverOf = (id: string) => sluice.post("/v1/destinations/{id}/recover", { params: { path: { id } }, body: { since: at(0) } });
+      const notMine = await apiError(recoverOf(theirs.id));
       assert.equal(notMine.status, 404);
-      assert.equal(notMine.body.error.code, "SLUICE_DESTINATION_NOT_FOUND");
-      assert.equal((await s.api<ApiError>("POST", "/v1/destinations/dst_nope/recover", { since: at(0) })).status, 404);
+      assert.equal(notMine.code, "SLUICE_DESTINATION_NOT_FOUND");
+      assert.equal((await apiError(recoverOf("dst_nope"))).status, 404);
       assert.equal(await count(), before, "no recovery was recorded");
 
       // Reading: their recovery is 404 to us; an unknown one names the recovery.
-      const r = await s.api<Accepted>("POST", `/v1/destinations/${theirs.body.id}/recover`, { since: at(0) }, { key: t.body.api_key });
-      assert.equal(r.status, 202);
-      const peek = await s.api<ApiError>("GET", `/v1/destinations/${theirs.body.id}/recoveries/${r.body.id}`);
+      const r = await other.post("/v1/destinations/{id}/recover", { params: { path: { id: theirs.id } }, body: { since: at(0) } });
+      assert.match(r.id, /^rcv_/);
+      const recovery = (id: string, rid: string) => sluice.get("/v1/destinations/{id}/recoveries/{rid}", { params: { path: { id, rid } } });
+      const peek = await apiError(recovery(theirs.id, r.id));
       assert.equal(peek.status, 404);
-      assert.equal(peek.body.error.code, "SLUICE_DESTINATION_NOT_FOUND");
-      const unknown = await s.api<ApiError>("GET", `/v1/destinations/${d.id}/recoveries/${r.body.id}`);
+      assert.equal(peek.code, "SLUICE_DESTINATION_NOT_FOUND");
+      const unknown = await apiError(recovery(d.id, r.id));
       assert.equal(unknown.status, 404);
-      assert.equal(unknown.body.error.code, "SLUICE_RECOVERY_NOT_FOUND");
+      assert.equal(unknown.code, "SLUICE_RECOVERY_NOT_FOUND");
     });
   });
 }
 
 describe("recovery on server Postgres, across processes", () => {
   let api: TestSluice;
+  let sluice: Sluice;
   let worker: TestSluice | undefined;
   let rx: Receiver;
   before(async () => {
     // An API-only process accepts the recovery; no worker runs until the test starts one.
     api = await startSluice("server", { env: ENV, worker: false });
+    sluice = new Sluice({ baseUrl: api.url, apiKey: api.apiKey });
     rx = await startReceiver();
   });
   after(async () => {
@@ -264,30 +270,27 @@ describe("recovery on server Postgres, across processes", () => {
   });
 
   test("a recovery accepted by one process is carried out by a worker that starts later", async () => {
-    const d = (await api.api<Destination>("POST", "/v1/destinations", { url: `${rx.url}/later`, event_types: ["unused.type"] })).body;
-    assert.equal((await api.api("POST", `/v1/destinations/${d.id}/pause`, {})).status, 200);
+    const d = await sluice.post("/v1/destinations", { body: { url: `${rx.url}/later`, event_types: ["unused.type"] } });
+    const path = { id: d.id };
+    assert.equal((await sluice.post("/v1/destinations/{id}/pause", { params: { path }, body: {} })).status, "paused");
     for (const minute of [3, 1, 2]) {
-      const r = await api.api("POST", "/v1/events", {
-        type: "rcv.later",
-        payload: { minute },
-        occurred_at: at(minute),
-        destination_ids: [d.id],
-      });
-      assert.equal(r.status, 202);
+      const ev = await sluice.publish({ type: "rcv.later", payload: { minute }, occurred_at: at(minute), destination_ids: [d.id] });
+      assert.equal(ev.deliveries, 1);
     }
-    assert.equal((await api.api<{ discarded: number }>("POST", `/v1/destinations/${d.id}/resume`, { replay: false })).body.discarded, 3);
+    assert.equal((await sluice.post("/v1/destinations/{id}/resume", { params: { path }, body: { replay: false } })).discarded, 3);
 
-    const accepted = (await api.api<Accepted>("POST", `/v1/destinations/${d.id}/recover`, { since: at(0) })).body;
+    const accepted = await sluice.post("/v1/destinations/{id}/recover", { params: { path }, body: { since: at(0) } });
     assert.equal(accepted.deliveries, 3);
-    const pending = await api.api<RecoveryView>("GET", `/v1/destinations/${d.id}/recoveries/${accepted.id}`);
-    assert.equal(pending.body.status, "running");
-    assert.equal(pending.body.requeued, 0);
-    assert.equal(pending.body.finished_at, null);
+    const recovery = () => sluice.get("/v1/destinations/{id}/recoveries/{rid}", { params: { path: { ...path, rid: accepted.id } } });
+    const pending = await recovery();
+    assert.equal(pending.status, "running");
+    assert.equal(pending.requeued, 0);
+    assert.equal(pending.finished_at, null);
 
     worker = await startSluice("server", { env: ENV, api: false, databaseUrl: api.databaseUrl });
     await waitFor(async () => {
-      const r = await api.api<RecoveryView>("GET", `/v1/destinations/${d.id}/recoveries/${accepted.id}`);
-      return r.body.status === "done" && r.body.requeued === 3;
+      const r = await recovery();
+      return r.status === "done" && r.requeued === 3;
     });
     await rx.waitForCount(3);
     assert.deepEqual(rx.received.map((r) => (r.json as { data: { minute: number } }).data.minute).sort(), [1, 2, 3]);
