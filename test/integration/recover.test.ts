@@ -295,4 +295,37 @@ describe("recovery on server Postgres, across processes", () => {
     await rx.waitForCount(3);
     assert.deepEqual(rx.received.map((r) => (r.json as { data: { minute: number } }).data.minute).sort(), [1, 2, 3]);
   });
+
+  test("two workers share a many-page recovery: every delivery is sent again exactly once", async () => {
+    worker ??= await startSluice("server", { env: ENV, api: false, databaseUrl: api.databaseUrl });
+    const second = await startSluice("server", { env: ENV, api: false, databaseUrl: api.databaseUrl });
+    try {
+      const d = await sluice.post("/v1/destinations", { body: { url: `${rx.url}/two`, event_types: ["unused.type"] } });
+      const path = { id: d.id };
+      await sluice.post("/v1/destinations/{id}/pause", { params: { path }, body: {} });
+      const n = 40; // 20 pages of SLUICE_RECOVERY_PAGE_SIZE=2, for two workers to contend over
+      await sluice.post("/v1/events/batch", {
+        body: {
+          events: Array.from({ length: n }, (_, i) => ({ type: "rcv.two", payload: { i }, occurred_at: at(10), destination_ids: [d.id] })),
+        },
+      });
+      assert.equal((await sluice.post("/v1/destinations/{id}/resume", { params: { path }, body: { replay: false } })).discarded, n);
+
+      const accepted = await sluice.post("/v1/destinations/{id}/recover", { params: { path }, body: { since: at(0) } });
+      assert.equal(accepted.deliveries, n);
+      await waitFor(async () => {
+        const r = await sluice.get("/v1/destinations/{id}/recoveries/{rid}", { params: { path: { ...path, rid: accepted.id } } });
+        return r.status === "done";
+      });
+      const done = await sluice.get("/v1/destinations/{id}/recoveries/{rid}", { params: { path: { ...path, rid: accepted.id } } });
+      assert.equal(done.requeued, n, "each delivery requeued once, never twice");
+      const two = () => rx.received.filter((r) => r.path === "/two");
+      await waitFor(() => two().length >= n);
+      await new Promise((r) => setTimeout(r, 500)); // a page processed twice would send more
+      assert.equal(two().length, n);
+      assert.equal(new Set(two().map((r) => r.headers["webhook-id"])).size, n);
+    } finally {
+      await second.stop();
+    }
+  });
 });
