@@ -28,11 +28,11 @@ export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength:
 const Limit = Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: "page size" });
 const Cursor = Type.String({ maxLength: 200, description: "the next_cursor of the previous page" });
 
-export const ListQuery = Type.Object({ limit: Type.Optional(Limit), cursor: Type.Optional(Cursor) }, { additionalProperties: false });
-
 /** The query of a list endpoint: limit and cursor, and the filters given. */
 export const ListQueryWith = <P extends Record<string, TSchema>>(filters: P) =>
   Type.Object({ limit: Type.Optional(Limit), cursor: Type.Optional(Cursor), ...filters }, { additionalProperties: false });
+
+export const ListQuery = ListQueryWith({});
 
 /** A page of a list: `next_cursor` is null on the last page. */
 export const Page = <T extends TSchema>(item: T) =>

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import net from "node:net";
 import { fileURLToPath } from "node:url";
 
 // Real Sluice processes (`sluice worker`, `sluice api`), for tests that kill or multiply them.
@@ -36,4 +37,13 @@ function spawnCli(args: string[], env: NodeJS.ProcessEnv): SluiceProcess {
   proc.stderr.on("data", (c) => (out += c));
   const exited = new Promise<number | string>((resolve) => proc.on("exit", (code, sig) => resolve(code ?? sig ?? -1)));
   return { proc, exited, output: () => out, kill: (s) => proc.kill(s) };
+}
+
+/** A port nothing listens on (free a moment ago). */
+export async function closedPort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+  const port = (srv.address() as net.AddressInfo).port;
+  await new Promise((r) => srv.close(r));
+  return port;
 }

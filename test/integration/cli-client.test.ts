@@ -3,12 +3,12 @@ import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ApiKeyCreated } from "../../sdk/src/index.js";
 import type { Attempt, Delivery, Destination, Event, EventAccepted, Page } from "../helpers/api-types.js";
+import { closedPort } from "../helpers/processes.js";
 import { startSluice, type TestSluice } from "../helpers/sluice.js";
 import { waitFor } from "../helpers/wait-for.js";
 
@@ -108,14 +108,6 @@ async function listen(args: string[], env: Record<string, string> = {}): Promise
       return exited;
     },
   };
-}
-
-async function closedPort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise((r) => srv.close(r));
-  return port;
 }
 
 describe("the command line's mistakes: exit 2, a suggestion, no request", () => {

@@ -1,7 +1,7 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { SMTPServer } from "smtp-server";
 import { BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
+import { startMailCatcher } from "../helpers/smtp.js";
 import { startReceiver, type Receiver, type ReceivedRequest } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
 import { apiError } from "../helpers/sdk.js";
@@ -234,34 +234,11 @@ for (const backend of BACKENDS) {
   });
 }
 
-/** The text of a mail as sent: quoted-printable soft breaks joined and escapes decoded. */
-function decodeMail(raw: string): string {
-  const unfolded = raw.replace(/=\r?\n/g, "");
-  return Buffer.from(
-    unfolded.replace(/=([0-9A-F]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16))),
-    "latin1",
-  ).toString("utf8");
-}
-
 describe("delivery.dead e-mail digest", () => {
   test("the deaths of a destination within the hour arrive as one digest; later ones in the next hour's", async () => {
-    const mails: { to: string; text: string }[] = [];
-    const smtp = new SMTPServer({
-      authOptional: true,
-      disabledCommands: ["STARTTLS"],
-      logger: false,
-      onData(stream, session, cb) {
-        let text = "";
-        stream.on("data", (c: Buffer) => (text += c.toString("utf8")));
-        stream.on("end", () => {
-          mails.push({ to: session.envelope.rcptTo.map((r) => r.address).join(","), text: decodeMail(text) });
-          cb();
-        });
-      },
-    });
-    await new Promise<void>((r) => smtp.listen(0, "127.0.0.1", () => r()));
-    const smtpPort = (smtp.server.address() as { port: number }).port;
-    const s = await startSluice("server", { env: { SLUICE_SMTP_URL: `smtp://127.0.0.1:${smtpPort}` } });
+    const catcher = await startMailCatcher();
+    const mails = catcher.mails;
+    const s = await startSluice("server", { env: { SLUICE_SMTP_URL: catcher.url } });
     const sluice = new Sluice({ baseUrl: s.url, apiKey: s.apiKey });
     const bad = await startReceiver({ status: 500 });
     const db = s.running.db;
@@ -358,7 +335,7 @@ describe("delivery.dead e-mail digest", () => {
     } finally {
       await bad.close();
       await s.stop();
-      await new Promise<void>((r) => smtp.close(() => r()));
+      await catcher.close();
     }
   });
 });

@@ -1,8 +1,8 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { SMTPServer } from "smtp-server";
 import { Webhook } from "standardwebhooks";
 import { startSluice, type TestSluice } from "../helpers/sluice.js";
+import { startMailCatcher } from "../helpers/smtp.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
 import { pruneOnce } from "../../src/dispatch/janitor.js";
@@ -222,24 +222,10 @@ describe("destination health", () => {
 
 describe("health alerts", () => {
   test("exactly one alert per transition reaches a subscribed destination and the SMTP server", async () => {
-    const mails: { to: string; text: string }[] = [];
-    const smtp = new SMTPServer({
-      authOptional: true,
-      disabledCommands: ["STARTTLS"],
-      logger: false,
-      onData(stream, session, cb) {
-        let text = "";
-        stream.on("data", (c: Buffer) => (text += c.toString("utf8")));
-        stream.on("end", () => {
-          mails.push({ to: session.envelope.rcptTo.map((r) => r.address).join(","), text });
-          cb();
-        });
-      },
-    });
-    await new Promise<void>((r) => smtp.listen(0, "127.0.0.1", () => r()));
-    const smtpPort = (smtp.server.address() as { port: number }).port;
+    const catcher = await startMailCatcher();
+    const mails = catcher.mails;
     // A minimum sample of 4 lets a short test step through degraded before it pauses.
-    const s = await startSluice("server", { env: { SLUICE_SMTP_URL: `smtp://127.0.0.1:${smtpPort}`, SLUICE_HEALTH_MIN_SAMPLES: "4" } });
+    const s = await startSluice("server", { env: { SLUICE_SMTP_URL: catcher.url, SLUICE_HEALTH_MIN_SAMPLES: "4" } });
     const watcher = await startReceiver();
     let n = 0;
     const failing = await startReceiver(() => ({ status: ++n <= 2 ? 200 : 500 }));
@@ -300,7 +286,7 @@ describe("health alerts", () => {
       await failing.close();
       await watcher.close();
       await s.stop();
-      await new Promise<void>((r) => smtp.close(() => r()));
+      await catcher.close();
     }
   });
 });

@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { spawnSluiceCli, type SluiceProcess } from "../helpers/processes.js";
+import { closedPort, spawnSluiceCli, type SluiceProcess } from "../helpers/processes.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
 import { waitFor } from "../helpers/wait-for.js";
 import type { Destination, Page, Tenant } from "../helpers/api-types.js";
@@ -20,15 +20,6 @@ const STACK_LINE = /^\s+at /m;
 async function finished(p: SluiceProcess): Promise<{ code: number | string; out: string }> {
   const code = await p.exited;
   return { code, out: p.output() };
-}
-
-/** A port nothing listens on (free a moment ago). */
-async function closedPort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise((r) => srv.close(r));
-  return port;
 }
 
 describe("start-up failures before the store opens", () => {
