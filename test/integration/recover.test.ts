@@ -142,7 +142,11 @@ for (const backend of BACKENDS) {
 
       await waitFor(async () => {
         const all = await byEvent(d);
-        return [11, 13, 15].every((m) => all.get(dead.get(m)!)?.status === "delivered");
+        // Received is not yet recorded: wait for every write-back, the discarded ones' too.
+        return (
+          [11, 13, 15].every((m) => all.get(dead.get(m)!)?.status === "delivered") &&
+          [12, 16].every((m) => all.get(discarded.get(m)!)?.status === "delivered")
+        );
       });
       const after = await byEvent(d);
       // Kept ids; attempts go on counting (a dead one's first attempt stays #1).
