@@ -12,6 +12,10 @@ export interface Config {
   metricsPort: number | undefined;
   apiKey: string | undefined;
   adminKey: string | undefined;
+  /** The address users reach Sluice at (portal links are built on it); else the request's own Host. */
+  publicUrl: string | undefined;
+  /** Origins allowed to embed the consumer portal in an <iframe> (CSP frame-ancestors). */
+  portalFrameAncestors: string[];
   allowPrivateNetworks: boolean;
   allowedCidrs: string[];
   maxPayloadBytes: number;
@@ -104,6 +108,22 @@ const postgresUrl: Parser<string | undefined> = (raw) => {
   return raw;
 };
 
+/** An http(s) base address, kept without a trailing slash. */
+const publicUrl: Parser<string | undefined> = (raw) => {
+  if (raw === "") return undefined;
+  if (!/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/.test(raw))
+    throw new Error("must be an http:// or https:// address, e.g. https://hooks.example.com");
+  return raw.replace(/\/+$/, "");
+};
+
+/** Origins for CSP frame-ancestors: scheme://host[:port], or a wildcard subdomain https://*.example.com. */
+const origins: Parser<string[]> = (raw) => {
+  const list = raw.split(/[\s,]+/).filter(Boolean);
+  const bad = list.filter((o) => !/^https?:\/\/(\*\.)?[a-z0-9.-]+(:\d{1,5})?$/i.test(o));
+  if (bad.length) throw new Error(`${bad.join(", ")}: each must be an origin such as https://app.example.com (no path, no trailing slash)`);
+  return list;
+};
+
 function setting<K extends keyof Config>(s: Setting<K>): Setting<K> {
   return s;
 }
@@ -164,7 +184,28 @@ export const SETTINGS = [
     secret: true,
     doc: "Key of the default tenant, created on first start; a new key joins the existing default tenant.",
   }),
-  setting({ key: "adminKey", env: "SLUICE_ADMIN_KEY", default: undefined, parse: optStr, secret: true, doc: "Enables POST /v1/tenants." }),
+  setting({
+    key: "adminKey",
+    env: "SLUICE_ADMIN_KEY",
+    default: undefined,
+    parse: optStr,
+    secret: true,
+    doc: "The admin key: creates and lists tenants (/v1/tenants) and acts for the tenant a Sluice-Tenant header names.",
+  }),
+  setting({
+    key: "publicUrl",
+    env: "SLUICE_PUBLIC_URL",
+    default: undefined,
+    parse: publicUrl,
+    doc: "The address users reach Sluice at, e.g. https://hooks.example.com; portal links are built on it (default: the request's Host).",
+  }),
+  setting({
+    key: "portalFrameAncestors",
+    env: "SLUICE_PORTAL_FRAME_ANCESTORS",
+    default: [],
+    parse: origins,
+    doc: "Space or comma list of origins (https://app.example.com) allowed to embed the consumer portal in an iframe.",
+  }),
   setting({
     key: "allowPrivateNetworks",
     env: "SLUICE_ALLOW_PRIVATE_NETWORKS",

@@ -35,6 +35,13 @@ export const ERROR_CATALOGUE = {
     when: "a request Fastify refuses for another reason (the message says which)",
     message: "The request was refused: {reason}. Nothing was done; GET /openapi.json describes what each route takes.",
   },
+  SLUICE_AUTH_TENANT_REQUIRED: {
+    status: 400,
+    docs: "api",
+    when: "the admin key on a tenant's route without a Sluice-Tenant header",
+    message:
+      "The admin key acts for one tenant at a time: send the header 'Sluice-Tenant: ten_…' naming the tenant (GET /v1/tenants lists them), or call with that tenant's API key.",
+  },
   SLUICE_AUTH_INVALID_KEY: {
     status: 401,
     docs: "api",
@@ -42,11 +49,44 @@ export const ERROR_CATALOGUE = {
     message:
       "{problem}. Send the header 'Authorization: Bearer <api key>' with a key printed at Sluice's first start or returned by POST /v1/tenants or POST /v1/api-keys; POST /v1/tenants takes the admin key (SLUICE_ADMIN_KEY) as its Bearer token instead.",
   },
+  SLUICE_PORTAL_LINK_INVALID: {
+    status: 401,
+    docs: "api",
+    when: "a portal token that expired, was revoked or is not known",
+    message: "This portal link {problem}; ask whoever gave it to you for a new one.",
+  },
   SLUICE_AUTH_ADMIN_DISABLED: {
     status: 403,
     docs: "api",
-    when: "POST /v1/tenants without SLUICE_ADMIN_KEY configured",
-    message: "Creating tenants needs an admin key: start Sluice with SLUICE_ADMIN_KEY set.",
+    when: "POST or GET /v1/tenants without SLUICE_ADMIN_KEY configured",
+    message: "Creating and listing tenants needs an admin key: start Sluice with SLUICE_ADMIN_KEY set.",
+  },
+  SLUICE_AUTH_ADMIN_REQUIRED: {
+    status: 403,
+    docs: "api",
+    when: "GET /v1/tenants, or a Sluice-Tenant header naming another tenant, with a key that is not the admin key",
+    message: "{what} takes the admin key (SLUICE_ADMIN_KEY) as its Bearer token, not a tenant's API key or a portal link.",
+  },
+  SLUICE_PORTAL_FORBIDDEN: {
+    status: 403,
+    docs: "api",
+    when: "a portal link on a route portals may not use",
+    message:
+      "Portal links can only read their destinations, deliveries and attempts and, unless read-only, pause, resume, retry and edit those destinations; {method} {path} needs the tenant's API key.",
+  },
+  SLUICE_PORTAL_READ_ONLY: {
+    status: 403,
+    docs: "api",
+    when: "a read-only portal link on a route that changes something (or reads a secret)",
+    message:
+      "This portal link is read-only: it can view its destinations, deliveries and attempts, but not {method} {path}. Ask for a portal link made without read_only.",
+  },
+  SLUICE_PORTAL_SESSION_REQUIRED: {
+    status: 403,
+    docs: "api",
+    when: "GET /v1/portal-session with an API key or the admin key",
+    message:
+      "GET /v1/portal-session describes the portal link it is called with: send the portal token (sp_…) as the Bearer token, not an API key or the admin key.",
   },
   SLUICE_DESTINATION_NOT_FOUND: {
     status: 404,
@@ -78,6 +118,19 @@ export const ERROR_CATALOGUE = {
     docs: "api",
     when: "no such recovery of this destination for this key",
     message: "No recovery with id '{id}' exists for this API key. Check the id, and that you use the key of the tenant that owns it.",
+  },
+  SLUICE_TENANT_NOT_FOUND: {
+    status: 404,
+    docs: "api",
+    when: "the Sluice-Tenant header names no tenant",
+    message: "No tenant with id '{id}' exists. Check the Sluice-Tenant header; GET /v1/tenants (admin key) lists the tenants.",
+  },
+  SLUICE_PORTAL_SESSION_NOT_FOUND: {
+    status: 404,
+    docs: "api",
+    when: "no such portal session in this key's tenant",
+    message:
+      "No portal session with id '{id}' exists for this tenant (a revoked one is gone). Use the id (pst_…) that POST /v1/portal-sessions returned, not the token.",
   },
   SLUICE_ROUTE_NOT_FOUND: {
     status: 404,

@@ -38,3 +38,9 @@ export function randomToken(bytes = 24): string {
 
 /** A new tenant API key; it is shown once and stored only hashed. */
 export const newApiKey = (): string => `sk_${randomToken(24)}`;
+
+/** What starts every portal-session token: auth.ts tells them from API keys by it. */
+export const PORTAL_TOKEN_PREFIX = "sp_";
+
+/** A new consumer-portal token; like an API key, shown once and stored only hashed. */
+export const newPortalToken = (): string => `${PORTAL_TOKEN_PREFIX}${randomToken(32)}`;

@@ -9,7 +9,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** List every tenant, newest first (admin key) */
+        get: operations["listTenants"];
         put?: never;
         /** Create a tenant and its first API key (admin key) */
         post: operations["createTenant"];
@@ -348,6 +349,91 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Delivery numbers of every destination the caller may see, per minute, for the dashboard */
+        get: operations["getStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/destinations/{id}/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One destination's numbers: outcomes per minute, arrivals per second, token buckets and held deliveries now */
+        get: operations["getDestinationStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/portal-sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Make a consumer-portal link for this tenant's customer; the token is in this answer only */
+        post: operations["createPortalSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/portal-session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The portal link this request is made with (portal token only): its scope, tenant and theme */
+        get: operations["getPortalSession"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/portal-sessions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke a portal link: it stops working at once */
+        delete: operations["deletePortalSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -359,7 +445,7 @@ export interface components {
                  * @description stable code: branch on it (docs/api.md says when each happens)
                  * @enum {string}
                  */
-                code: "SLUICE_REQUEST_MALFORMED_JSON" | "SLUICE_REQUEST_EMPTY_BODY" | "SLUICE_REQUEST_INVALID" | "SLUICE_AUTH_INVALID_KEY" | "SLUICE_AUTH_ADMIN_DISABLED" | "SLUICE_DESTINATION_NOT_FOUND" | "SLUICE_DELIVERY_NOT_FOUND" | "SLUICE_EVENT_NOT_FOUND" | "SLUICE_API_KEY_NOT_FOUND" | "SLUICE_RECOVERY_NOT_FOUND" | "SLUICE_ROUTE_NOT_FOUND" | "SLUICE_IDEMPOTENCY_KEY_REUSED" | "SLUICE_DELIVERY_NOT_RETRYABLE" | "SLUICE_API_KEY_LAST" | "SLUICE_EVENT_PAYLOAD_TOO_LARGE" | "SLUICE_REQUEST_TOO_LARGE" | "SLUICE_REQUEST_UNSUPPORTED_MEDIA_TYPE" | "SLUICE_VALIDATION_FAILED" | "SLUICE_INTERNAL" | "SLUICE_STORE_UNAVAILABLE";
+                code: "SLUICE_REQUEST_MALFORMED_JSON" | "SLUICE_REQUEST_EMPTY_BODY" | "SLUICE_REQUEST_INVALID" | "SLUICE_AUTH_TENANT_REQUIRED" | "SLUICE_AUTH_INVALID_KEY" | "SLUICE_PORTAL_LINK_INVALID" | "SLUICE_AUTH_ADMIN_DISABLED" | "SLUICE_AUTH_ADMIN_REQUIRED" | "SLUICE_PORTAL_FORBIDDEN" | "SLUICE_PORTAL_READ_ONLY" | "SLUICE_PORTAL_SESSION_REQUIRED" | "SLUICE_DESTINATION_NOT_FOUND" | "SLUICE_DELIVERY_NOT_FOUND" | "SLUICE_EVENT_NOT_FOUND" | "SLUICE_API_KEY_NOT_FOUND" | "SLUICE_RECOVERY_NOT_FOUND" | "SLUICE_TENANT_NOT_FOUND" | "SLUICE_PORTAL_SESSION_NOT_FOUND" | "SLUICE_ROUTE_NOT_FOUND" | "SLUICE_IDEMPOTENCY_KEY_REUSED" | "SLUICE_DELIVERY_NOT_RETRYABLE" | "SLUICE_API_KEY_LAST" | "SLUICE_EVENT_PAYLOAD_TOO_LARGE" | "SLUICE_REQUEST_TOO_LARGE" | "SLUICE_REQUEST_UNSUPPORTED_MEDIA_TYPE" | "SLUICE_VALIDATION_FAILED" | "SLUICE_INTERNAL" | "SLUICE_STORE_UNAVAILABLE";
                 /** @description what is wrong and how to mend it */
                 message: string;
                 /** @description for 422: one {field, message} per invalid field */
@@ -565,6 +651,205 @@ export interface components {
             created_at: string;
             finished_at: string | null;
         };
+        /** @description A tenant's delivery numbers for the dashboard */
+        Stats: {
+            /**
+             * Format: date-time
+             * @description start of the first minute of series
+             */
+            since: string;
+            /**
+             * Format: date-time
+             * @description now, by the store's clock: the last minute of series is still counting
+             */
+            until: string;
+            /** @enum {number} */
+            bucket_seconds: 60;
+            /** @description one per minute, oldest first; minutes without attempts are zeros */
+            series: {
+                /**
+                 * Format: date-time
+                 * @description the minute's start
+                 */
+                at: string;
+                /** @description attempts that delivered (2xx) */
+                delivered: number;
+                /** @description attempts that failed (any error class; 429 not included) */
+                failed: number;
+                /** @description attempts answered 429 */
+                rate_limited: number;
+                latency_p50_ms: number | null;
+                latency_p95_ms: number | null;
+                latency_p99_ms: number | null;
+            }[];
+            /** @description held deliveries sampled once a minute, oldest first; a reason absent from a minute had none held (or no worker sampled) */
+            backlog: {
+                /**
+                 * Format: date-time
+                 * @description the minute the sample was taken in
+                 */
+                at: string;
+                /** @enum {string} */
+                reason: "paused" | "throttled" | "quiet_hours" | "scheduled" | "ordering" | "concurrency" | "rate_limited";
+                /** @description deliveries held for this reason */
+                n: number;
+                /** @description since the oldest of them was published */
+                oldest_age_seconds: number;
+            }[];
+            /** @description held deliveries now, by reason (reasons with none left out) */
+            held_now: {
+                /** @enum {string} */
+                reason: "paused" | "throttled" | "quiet_hours" | "scheduled" | "ordering" | "concurrency" | "rate_limited";
+                /** @description deliveries held for this reason now */
+                n: number;
+                /** @description since the oldest of them was published */
+                oldest_age_seconds: number;
+            }[];
+            /** @description every destination the caller may see, by id */
+            destinations: {
+                id: string;
+                /** @description attempts that delivered in the last 60 minutes, the current one included */
+                delivered_last_hour: number;
+                /** @description attempts that failed in the last 60 minutes */
+                failed_last_hour: number;
+                oldest_waiting_at: string | null;
+            }[];
+        };
+        /** @description One destination's numbers for the dashboard */
+        DestinationStats: {
+            /**
+             * Format: date-time
+             * @description start of the first minute of outcomes
+             */
+            since: string;
+            /**
+             * Format: date-time
+             * @description now, by the store's clock
+             */
+            until: string;
+            /** @description one per minute, oldest first, zero-filled; probes are not counted */
+            outcomes: {
+                /**
+                 * Format: date-time
+                 * @description the minute's start
+                 */
+                at: string;
+                /** @description attempts that delivered (2xx) */
+                delivered: number;
+                /** @description attempts that failed (any error class) */
+                failed: number;
+                /** @description attempts answered 429 */
+                rate_limited: number;
+                /** @description failed attempts that timed out */
+                timeouts: number;
+                /** @description attempts that did not deliver, by error class without its http_ prefix: 5xx, 4xx, 429, 410, 3xx, timeout, connection, dns, tls, … */
+                by_class: {
+                    [key: string]: number;
+                };
+            }[];
+            /** @description one per second over the last rate_seconds, oldest first, zero-filled: the rate the receiver saw */
+            arrivals: {
+                /**
+                 * Format: date-time
+                 * @description the second's start
+                 */
+                at: string;
+                /** @description attempts started in it, probes included */
+                n: number;
+            }[];
+            limit: {
+                max_per_second: number | null;
+                max_per_minute: number | null;
+                burst_capacity: number | null;
+                max_concurrency: number;
+            };
+            /** @description the token buckets now; null: that window is not limited */
+            buckets: {
+                second: {
+                    /** @description the burst this window allows (burst_capacity, or the window's limit) */
+                    capacity: number;
+                    /** @description what the claim lets the bucket fill to: the capacity less the send-jitter headroom (SLUICE_RATE_SEND_JITTER_MS) */
+                    grant_capacity: number;
+                    /** @description tokens in the bucket now (refilled to now; at most grant_capacity) */
+                    tokens: number;
+                    refill_per_second: number;
+                } | null;
+                minute: {
+                    /** @description the burst this window allows (burst_capacity, or the window's limit) */
+                    capacity: number;
+                    /** @description what the claim lets the bucket fill to: the capacity less the send-jitter headroom (SLUICE_RATE_SEND_JITTER_MS) */
+                    grant_capacity: number;
+                    /** @description tokens in the bucket now (refilled to now; at most grant_capacity) */
+                    tokens: number;
+                    refill_per_second: number;
+                } | null;
+            };
+            /** @description its held deliveries now, by reason */
+            held: {
+                /** @enum {string} */
+                reason: "paused" | "throttled" | "quiet_hours" | "scheduled" | "ordering" | "concurrency" | "rate_limited";
+                /** @description deliveries held for this reason now */
+                n: number;
+                /** @description since the oldest of them was published */
+                oldest_age_seconds: number;
+            }[];
+            /** @description attempts that delivered in the last 60 minutes, the current one included */
+            delivered_last_hour: number;
+            /** @description attempts that failed in the last 60 minutes */
+            failed_last_hour: number;
+            oldest_waiting_at: string | null;
+        };
+        PortalSessionCreated: {
+            /** @description pst_…: DELETE /v1/portal-sessions/{id} revokes it */
+            id: string;
+            destination_ids: string[] | null;
+            read_only: boolean;
+            /** Format: date-time */
+            expires_at: string;
+            /** @description CSS variables the portal page is drawn with; unset ones keep Sluice's */
+            theme: {
+                /** @description buttons, links and focus rings, e.g. #4f46e5 */
+                accent?: string;
+                /** @description page background */
+                background?: string;
+                /** @description cards and tables */
+                surface?: string;
+                /** @description body text */
+                text?: string;
+                /** @description a CSS font-family list, e.g. Inter, sans-serif */
+                font_family?: string;
+            };
+            /** @description the link to hand to the customer (or to put in an iframe); the token is in its #fragment */
+            url: string;
+            /** @description sp_…: shown this once, stored only hashed */
+            token: string;
+        };
+        /** @description The portal link a request is made with: its scope and theme */
+        PortalSession: {
+            /** @description pst_…: DELETE /v1/portal-sessions/{id} revokes it */
+            id: string;
+            destination_ids: string[] | null;
+            read_only: boolean;
+            /** Format: date-time */
+            expires_at: string;
+            /** @description CSS variables the portal page is drawn with; unset ones keep Sluice's */
+            theme: {
+                /** @description buttons, links and focus rings, e.g. #4f46e5 */
+                accent?: string;
+                /** @description page background */
+                background?: string;
+                /** @description cards and tables */
+                surface?: string;
+                /** @description body text */
+                text?: string;
+                /** @description a CSS font-family list, e.g. Inter, sans-serif */
+                font_family?: string;
+            };
+            tenant: {
+                id: string;
+                name: string;
+            };
+        };
     };
     responses: never;
     parameters: never;
@@ -585,8 +870,85 @@ export type EventAccepted = components['schemas']['EventAccepted'];
 export type Event = components['schemas']['Event'];
 export type RecoveryAccepted = components['schemas']['RecoveryAccepted'];
 export type Recovery = components['schemas']['Recovery'];
+export type Stats = components['schemas']['Stats'];
+export type DestinationStats = components['schemas']['DestinationStats'];
+export type PortalSessionCreated = components['schemas']['PortalSessionCreated'];
+export type PortalSession = components['schemas']['PortalSession'];
 export type $defs = Record<string, never>;
 export interface operations {
+    listTenants: {
+        parameters: {
+            query?: {
+                /** @description page size */
+                limit?: number;
+                /** @description the next_cursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Tenant"][];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Malformed request (not JSON, empty body) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid fields; details names each */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The store is unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     createTenant: {
         parameters: {
             query?: never;
@@ -621,7 +983,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or unknown API key */
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -630,7 +992,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not allowed with this configuration */
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -704,8 +1066,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or unknown API key */
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -767,8 +1138,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or unknown API key */
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -849,8 +1229,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or unknown API key */
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -912,8 +1301,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or unknown API key */
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -986,8 +1384,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or unknown API key */
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1068,8 +1475,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or unknown API key */
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1166,8 +1582,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or unknown API key */
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1242,8 +1667,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or unknown API key */
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1307,8 +1741,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or unknown API key */
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1416,8 +1859,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or unknown API key */
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1501,8 +1953,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or unknown API key */
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1577,8 +2038,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or unknown API key */
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1669,8 +2139,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or unknown API key */
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1742,8 +2221,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or unknown API key */
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1834,8 +2322,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or unknown API key */
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1931,8 +2428,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or unknown API key */
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2008,8 +2514,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or unknown API key */
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2116,8 +2631,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or unknown API key */
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2201,8 +2725,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or unknown API key */
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2277,8 +2810,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or unknown API key */
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2335,8 +2877,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or unknown API key */
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2405,8 +2956,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or unknown API key */
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2472,8 +3032,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or unknown API key */
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2565,8 +3134,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or unknown API key */
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2653,8 +3231,412 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Missing or unknown API key */
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object for this API key */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid fields; details names each */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The store is unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getStats: {
+        parameters: {
+            query?: {
+                /** @description how many minutes back, the current one included */
+                minutes?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Stats"];
+                };
+            };
+            /** @description Malformed request (not JSON, empty body) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid fields; details names each */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The store is unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getDestinationStats: {
+        parameters: {
+            query?: {
+                /** @description how many minutes back, the current one included */
+                minutes?: number;
+                /** @description how many seconds of arrivals, the current one included */
+                rate_seconds?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DestinationStats"];
+                };
+            };
+            /** @description Malformed request (not JSON, empty body) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object for this API key */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid fields; details names each */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The store is unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createPortalSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the destinations the link shows (dst_…); omitted: every destination of the tenant, present and future */
+                    destination_ids?: string[];
+                    /** @description how long the link works, 60 s to 24 h (default 3600) */
+                    ttl_seconds?: number;
+                    /** @description view only: no pause, resume, retry, edit or secret (default false) */
+                    read_only?: boolean;
+                    /** @description CSS variables the portal page is drawn with; unset ones keep Sluice's */
+                    theme?: {
+                        /** @description buttons, links and focus rings, e.g. #4f46e5 */
+                        accent?: string;
+                        /** @description page background */
+                        background?: string;
+                        /** @description cards and tables */
+                        surface?: string;
+                        /** @description body text */
+                        text?: string;
+                        /** @description a CSS font-family list, e.g. Inter, sans-serif */
+                        font_family?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortalSessionCreated"];
+                };
+            };
+            /** @description Malformed request (not JSON, empty body) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid fields; details names each */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The store is unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPortalSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortalSession"];
+                };
+            };
+            /** @description Malformed request (not JSON, empty body) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Invalid fields; details names each */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The store is unreachable; retry after the Retry-After header's seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deletePortalSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done; no body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Malformed request (not JSON, empty body) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or unknown API key, or a portal link that expired or was revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

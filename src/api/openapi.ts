@@ -8,6 +8,8 @@ import { Event, EventAccepted } from "../schemas/events.js";
 import { Tenant, TenantCreated } from "../schemas/tenants.js";
 import { ApiKey, ApiKeyCreated } from "../schemas/api-keys.js";
 import { Recovery, RecoveryAccepted } from "../schemas/recoveries.js";
+import { Stats, DestinationStats } from "../schemas/stats.js";
+import { PortalSession, PortalSessionCreated } from "../schemas/portal-sessions.js";
 
 // The OpenAPI side of the routes: the named schemas every route may refer to (components/schemas
 // in /openapi.json, and named types in the SDK) and the error answers each operation documents.
@@ -27,6 +29,10 @@ export const NAMED_SCHEMAS: TSchema[] = [
   Event,
   RecoveryAccepted,
   Recovery,
+  Stats,
+  DestinationStats,
+  PortalSessionCreated,
+  PortalSession,
 ];
 
 export function addNamedSchemas(app: FastifyInstance): void {
@@ -40,8 +46,8 @@ const MEANING: Record<number, string> = {
   202: "Accepted",
   204: "Done; no body",
   400: "Malformed request (not JSON, empty body)",
-  401: "Missing or unknown API key",
-  403: "Not allowed with this configuration",
+  401: "Missing or unknown API key, or a portal link that expired or was revoked",
+  403: "Not allowed for this caller (a portal link, a read-only one, a key that is not the admin key) or this configuration",
   404: "No such object for this API key",
   409: "Conflicts with the object's state or an earlier request",
   413: "Body too large",
@@ -54,13 +60,14 @@ const described = <T extends TSchema>(schema: T, status: number): T => ({ ...sch
 
 /**
  * A route's `response` map: its success answers, and the error body for every 4xx and 5xx it can
- * give. Every /v1 route can answer 400/422 (bad input), 401 (key) and 503 (store away); `more`
- * adds e.g. 404 for routes that take an id. A 204 is `Type.Null()` (no body).
+ * give. Every /v1 route can answer 400/422 (bad input), 401 (key), 403 (a portal link where it may
+ * not go, a Sluice-Tenant the key may not name) and 503 (store away); `more` adds e.g. 404 for
+ * routes that take an id. A 204 is `Type.Null()` (no body).
  */
 export function answers<R extends Record<number, TSchema>>(ok: R, more: readonly (403 | 404 | 409 | 413 | 415)[] = []) {
   const out: Record<number, TSchema> = {};
   for (const [status, schema] of Object.entries(ok)) out[Number(status)] = described(schema, Number(status));
-  for (const s of [400, 401, ...more, 422, 503]) out[s] = described(Type.Ref(ErrorBody), s);
+  for (const s of [400, 401, 403, ...more, 422, 503]) out[s] = described(Type.Ref(ErrorBody), s);
   return out as R & Record<number, TSchema>;
 }
 
@@ -83,7 +90,12 @@ export function openApiDocument(version: string): FastifyDynamicSwaggerOptions["
     servers: [{ url: "/", description: "the Sluice that serves this document" }],
     components: {
       securitySchemes: {
-        bearer: { type: "http", scheme: "bearer", description: "a tenant's API key (sk_…), or the admin key for POST /v1/tenants" },
+        bearer: {
+          type: "http",
+          scheme: "bearer",
+          description:
+            "a tenant's API key (sk_…); a consumer-portal token (sp_…) on the routes portals may use; or the admin key, for /v1/tenants or with a Sluice-Tenant header naming the tenant to act for",
+        },
       },
     },
     security: [{ bearer: [] }],
@@ -92,6 +104,11 @@ export function openApiDocument(version: string): FastifyDynamicSwaggerOptions["
       { name: "events", description: "What happened; each event fans out to deliveries" },
       { name: "deliveries", description: "One event to one destination, and its attempts" },
       { name: "tenants", description: "Accounts and their keys" },
+      { name: "stats", description: "Delivery numbers per minute and per second, held backlog and token buckets, for dashboards" },
+      {
+        name: "portal",
+        description: "Consumer-portal links: a short-lived token that shows a tenant's customer its destinations, without the API key",
+      },
       {
         name: "api-keys",
         description: "A tenant's API keys: create more, list them (never the keys), delete one (it stops working at once)",

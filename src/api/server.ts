@@ -16,6 +16,9 @@ import { destinationRoutes } from "./routes/destinations.js";
 import { eventRoutes } from "./routes/events.js";
 import { deliveryRoutes } from "./routes/deliveries.js";
 import { recoveryRoutes } from "./routes/recoveries.js";
+import { statsRoutes } from "./routes/stats.js";
+import { portalSessionRoutes } from "./routes/portal-sessions.js";
+import { CSS_COLOUR, FONT_FAMILY } from "../schemas/portal-sessions.js";
 
 declare module "fastify" {
   interface FastifyContextConfig {
@@ -116,6 +119,8 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
   await app.register(eventRoutes(ctx));
   await app.register(deliveryRoutes(ctx));
   await app.register(recoveryRoutes(ctx));
+  await app.register(statsRoutes(ctx));
+  await app.register(portalSessionRoutes(ctx));
   return app;
 }
 
@@ -176,6 +181,8 @@ const PATTERN_HINTS: Record<string, string> = {
   [EVENT_TYPE_PATTERN]: "must be an event type, optionally ending in * to match a prefix (e.g. order.*)",
   [URL_PATTERN]: "must be an http:// or https:// URL",
   [SECRET_PATTERN]: "must be a Standard Webhooks secret: whsec_ followed by base64 (omit it to have one generated)",
+  [CSS_COLOUR]: "must be a CSS colour #rgb or #rrggbb, e.g. #4f46e5",
+  [FONT_FAMILY]: "must be a CSS font-family list of letters, digits, spaces, commas, hyphens and quotes, e.g. Inter, sans-serif",
 };
 
 interface AjvLikeError {

@@ -10,3 +10,6 @@ export const BOOTSTRAP_LOCK = 7_245_002;
 
 /** Retention pruning: one worker at a time (the others skip their turn rather than wait). */
 export const RETENTION_LOCK = 7_245_003;
+
+/** Stats rollups (stats_minutes, backlog_samples): one worker a minute (the others skip their turn). */
+export const STATS_ROLLUP_LOCK = 7_245_004;

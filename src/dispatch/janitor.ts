@@ -11,6 +11,7 @@ import {
   pruneIdempotencyKeys,
   pruneAlerts,
 } from "../db/queries/retention.js";
+import { startStatsRollup } from "./stats-rollup.js";
 
 // Retention: finished deliveries, their attempts, events with nothing left to deliver, settled
 // alerts and old idempotency keys are pruned; deliveries held too long for a paused destination are discarded in small batches, by one worker at a time (advisory lock).
@@ -65,9 +66,12 @@ export function startJanitor(db: Db, retentionHours: number, log: Logger, everyM
       );
   }, 15_000);
   sweep.unref();
+  // The dashboard's per-minute rollups (stats-rollup.ts) ride on the same workers.
+  const stopStats = startStatsRollup(db, log);
   return () => {
     stopped = true;
     clearTimeout(timer);
     clearInterval(sweep);
+    stopStats();
   };
 }

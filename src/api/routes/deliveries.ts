@@ -1,8 +1,9 @@
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Type, type Static } from "@sinclair/typebox";
 import type { ApiContext } from "../context.js";
 import { NotFoundError, SluiceError } from "../../errors.js";
-import { getDelivery, listDeliveries, listAttempts, requeueDelivery } from "../../db/queries/deliveries.js";
+import { getDelivery, listDeliveries, listAttempts, requeueDelivery, type DeliveryRow } from "../../db/queries/deliveries.js";
+import type { Queryable } from "../../db/db.js";
 import { lockDestination } from "../../db/queries/destinations.js";
 import { WORK_CHANNEL } from "../../db/channels.js";
 import { IdParams, Page } from "../../schemas/common.js";
@@ -12,6 +13,7 @@ import { answers } from "../openapi.js";
 import { deliveryView, attemptView, decodeCursor, page } from "../serialize.js";
 import { badCursor } from "./destinations.js";
 import { WAITING_STATUSES, type ApiDeliveryStatus, type DeliveryStatus } from "../../policy/statuses.js";
+import { canSeeDestination, destinationScope } from "../access.js";
 
 // API status → stored statuses it can come from ("held" is derived from the destination).
 const STORED: Record<ApiDeliveryStatus, readonly DeliveryStatus[]> = {
@@ -38,12 +40,17 @@ export function deliveryRoutes(ctx: ApiContext) {
           querystring: DeliveryListQuery,
           response: answers({ 200: Page(One) }),
         },
+        config: { portal: "read" },
       },
       async (req) => {
         const before = decodeCursor(req.query.cursor);
         if (before === undefined) throw badCursor();
         const limit = req.query.limit ?? 100;
         const status = req.query.status;
+        // Another destination's deliveries: as for an unknown destination, none.
+        if (req.query.destination_id !== undefined && !canSeeDestination(req, req.query.destination_id)) {
+          return { data: [], next_cursor: null };
+        }
         const rows = await listDeliveries(
           ctx.db,
           req.tenant.id,
@@ -51,6 +58,7 @@ export function deliveryRoutes(ctx: ApiContext) {
             destinationId: req.query.destination_id,
             eventId: req.query.event_id,
             statuses: status ? STORED[status] : undefined,
+            destinationIds: destinationScope(req),
           },
           limit,
           before,
@@ -65,10 +73,12 @@ export function deliveryRoutes(ctx: ApiContext) {
 
     app.get<{ Params: Static<typeof IdParams> }>(
       "/v1/deliveries/:id",
-      { schema: { operationId: "getDelivery", summary: "Get a delivery", tags, params: IdParams, response: answers({ 200: One }, [404]) } },
+      {
+        schema: { operationId: "getDelivery", summary: "Get a delivery", tags, params: IdParams, response: answers({ 200: One }, [404]) },
+        config: { portal: "read" },
+      },
       async (req) => {
-        const d = await getDelivery(ctx.db, req.tenant.id, req.params.id);
-        if (!d) throw new NotFoundError("delivery", req.params.id);
+        const d = await visibleDelivery(ctx.db, req, req.params.id);
         return deliveryView(d);
       },
     );
@@ -83,10 +93,10 @@ export function deliveryRoutes(ctx: ApiContext) {
           params: IdParams,
           response: answers({ 200: Page(Type.Ref(Attempt)) }, [404]),
         },
+        config: { portal: "read" },
       },
       async (req) => {
-        const d = await getDelivery(ctx.db, req.tenant.id, req.params.id);
-        if (!d) throw new NotFoundError("delivery", req.params.id);
+        const d = await visibleDelivery(ctx.db, req, req.params.id);
         const attempts = await listAttempts(ctx.db, d.destination_id, d.id);
         return { data: attempts.map(attemptView), next_cursor: null };
       },
@@ -102,11 +112,11 @@ export function deliveryRoutes(ctx: ApiContext) {
           params: IdParams,
           response: answers({ 202: One }, [404, 409]),
         },
+        config: { portal: "write" },
       },
       async (req, reply) => {
         const out = await ctx.db.tx(async (q) => {
-          const d = await getDelivery(q, req.tenant.id, req.params.id);
-          if (!d) throw new NotFoundError("delivery", req.params.id);
+          const d = await visibleDelivery(q, req, req.params.id);
           // Waiting deliveries of a destination change only under its row lock.
           await lockDestination(q, d.destination_id);
           if (!(await requeueDelivery(q, d.destination_id, d.id))) {
@@ -119,4 +129,11 @@ export function deliveryRoutes(ctx: ApiContext) {
       },
     );
   };
+}
+
+/** The tenant's delivery, if the caller may see its destination; else the 404 of an unknown id. */
+async function visibleDelivery(q: Queryable, req: FastifyRequest, id: string): Promise<DeliveryRow> {
+  const d = await getDelivery(q, req.tenant.id, id);
+  if (!d || !canSeeDestination(req, d.destination_id)) throw new NotFoundError("delivery", id);
+  return d;
 }

@@ -39,6 +39,7 @@ import {
 import { answers, BODY_ERRORS } from "../openapi.js";
 import { withDefaults, applyPatch, checkDestinationConfig } from "../destination-config.js";
 import { destinationView, decodeCursor, page, attemptView } from "../serialize.js";
+import { assertDestinationVisible, destinationScope } from "../access.js";
 
 /** Previous secrets keep signing for this long after a rotation, so receivers can switch over. */
 const DEFAULT_ROTATION_GRACE_SECONDS = 24 * 3600;
@@ -91,12 +92,13 @@ export function destinationRoutes(ctx: ApiContext) {
           querystring: ListQuery,
           response: answers({ 200: Page(One) }),
         },
+        config: { portal: "read" },
       },
       async (req) => {
         const before = decodeCursor(req.query.cursor);
         if (before === undefined) throw badCursor();
         const limit = req.query.limit ?? 100;
-        const rows = await listDestinations(ctx.db, req.tenant.id, limit, before);
+        const rows = await listDestinations(ctx.db, req.tenant.id, limit, before, destinationScope(req));
         const counts = await destinationCounts(
           ctx.db,
           rows.map((r) => r.id),
@@ -118,8 +120,10 @@ export function destinationRoutes(ctx: ApiContext) {
           params: IdParams,
           response: answers({ 200: One }, [404]),
         },
+        config: { portal: "read" },
       },
       async (req) => {
+        assertDestinationVisible(req, req.params.id);
         return view(ctx.db, await mustGet(ctx.db, req.tenant.id, req.params.id));
       },
     );
@@ -134,8 +138,11 @@ export function destinationRoutes(ctx: ApiContext) {
           params: IdParams,
           response: answers({ 200: Secret }, [404]),
         },
+        // The customer needs it to verify signatures; a read-only link shows no secret.
+        config: { portal: "write" },
       },
       async (req) => {
+        assertDestinationVisible(req, req.params.id);
         const row = await mustGet(ctx.db, req.tenant.id, req.params.id);
         const now = Date.now();
         return {
@@ -156,8 +163,10 @@ export function destinationRoutes(ctx: ApiContext) {
           body: DestinationPatch,
           response: answers({ 200: One }, [404, ...BODY_ERRORS]),
         },
+        config: { portal: "write" },
       },
       async (req) => {
+        assertDestinationVisible(req, req.params.id);
         const row = await ctx.db.tx(async (q) => {
           const current = await mustGet(q, req.tenant.id, req.params.id, true);
           const config = applyPatch(current, req.body);
@@ -188,9 +197,10 @@ export function destinationRoutes(ctx: ApiContext) {
           body: RotateSecretBody,
           response: answers({ 200: Secret }, [404, ...BODY_ERRORS]),
         },
-        config: { optionalBody: true },
+        config: { optionalBody: true, portal: "write" },
       },
       async (req) => {
+        assertDestinationVisible(req, req.params.id);
         return ctx.db.tx(async (q) => {
           const current = await mustGet(q, req.tenant.id, req.params.id, true);
           const secret = req.body.secret ?? generateSecret();
@@ -232,8 +242,10 @@ export function destinationRoutes(ctx: ApiContext) {
           querystring: TimelineQuery,
           response: answers({ 200: AttemptTimeline }, [404]),
         },
+        config: { portal: "read" },
       },
       async (req) => {
+        assertDestinationVisible(req, req.params.id);
         const d = await mustGet(ctx.db, req.tenant.id, req.params.id);
         const limit = req.query.limit ?? 100;
         const rows = await destinationTimeline(ctx.db, d.id, limit, req.query.before ? new Date(req.query.before) : null);
@@ -253,9 +265,10 @@ export function destinationRoutes(ctx: ApiContext) {
           body: PauseBody,
           response: answers({ 200: One }, [404, ...BODY_ERRORS]),
         },
-        config: { optionalBody: true },
+        config: { optionalBody: true, portal: "write" },
       },
       async (req) => {
+        assertDestinationVisible(req, req.params.id);
         const { out, paused } = await ctx.db.tx(async (q) => {
           const current = await mustGet(q, req.tenant.id, req.params.id, true);
           const reason = req.body.reason ? `manual: ${req.body.reason}` : "manual";
@@ -285,9 +298,10 @@ export function destinationRoutes(ctx: ApiContext) {
           body: ResumeBody,
           response: answers({ 200: One }, [404, ...BODY_ERRORS]),
         },
-        config: { optionalBody: true },
+        config: { optionalBody: true, portal: "write" },
       },
       async (req) => {
+        assertDestinationVisible(req, req.params.id);
         const { out, resumed } = await ctx.db.tx(async (q) => {
           const current = await mustGet(q, req.tenant.id, req.params.id, true);
           const replay = req.body.replay ?? current.replay_on_resume;

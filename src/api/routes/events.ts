@@ -14,6 +14,7 @@ import { Event, EventAccepted, EventBatch, EventBatchAccepted, EventIn, EventLis
 import { answers, BODY_ERRORS } from "../openapi.js";
 import { eventView, deliveryView, decodeTimeCursor, encodeTimeCursor } from "../serialize.js";
 import { badCursor } from "./destinations.js";
+import { destinationScope } from "../access.js";
 
 class IdempotentReplay extends Error {}
 
@@ -137,6 +138,7 @@ export function eventRoutes(ctx: ApiContext) {
           querystring: EventListQuery,
           response: answers({ 200: Page(Type.Ref(Event)) }),
         },
+        config: { portal: "read" },
       },
       async (req) => {
         const after = decodeTimeCursor(req.query.cursor);
@@ -147,7 +149,8 @@ export function eventRoutes(ctx: ApiContext) {
           throw new ValidationError("request", [{ field: "query.until", message: "must be after query.since" }]);
         }
         const limit = req.query.limit ?? 100;
-        const rows = await listEvents(ctx.db, req.tenant.id, { type: req.query.type, since, until }, limit, after);
+        const search = { type: req.query.type, since, until, destinationIds: destinationScope(req) };
+        const rows = await listEvents(ctx.db, req.tenant.id, search, limit, after);
         const last = rows[rows.length - 1];
         return {
           data: rows.map(eventView),
@@ -166,11 +169,14 @@ export function eventRoutes(ctx: ApiContext) {
           params: IdParams,
           response: answers({ 200: Type.Ref(Event) }, [404]),
         },
+        config: { portal: "read" },
       },
       async (req) => {
-        const ev = await getEvent(ctx.db, req.tenant.id, req.params.id);
+        // A portal session sees an event only through a delivery to one of its destinations, and only those deliveries.
+        const scope = destinationScope(req);
+        const ev = await getEvent(ctx.db, req.tenant.id, req.params.id, scope);
         if (!ev) throw new NotFoundError("event", req.params.id);
-        const deliveries = await listDeliveries(ctx.db, req.tenant.id, { eventId: ev.id }, 1000, null);
+        const deliveries = await listDeliveries(ctx.db, req.tenant.id, { eventId: ev.id, destinationIds: scope }, 1000, null);
         return { ...eventView(ev), deliveries: deliveries.map(deliveryView) };
       },
     );

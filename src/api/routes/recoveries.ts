@@ -11,6 +11,7 @@ import { IdParams } from "../../schemas/common.js";
 import { RecoverBody, Recovery, RecoveryAccepted, RecoveryParams } from "../../schemas/recoveries.js";
 import { answers, BODY_ERRORS } from "../openapi.js";
 import { recoveryView } from "../serialize.js";
+import { assertDestinationVisible } from "../access.js";
 
 // Recovery over a time range: the request only counts and records it (one short transaction);
 // the workers queue the deliveries again page by page (dispatch/recovery.ts).
@@ -30,8 +31,10 @@ export function recoveryRoutes(ctx: ApiContext) {
           body: RecoverBody,
           response: answers({ 202: Type.Ref(RecoveryAccepted) }, [404, ...BODY_ERRORS]),
         },
+        config: { portal: "write" },
       },
       async (req, reply) => {
+        assertDestinationVisible(req, req.params.id);
         const row = await ctx.db.tx(async (q) => {
           const d = await getDestination(q, req.tenant.id, req.params.id);
           if (!d) throw new NotFoundError("destination", req.params.id);
@@ -67,8 +70,10 @@ export function recoveryRoutes(ctx: ApiContext) {
           params: RecoveryParams,
           response: answers({ 200: Type.Ref(Recovery) }, [404]),
         },
+        config: { portal: "read" },
       },
       async (req) => {
+        assertDestinationVisible(req, req.params.id);
         const r = await getRecovery(ctx.db, req.tenant.id, req.params.id, req.params.rid);
         if (r) return recoveryView(r);
         // Which id is wrong: the destination's (404 destination), or the recovery's.

@@ -1,14 +1,13 @@
 import type { FastifyInstance } from "fastify";
-import { timingSafeEqual, createHash } from "node:crypto";
 import type { ApiContext } from "../context.js";
-import { bearer } from "../auth.js";
-import { SluiceError } from "../../errors.js";
 import { newApiKey, newId } from "../../ids.js";
-import { insertTenant, updateTenant } from "../../db/queries/tenants.js";
+import { insertTenant, listTenants, updateTenant } from "../../db/queries/tenants.js";
 import { insertApiKey } from "../../db/queries/api-keys.js";
 import { Tenant, TenantCreate, TenantCreated, TenantPatch } from "../../schemas/tenants.js";
+import { ListQuery, Page } from "../../schemas/common.js";
 import { answers, BODY_ERRORS } from "../openapi.js";
-import { tenantView } from "../serialize.js";
+import { decodeCursor, page, tenantView } from "../serialize.js";
+import { badCursor } from "./destinations.js";
 import { Type, type Static } from "@sinclair/typebox";
 
 export function tenantRoutes(ctx: ApiContext) {
@@ -23,15 +22,9 @@ export function tenantRoutes(ctx: ApiContext) {
           body: TenantCreate,
           response: answers({ 201: Type.Ref(TenantCreated) }, [403, ...BODY_ERRORS]),
         },
+        config: { auth: "admin" },
       },
       async (req, reply) => {
-        const admin = ctx.config.adminKey;
-        if (!admin) {
-          throw new SluiceError("SLUICE_AUTH_ADMIN_DISABLED");
-        }
-        if (!sameSecret(bearer(req), admin)) {
-          throw new SluiceError("SLUICE_AUTH_INVALID_KEY", { problem: "This is not the admin key" });
-        }
         const apiKey = newApiKey();
         const t = await ctx.db.tx(async (q) => {
           const tenant = await insertTenant(q, { id: newId("ten"), name: req.body.name, alertEmail: req.body.alert_email ?? null });
@@ -43,6 +36,27 @@ export function tenantRoutes(ctx: ApiContext) {
       },
     );
 
+    // The dashboard's tenant switcher: the admin key only, acting for no tenant (auth.ts).
+    app.get<{ Querystring: Static<typeof ListQuery> }>(
+      "/v1/tenants",
+      {
+        schema: {
+          operationId: "listTenants",
+          summary: "List every tenant, newest first (admin key)",
+          tags: ["tenants"],
+          querystring: ListQuery,
+          response: answers({ 200: Page(Type.Ref(Tenant)) }, [403]),
+        },
+        config: { auth: "admin" },
+      },
+      async (req) => {
+        const before = decodeCursor(req.query.cursor);
+        if (before === undefined) throw badCursor();
+        const limit = req.query.limit ?? 100;
+        return page((await listTenants(ctx.db, limit, before)).map(tenantView), limit);
+      },
+    );
+
     app.get(
       "/v1/tenant",
       {
@@ -50,10 +64,15 @@ export function tenantRoutes(ctx: ApiContext) {
           operationId: "getTenant",
           summary: "The calling key's tenant",
           tags: ["tenants"],
-          response: answers({ 200: Type.Ref(Tenant) }),
+          response: answers({ 200: Type.Ref(Tenant) }, [403]),
         },
+        config: { portal: "read" },
       },
-      async (req) => tenantView(req.tenant),
+      async (req) => {
+        const t = tenantView(req.tenant);
+        // Where the platform's alerts go is the platform's business, not its customer's.
+        return req.access.kind === "portal" ? { ...t, alert_email: null } : t;
+      },
     );
 
     app.patch<{ Body: Static<typeof TenantPatch> }>(
@@ -73,10 +92,4 @@ export function tenantRoutes(ctx: ApiContext) {
       },
     );
   };
-}
-
-function sameSecret(a: string, b: string): boolean {
-  const ha = createHash("sha256").update(a).digest();
-  const hb = createHash("sha256").update(b).digest();
-  return timingSafeEqual(ha, hb);
 }

@@ -50,6 +50,8 @@ export interface DeliveryFilter {
   eventId?: string | undefined;
   /** Stored statuses to include (the API's "held" maps onto queued). */
   statuses?: readonly DeliveryStatus[] | undefined;
+  /** Only deliveries to these destinations (a portal session's scope); null/absent: any. */
+  destinationIds?: readonly string[] | null | undefined;
 }
 
 /** Newest first, by id; `before` is the last id of the previous page. */
@@ -73,6 +75,10 @@ export async function listDeliveries(
   if (f.statuses) {
     params.push(f.statuses);
     where.push(`dl.status = ANY($${params.length}::text[])`);
+  }
+  if (f.destinationIds) {
+    params.push(f.destinationIds);
+    where.push(`dl.destination_id = ANY($${params.length}::text[])`);
   }
   return q.query<DeliveryRow>(`${SELECT} WHERE ${where.join(" AND ")} ORDER BY dl.id DESC LIMIT $3`, params);
 }

@@ -110,14 +110,29 @@ export async function getDestination(q: Queryable, tenantId: string, id: string,
   return rows[0] ?? null;
 }
 
-/** Newest first; `before` is the last id of the previous page. */
-export async function listDestinations(q: Queryable, tenantId: string, limit: number, before: string | null): Promise<DestinationRow[]> {
+/** Newest first; `before` is the last id of the previous page; `ids` (not null) keeps only those. */
+export async function listDestinations(
+  q: Queryable,
+  tenantId: string,
+  limit: number,
+  before: string | null,
+  ids: readonly string[] | null = null,
+): Promise<DestinationRow[]> {
   return q.query<DestinationRow>(
     `SELECT *, now() AS now FROM destinations
-      WHERE tenant_id = $1 AND deleted_at IS NULL AND ($2::text IS NULL OR id < $2)
+      WHERE tenant_id = $1 AND deleted_at IS NULL AND ($2::text IS NULL OR id < $2) AND ($4::text[] IS NULL OR id = ANY($4::text[]))
       ORDER BY id DESC LIMIT $3`,
-    [tenantId, before, limit],
+    [tenantId, before, limit, ids],
   );
+}
+
+/** Which of `ids` are live (not deleted) destinations of the tenant. */
+export async function liveDestinationIds(q: Queryable, tenantId: string, ids: readonly string[]): Promise<Set<string>> {
+  const rows = await q.query<{ id: string }>(
+    "SELECT id FROM destinations WHERE tenant_id = $1 AND id = ANY($2::text[]) AND deleted_at IS NULL",
+    [tenantId, ids],
+  );
+  return new Set(rows.map((r) => r.id));
 }
 
 /** Unfinished and in-flight deliveries per destination. */

@@ -161,8 +161,19 @@ export interface EventRow {
   created_at: Date;
 }
 
-export async function getEvent(q: Queryable, tenantId: string, id: string): Promise<EventRow | null> {
-  return (await q.query<EventRow>("SELECT * FROM events WHERE id = $1 AND tenant_id = $2", [id, tenantId]))[0] ?? null;
+/** The tenant's event; with `destinationIds` (not null), only if it has a delivery to one of them. */
+export async function getEvent(
+  q: Queryable,
+  tenantId: string,
+  id: string,
+  destinationIds: readonly string[] | null = null,
+): Promise<EventRow | null> {
+  const rows = await q.query<EventRow>(
+    `SELECT * FROM events e WHERE id = $1 AND tenant_id = $2
+        AND ($3::text[] IS NULL OR EXISTS (SELECT 1 FROM deliveries x WHERE x.event_id = e.id AND x.destination_id = ANY($3::text[])))`,
+    [id, tenantId, destinationIds],
+  );
+  return rows[0] ?? null;
 }
 
 /**
@@ -189,6 +200,8 @@ export interface EventSearch {
   since?: Date | undefined;
   /** occurred_at before (exclusive). */
   until?: Date | undefined;
+  /** Only events with a delivery to one of these destinations (a portal session's scope); null/absent: any. */
+  destinationIds?: readonly string[] | null | undefined;
 }
 
 /** Where the previous page ended: its last event's occurred_at, to the microsecond as Postgres writes it, and id. */
@@ -228,6 +241,11 @@ export function eventSearchStatement(
   if (f.since) where.push(`occurred_at >= ${p(f.since)}`);
   if (f.until) where.push(`occurred_at < ${p(f.until)}`);
   if (after) where.push(`(occurred_at, id) < (${p(after.at)}::timestamptz, ${p(after.id)}::text)`);
+  if (f.destinationIds) {
+    where.push(
+      `EXISTS (SELECT 1 FROM deliveries x WHERE x.event_id = events.id AND x.destination_id = ANY(${p(f.destinationIds)}::text[]))`,
+    );
+  }
   return {
     sql: `SELECT id, tenant_id, type, payload, occurred_at, deliver_at, created_at,
                  to_char(occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at

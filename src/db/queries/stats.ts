@@ -1,8 +1,8 @@
 import type { Queryable } from "../db.js";
-import type { DeliverySchedule } from "../../policy/quiet-hours.js";
-import type { RateLimit } from "../../policy/token-bucket.js";
+import { currentQuietWindow, type DeliverySchedule } from "../../policy/quiet-hours.js";
+import type { RateLimit, StoredBuckets } from "../../policy/token-bucket.js";
 import { holdReason, type HoldFacts } from "../../policy/hold-reason.js";
-import type { HoldReason } from "../../policy/statuses.js";
+import { HOLD_REASONS, type HoldReason } from "../../policy/statuses.js";
 
 // Read-only aggregates for metrics and audits, and the readiness probe.
 
@@ -28,49 +28,99 @@ export async function heldByReason(
   q: Queryable,
   quietDestinationIds: string[] = [],
 ): Promise<{ reason: HoldReason; n: number; oldest_age_s: number }[]> {
+  return sumByReason(classifyHeld(await heldGroups(q, quietDestinationIds, null)));
+}
+
+/** A group of waiting deliveries of one destination that share their HoldFacts. */
+export interface HeldGroup extends HoldFacts {
+  destination_id: string;
+  tenant_id: string;
+  n: number;
+  /** The oldest's publish time (deliveries.created_at), and its age now by the store's clock. */
+  oldest_at: Date;
+  oldest_age_s: number;
+}
+
+/**
+ * The waiting deliveries of `destinationIds` (null: of every destination) grouped by destination
+ * and HoldFacts: a few groups per destination, whatever its backlog. Costs one pass over those
+ * destinations' waiting deliveries (the deliveries_waiting_idx partial index).
+ */
+export async function heldGroups(q: Queryable, quietDestinationIds: string[], destinationIds: string[] | null): Promise<HeldGroup[]> {
+  const only = (col: string) => (destinationIds === null ? "" : `AND ${col} = ANY($2::text[])`);
   // Columns named as HoldFacts' fields: each group row is classified as it comes.
-  const groups = await q.query<HoldFacts & { n: number; oldest_age_s: number }>(
+  return q.query<HeldGroup>(
     // at_cap and behind as in deliveries.ts's SELECT, worked out once per destination instead of
     // once per delivery: live leases per destination, and each ordered destination's first
     // unfinished delivery (every later waiting one is behind it).
     `WITH inflight AS (
-       SELECT destination_id, count(*) AS n FROM deliveries WHERE status = 'delivering' GROUP BY destination_id
+       SELECT destination_id, count(*) AS n FROM deliveries WHERE status = 'delivering' ${only("destination_id")} GROUP BY destination_id
      ), first_unfinished AS (
        SELECT d.id AS destination_id, f.occurred_at, f.id
          FROM destinations d
          CROSS JOIN LATERAL (SELECT x.occurred_at, x.id FROM deliveries x
                               WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled', 'delivering')
                               ORDER BY x.occurred_at, x.id LIMIT 1) f
-        WHERE d.ordered
+        WHERE d.ordered ${only("d.id")}
      )
-     SELECT dl.status, dl.attempts > 0 AS attempted, dl.next_attempt_at <= now() AS due,
+     SELECT dl.destination_id, d.tenant_id,
+            dl.status, dl.attempts > 0 AS attempted, dl.next_attempt_at <= now() AS due,
             d.paused_at IS NOT NULL AS paused, coalesce(d.throttled_until > now(), false) AS throttled,
             (dl.quiet_hold AND dl.destination_id = ANY($1::text[])) AS quiet,
             coalesce((f.occurred_at, f.id) < (dl.occurred_at, dl.id), false) AS behind,
             coalesce(c.n, 0) >= CASE WHEN d.ordered THEN 1 ELSE least(d.max_concurrency, coalesce(d.ramp_limit, d.max_concurrency)) END AS "atCap",
             d.rate_limited AS "rateLimited",
-            count(*)::int AS n, coalesce(max(extract(epoch FROM now() - dl.created_at)), 0)::float8 AS oldest_age_s
+            count(*)::int AS n, min(dl.created_at) AS oldest_at,
+            coalesce(max(extract(epoch FROM now() - dl.created_at)), 0)::float8 AS oldest_age_s
        FROM deliveries dl
        JOIN destinations d ON d.id = dl.destination_id
        LEFT JOIN inflight c ON c.destination_id = dl.destination_id
        LEFT JOIN first_unfinished f ON f.destination_id = dl.destination_id
-      WHERE dl.status IN ('queued', 'retry_scheduled')
-      GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9`,
-    [quietDestinationIds],
+      WHERE dl.status IN ('queued', 'retry_scheduled') ${only("dl.destination_id")}
+      GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11`,
+    destinationIds === null ? [quietDestinationIds] : [quietDestinationIds, destinationIds],
   );
-  const byReason = new Map<HoldReason, { reason: HoldReason; n: number; oldest_age_s: number }>();
+}
+
+export interface HeldCount {
+  destination_id: string;
+  tenant_id: string;
+  reason: HoldReason;
+  n: number;
+  oldest_age_s: number;
+}
+
+/** Held deliveries per destination and hold reason (groups that nothing holds are left out). */
+export function classifyHeld(groups: readonly HeldGroup[]): HeldCount[] {
+  const out = new Map<string, HeldCount>();
   for (const g of groups) {
     const reason = holdReason(g);
     if (reason === null) continue;
-    const sum = byReason.get(reason);
+    const key = `${g.destination_id}\u0000${reason}`;
+    const sum = out.get(key);
     if (sum) {
       sum.n += g.n;
       sum.oldest_age_s = Math.max(sum.oldest_age_s, g.oldest_age_s);
     } else {
-      byReason.set(reason, { reason, n: g.n, oldest_age_s: g.oldest_age_s });
+      out.set(key, { destination_id: g.destination_id, tenant_id: g.tenant_id, reason, n: g.n, oldest_age_s: g.oldest_age_s });
     }
   }
-  return [...byReason.values()];
+  return [...out.values()];
+}
+
+/** Per-destination counts summed per reason (oldest: the oldest of all), in HOLD_REASONS order. */
+export function sumByReason(counts: readonly { reason: HoldReason; n: number; oldest_age_s: number }[]) {
+  const byReason = new Map<HoldReason, { reason: HoldReason; n: number; oldest_age_s: number }>();
+  for (const c of counts) {
+    const sum = byReason.get(c.reason);
+    if (sum) {
+      sum.n += c.n;
+      sum.oldest_age_s = Math.max(sum.oldest_age_s, c.oldest_age_s);
+    } else {
+      byReason.set(c.reason, { reason: c.reason, n: c.n, oldest_age_s: c.oldest_age_s });
+    }
+  }
+  return HOLD_REASONS.flatMap((r) => byReason.get(r) ?? []);
 }
 
 export interface AttemptTime {
@@ -106,4 +156,39 @@ export async function destinationsByHealth(q: Queryable): Promise<{ status: stri
 /** Live destinations with quiet hours, for working out whose window is open now. */
 export async function scheduledDestinations(q: Queryable): Promise<{ id: string; delivery_schedule: DeliverySchedule }[]> {
   return q.query("SELECT id, delivery_schedule FROM destinations WHERE delivery_schedule IS NOT NULL AND deleted_at IS NULL");
+}
+
+/** Of `destinationIds` (null: every live destination), those whose quiet window is open at `nowMs`. */
+export async function quietNow(q: Queryable, destinationIds: string[] | null, nowMs: number): Promise<string[]> {
+  const rows =
+    destinationIds === null
+      ? await scheduledDestinations(q)
+      : await q.query<{ id: string; delivery_schedule: DeliverySchedule }>(
+          "SELECT id, delivery_schedule FROM destinations WHERE id = ANY($1::text[]) AND delivery_schedule IS NOT NULL AND deleted_at IS NULL",
+          [destinationIds],
+        );
+  return rows.filter((d) => currentQuietWindow(d.delivery_schedule, nowMs) !== null).map((d) => d.id);
+}
+
+/** Attempts (probes included: what the receiver saw) started per whole second since `since`, oldest first; seconds without any are left out. */
+export async function arrivalsPerSecond(q: Queryable, destinationId: string, since: Date): Promise<{ at: Date; n: number }[]> {
+  return q.query(
+    `SELECT date_trunc('second', started_at) AS at, count(*)::int AS n
+       FROM attempts WHERE destination_id = $1 AND started_at >= $2
+      GROUP BY 1 ORDER BY 1`,
+    [destinationId, since],
+  );
+}
+
+/** A tenant's live destination's rate limit, concurrency cap and token buckets as stored, with the store's clock; null if unknown. */
+export async function destinationRateState(
+  q: Queryable,
+  tenantId: string,
+  destinationId: string,
+): Promise<{ rate_limit: RateLimit | null; max_concurrency: number; bucket_state: StoredBuckets | null; now: Date } | null> {
+  const rows = await q.query<{ rate_limit: RateLimit | null; max_concurrency: number; bucket_state: StoredBuckets | null; now: Date }>(
+    "SELECT rate_limit, max_concurrency, bucket_state, now() AS now FROM destinations WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL",
+    [destinationId, tenantId],
+  );
+  return rows[0] ?? null;
 }

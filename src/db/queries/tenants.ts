@@ -33,6 +33,16 @@ export async function defaultTenant(q: Queryable): Promise<TenantRow | null> {
   return (await q.query<TenantRow>("SELECT * FROM tenants WHERE is_default"))[0] ?? null;
 }
 
+/** The tenant with this id, or null (the admin key acting for a tenant names it). */
+export async function getTenant(q: Queryable, id: string): Promise<TenantRow | null> {
+  return (await q.query<TenantRow>("SELECT * FROM tenants WHERE id = $1", [id]))[0] ?? null;
+}
+
+/** A page of all tenants, newest first, after the id `before` (null: from the newest). */
+export async function listTenants(q: Queryable, limit: number, before: string | null): Promise<TenantRow[]> {
+  return q.query<TenantRow>("SELECT * FROM tenants WHERE ($1::text IS NULL OR id < $1) ORDER BY id DESC LIMIT $2", [before, limit]);
+}
+
 export async function updateTenant(q: Queryable, id: string, patch: { name?: string; alert_email?: string | null }): Promise<TenantRow> {
   const rows = await q.query<TenantRow>(
     `UPDATE tenants SET name = coalesce($2, name),

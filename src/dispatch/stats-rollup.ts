@@ -1,0 +1,106 @@
+import type { Logger } from "pino";
+import type { Db } from "../db/db.js";
+import { isStoreUnavailable } from "../db/db.js";
+import { classifyHeld, heldGroups, quietNow } from "../db/queries/stats.js";
+import {
+  countAttempts,
+  pruneStats,
+  replaceBacklogSample,
+  replaceStatsMinutes,
+  rollupClock,
+  setRolledUntil,
+  tryStatsRollupLock,
+} from "../db/queries/rollups.js";
+
+// The dashboard's rollups (migrations/0010_stats.sql), run by the workers' janitor once a minute
+// by one worker at a time (advisory lock; the others skip their turn):
+// - attempts counted per destination and minute into stats_minutes, recomputing the last
+//   LATE_MINUTES completed minutes on every pass: an attempt row is written when its request
+//   ends, up to a timeout (60 s at most) after the start it is counted by;
+// - the held backlog per destination and hold reason, sampled into backlog_samples;
+// - both pruned after STATS_RETENTION_HOURS.
+// The minutes after the last pass are counted live by the stats endpoints.
+
+/** Kept this long whatever SLUICE_RETENTION_HOURS says: the dashboard shows up to 24 h, and rollups are small. */
+export const STATS_RETENTION_HOURS = 48;
+/** Completed minutes recomputed on every pass, for attempts written after their minute ended. */
+export const LATE_MINUTES = 3;
+/** Most minutes one pass rolls up (catching up after a stop, or on first start): bounds one transaction. */
+const MAX_PASS_MINUTES = 60;
+/** How far back a first pass, or one after a long stop, starts: the longest span the API shows. */
+const BACKFILL_MINUTES = 24 * 60;
+/** Most passes one tick runs while behind. */
+const CATCH_UP_PASSES = 6;
+
+const MINUTE_MS = 60_000;
+const floorMinute = (ms: number) => Math.floor(ms / MINUTE_MS) * MINUTE_MS;
+
+export interface RollupPass {
+  /** The minutes recomputed: [from, until). */
+  from: Date;
+  until: Date;
+  /** stats_minutes rows written; backlog sample rows, and the minute they were sampled in. */
+  rows: number;
+  held: number;
+  sampledAt: Date;
+  pruned: number;
+  /** The rollups are still behind the current minute: run another pass. */
+  more: boolean;
+}
+
+/**
+ * One rollup pass (the janitor calls it every minute; tests call it directly), or null when
+ * another process holds the lock. Idempotent: a second pass in the same minute writes the same rows.
+ */
+export async function rollupStats(db: Db): Promise<RollupPass | null> {
+  return db.tx(async (q) => {
+    if (!(await tryStatsRollupLock(q))) return null;
+    const { now, rolledUntil } = await rollupClock(q);
+    const end = floorMinute(now.getTime());
+    const earliest = end - BACKFILL_MINUTES * MINUTE_MS;
+    const from = Math.max(earliest, rolledUntil === null ? earliest : rolledUntil.getTime() - LATE_MINUTES * MINUTE_MS);
+    const until = Math.min(end, from + MAX_PASS_MINUTES * MINUTE_MS);
+    const rows = await countAttempts(q, new Date(from), new Date(until), null);
+    await replaceStatsMinutes(q, new Date(from), new Date(until), rows);
+    await setRolledUntil(q, new Date(until));
+
+    const held = classifyHeld(await heldGroups(q, await quietNow(q, null, now.getTime()), null));
+    await replaceBacklogSample(q, new Date(end), held);
+    const pruned = await pruneStats(q, STATS_RETENTION_HOURS);
+    return {
+      from: new Date(from),
+      until: new Date(until),
+      rows: rows.length,
+      held: held.length,
+      sampledAt: new Date(end),
+      pruned,
+      more: until < end,
+    };
+  });
+}
+
+/** Runs rollupStats every `everyMs` (catching up in several passes when behind); returns stop. */
+export function startStatsRollup(db: Db, log: Logger, everyMs = MINUTE_MS): () => void {
+  let stopped = false;
+  let timer: NodeJS.Timeout;
+  const tick = async () => {
+    try {
+      // Catching up (first start after an upgrade, a long stop) takes a few ticks rather than
+      // one long burst of queries: CATCH_UP_PASSES hours of attempts a minute at most.
+      for (let i = 0; i < CATCH_UP_PASSES && !stopped; i++) {
+        const pass = await rollupStats(db);
+        if (!pass?.more) break;
+      }
+    } catch (err) {
+      log[isStoreUnavailable(err) ? "debug" : "warn"]({ err }, "stats rollup failed; will try again");
+    }
+    if (!stopped) timer = setTimeout(run, everyMs);
+  };
+  const run = () => void tick();
+  // Soon after start, so a restarted worker catches up at once.
+  timer = setTimeout(run, Math.min(everyMs, 5_000));
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+}
