@@ -165,11 +165,35 @@ function ensurePromtool() {
   if (findPromtool() === undefined) throw new SetupError("installed prometheus, but still cannot find promtool on PATH");
 }
 
+/** Debian's Chromium, where test/helpers/browser.ts looks for it (SLUICE_TEST_CHROMIUM overrides). */
+export function findChromium() {
+  const candidates = [process.env.SLUICE_TEST_CHROMIUM, "/usr/bin/chromium", "/usr/bin/chromium-browser"];
+  return candidates.find((c) => c && isExecutable(c));
+}
+
+// The dashboard tests (test/integration/dashboard*.test.ts) drive a real browser through
+// playwright-core, which never downloads one: it is given Debian's chromium (about 90 MB with
+// its libraries, 40-60 s to install).
+function ensureChromium() {
+  if (findChromium() !== undefined) return;
+  const how = "apt-get install -y chromium";
+  if (process.getuid?.() !== 0 || !isExecutable("/usr/bin/apt-get")) {
+    throw new SetupError(
+      `no chromium found (looked for /usr/bin/chromium). The dashboard tests drive it; install Debian's chromium package first:\n  sudo ${how}\n` +
+        "or point SLUICE_TEST_CHROMIUM at a Chromium or Chrome executable.",
+    );
+  }
+  console.error("ensure-deps: no chromium found; installing Debian's chromium package");
+  aptInstall(["chromium"]);
+  if (findChromium() === undefined) throw new SetupError("installed chromium, but still cannot find /usr/bin/chromium");
+}
+
 function main() {
   try {
     ensureNpmDependencies();
     ensurePostgres();
     ensurePromtool();
+    ensureChromium();
   } catch (err) {
     if (!(err instanceof SetupError)) throw err;
     console.error(`ensure-deps: ${err.message}`);

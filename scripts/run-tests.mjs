@@ -7,7 +7,7 @@
 //
 // Tests get SLUICE_TEST_DATABASE_URL (and create their own databases on that server), never
 // DATABASE_URL, so code that defaults to PGlite keeps doing so.
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -61,6 +61,13 @@ async function main() {
   const files = selectFiles(all, filters);
   if (files.length === 0) {
     console.error(`run-tests: no *.test.ts files under ${TEST_DIRS.join(" or ")}`);
+    return 1;
+  }
+
+  // The dashboard tests load the built page (dist/ui) from a real Sluice: build it first (~1 s).
+  const built = spawnSync(process.execPath, [path.join(repoRoot, "scripts", "build-ui.mjs")], { cwd: repoRoot, stdio: "inherit" });
+  if (built.status !== 0) {
+    console.error("run-tests: building the dashboard (scripts/build-ui.mjs) failed");
     return 1;
   }
 

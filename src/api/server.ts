@@ -19,6 +19,7 @@ import { recoveryRoutes } from "./routes/recoveries.js";
 import { statsRoutes } from "./routes/stats.js";
 import { portalSessionRoutes } from "./routes/portal-sessions.js";
 import { CSS_COLOUR, FONT_FAMILY } from "../schemas/portal-sessions.js";
+import { uiRoutes } from "./ui.js";
 
 declare module "fastify" {
   interface FastifyContextConfig {
@@ -121,6 +122,7 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
   await app.register(recoveryRoutes(ctx));
   await app.register(statsRoutes(ctx));
   await app.register(portalSessionRoutes(ctx));
+  await app.register(uiRoutes(ctx));
   return app;
 }
 

@@ -1,0 +1,21 @@
+import type { components } from "../../sdk/src/index.js";
+
+// The API's objects as the SDK types them: generated from Sluice's OpenAPI document, so a change
+// of the API that the pages do not follow fails the typecheck.
+
+type Schemas = components["schemas"];
+export type Destination = Schemas["Destination"];
+export type Delivery = Schemas["Delivery"];
+export type Attempt = Schemas["Attempt"];
+export type Event = Schemas["Event"];
+export type EventWithDeliveries = Event & { deliveries?: Delivery[] };
+export type Tenant = Schemas["Tenant"];
+export type DestinationStatus = Destination["status"];
+export type HealthStatus = Destination["health"]["status"];
+
+export type Stats = Schemas["Stats"];
+export type DestinationStats = Schemas["DestinationStats"];
+export type HeldGroup = Stats["held_now"][number];
+export type PortalSession = Schemas["PortalSession"];
+
+export const DESTINATION_STATUSES: DestinationStatus[] = ["active", "throttled", "rate_limited", "quiet", "paused"];
