@@ -1,5 +1,5 @@
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import type { Attempt, Delivery, Destination, Event as SluiceEvent } from "../api.js";
+import { allDestinations, type Attempt, type Delivery, type Destination, type Event as SluiceEvent } from "../api.js";
 import { useSession, type SessionContext } from "../context.js";
 import { usePoll } from "../hooks.js";
 import { DeliveryBadge } from "../components/badges.js";
@@ -216,11 +216,7 @@ export function DeliveriesPage() {
 
   const destinations = usePoll(
     async () => {
-      const all: Destination[] = [];
-      for await (const d of s.client.paginate("/v1/destinations", { params: { query: { limit: 500 } } })) {
-        all.push(d);
-        if (all.length >= 5000) break;
-      }
+      const all = await allDestinations(s.client);
       primeDestinations(s, all);
       return all;
     },

@@ -1,5 +1,5 @@
 import { useState } from "preact/hooks";
-import { DESTINATION_STATUSES, type Destination } from "../api.js";
+import { allDestinations, DESTINATION_STATUSES } from "../api.js";
 import { useSession } from "../context.js";
 import { usePoll, useNow } from "../hooks.js";
 import { StatusBadge, HealthBadge } from "../components/badges.js";
@@ -15,18 +15,7 @@ export function DestinationsPage() {
   const now = useNow();
   const [status, setStatus] = useState("");
   const [search, setSearch] = useState("");
-  const list = usePoll(
-    async () => {
-      const all: Destination[] = [];
-      for await (const d of s.client.paginate("/v1/destinations", { params: { query: { limit: 500 } } })) {
-        all.push(d);
-        if (all.length >= 5000) break;
-      }
-      return all;
-    },
-    REFRESH_MS,
-    [s.creds],
-  );
+  const list = usePoll(() => allDestinations(s.client), REFRESH_MS, [s.creds]);
   // The last hour's counts and oldest waiting ages: best effort, the table stands without them.
   const stats = usePoll(() => s.client.get("/v1/stats", { params: { query: { minutes: 60 } } }), REFRESH_MS * 2, [s.creds]);
   const byId = new Map((stats.data?.destinations ?? []).map((d) => [d.id, d]));
