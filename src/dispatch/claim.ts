@@ -1,20 +1,13 @@
 import type { Db } from "../db/db.js";
 import { withRetry } from "../db/db.js";
-import {
-  lockReadyDestinations,
-  leaseDeliveries,
-  setReadyAt,
-  type AfterClaimUpdate,
-  type ClaimedDestination,
-  type Grant,
-  type LeasedDelivery,
-} from "../db/queries/claim.js";
-import { currentQuietWindow, type QuietWindow } from "../policy/quiet-hours.js";
-import { slotsFree, nextReadyAt, type GateInput } from "../policy/gates.js";
-import { grantBuckets, available, spend, nextTokenAtMs, statesOf, storeStates, type Bucket } from "../policy/token-bucket.js";
+import { lockReadyDestinations, leaseDeliveries, setReadyAt, type ClaimedDestination, type LeasedDelivery } from "../db/queries/claim.js";
+import { planGrants, planAfterClaim, leasedPerDestination, type HoldTransition, type PlanOptions } from "./claim-plan.js";
+
+export { IDLE_RECHECK_MS, type HoldTransition } from "./claim-plan.js";
 
 // One claim transaction: lock ready destinations, decide grants with pure policy, lease due
-// deliveries, set each destination's next ready_at. Nothing is claimed and put back.
+// deliveries, set each destination's next ready_at. Nothing is claimed and put back. The
+// decisions are claim-plan.ts's; this only reads and applies them.
 
 export interface ClaimResult {
   destinations: Map<string, ClaimedDestination>;
@@ -29,19 +22,8 @@ export interface ClaimResult {
   transitions: HoldTransition[];
 }
 
-export type HoldTransition =
-  | { kind: "rate_limited"; destination: ClaimedDestination; holding: boolean }
-  /** Holding: `until` the open window's end. Released: the window that held them, when known. */
-  | { kind: "quiet_hours"; destination: ClaimedDestination; holding: boolean; until: Date | null; window?: QuietWindow };
-
-export interface ClaimOptions {
-  /** Most deliveries this claim may lease in total (the worker's free send capacity). */
-  capacity: number;
+export interface ClaimOptions extends PlanOptions {
   batchSize: number;
-  grantCap: number;
-  leaseMarginSeconds: number;
-  /** See grantBuckets: burst tokens held back for send-time jitter. */
-  rateSendJitterMs: number;
   shard: [number, number] | null;
   /** Carried by every lease this claim takes (see abandonClaims). */
   leaseToken: string;
@@ -51,7 +33,7 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
   return withRetry(db, async (q) => {
     const locked = await lockReadyDestinations(q, Math.max(1, Math.min(opts.batchSize, opts.capacity)), opts.shard);
     const result: ClaimResult = {
-      destinations: new Map(),
+      destinations: new Map(locked.map((d) => [d.id, d])),
       deliveries: [],
       probes: [],
       claimedCount: locked.length,
@@ -60,206 +42,15 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
     };
     if (locked.length === 0) return result;
 
-    let budget = opts.capacity;
-    const grants: Grant[] = [];
-    const buckets = new Map<string, Bucket[]>();
-    /** Free slots and whole tokens each rate-limited destination had at this claim. */
-    const shaped = new Map<string, { slots: number; tokens: number }>();
-    const quiet = new Map<string, QuietWindow>();
-    for (const d of locked) {
-      result.destinations.set(d.id, d);
-      if (d.paused_at) {
-        // A paused destination gets no deliveries; one paused for a transient cause gets a probe.
-        if (probeDue(d) && budget > 0) {
-          budget--;
-          result.probes.push(d);
-        }
-        continue;
-      }
-      const win = d.delivery_schedule ? currentQuietWindow(d.delivery_schedule, d.now.getTime()) : null;
-      if (win) quiet.set(d.id, win);
-      const b = grantBuckets(d.rate_limit, opts.rateSendJitterMs);
-      buckets.set(d.id, b);
-      const slots = Math.min(slotsFree(gateInput(d, d.inflight)), opts.grantCap);
-      // Tokens are spent in this transaction, so the limit holds across every worker process.
-      const tokens = b.length ? available(b, statesOf(b, d.bucket_state), d.now.getTime(), slots) : slots;
-      if (b.length) shaped.set(d.id, { slots, tokens });
-      const n = Math.min(tokens, budget);
-      if (n <= 0) continue;
-      budget -= n;
-      grants.push({
-        destinationId: d.id,
-        count: n,
-        ordered: d.ordered,
-        leaseSeconds: d.timeout_seconds + opts.leaseMarginSeconds,
-        quiet: win !== null,
-      });
-    }
-    const { leased, moreDue } = await leaseDeliveries(q, grants, opts.leaseToken);
+    const plan = planGrants(locked, opts);
+    result.probes = plan.probes;
+    const { leased, moreDue } = await leaseDeliveries(q, plan.grants, opts.leaseToken);
     result.deliveries = leased;
 
-    const granted = new Map<string, number>();
-    for (const l of leased) granted.set(l.destination_id, (granted.get(l.destination_id) ?? 0) + 1);
-    const hadGrant = new Set(grants.map((g) => g.destinationId));
-    const probed = new Set(result.probes.map((d) => d.id));
-    const updates: AfterClaimUpdate[] = locked.map((d) => {
-      if (d.paused_at) {
-        // Woken for its probe (or by a late result): next look is the next probe, if it gets probes.
-        const nextProbeMs = probed.has(d.id)
-          ? d.now.getTime() + Math.max(d.probe_interval_seconds, d.timeout_seconds + opts.leaseMarginSeconds) * 1000
-          : d.pause_cause === "transient"
-            ? Math.max(d.next_probe_at?.getTime() ?? 0, d.now.getTime())
-            : null;
-        const at = nextProbeMs === null ? null : new Date(nextProbeMs);
-        // Its quiet-hours finding stands until a claim looks again (a pause holds everything anyway).
-        noteTransitions(result, d, false, d.quiet_holding);
-        return {
-          id: d.id,
-          readyAt: at,
-          bucketState: d.bucket_state,
-          rateLimited: false,
-          quietHolding: d.quiet_holding,
-          nextProbeAt: probed.has(d.id) ? at : null,
-          idleRecheck: false,
-        };
-      }
-      const n = granted.get(d.id) ?? 0;
-      const b = buckets.get(d.id)!;
-      const spent = b.length ? spend(b, statesOf(b, d.bucket_state), d.now.getTime(), n) : [];
-      const input = gateInput(d, d.inflight + n);
-      const nowMs = d.now.getTime();
-      const leaseExpiry = n > 0 ? nowMs + (d.timeout_seconds + opts.leaseMarginSeconds) * 1000 : null;
-      const nextLeaseExpiryMs = minOrNull(d.next_lease_expiry?.getTime() ?? null, leaseExpiry);
-      let nextWaitingMs = d.next_waiting?.getTime() ?? null;
-      if (d.ordered) {
-        // The head decides; a leased head means nothing else may go until it finishes.
-        if (n > 0) nextWaitingMs = null;
-      } else if (moreDue.has(d.id) || !hadGrant.has(d.id)) {
-        // Due work beyond the grant — or no grant at all (cap full, throttled, worker budget
-        // spent), so we did not look: assume due work, and let the policy pick the time.
-        nextWaitingMs = nowMs;
-      }
-      // At its cap (ramp included) with nothing granted; a throttled destination has no slots either, but is not "denied".
-      if (!hadGrant.has(d.id) && slotsFree(gateInput(d, d.inflight)) === 0 && !(d.throttled_until && d.throttled_until > d.now))
-        result.slotDenied++;
-      // Quiet hours hold what their types cover until the window ends; bypass types went above.
-      const win = quiet.get(d.id);
-      let quietHolding = false;
-      if (win) {
-        const heldHead = d.ordered ? d.head_quiet_hold === true && n === 0 : d.has_waiting === true;
-        quietHolding = heldHead;
-        if (heldHead) {
-          nextWaitingMs = d.ordered ? Math.max(nextWaitingMs ?? nowMs, win.endMs) : Math.min(nextWaitingMs ?? win.endMs, win.endMs);
-        }
-      }
-      const nextTokenMs = b.length ? nextTokenAtMs(b, spent, nowMs) : null;
-      const rateLimited = rateLimitFinding(d, shaped.get(d.id), n, hadGrant.has(d.id), nextWaitingMs);
-      let at = nextReadyAt({ ...input, nextWaitingMs, nextLeaseExpiryMs, nextTokenMs });
-      // A publish that commits while we hold this row added deliveries we cannot see, and it saw
-      // the row as ready already, so it left ready_at to us: pushing ready_at past the next
-      // second (or to "idle") could strand them. Look once more a second later instead; a
-      // re-check that finds nothing new settles. Only the re-check itself may settle: a
-      // write-back or publish that makes the row ready clears the flag.
-      let idleRecheck = false;
-      if ((at === null || at > nowMs + IDLE_RECHECK_MS) && !(d.idle_recheck && n === 0)) {
-        at = at === null ? nowMs + IDLE_RECHECK_MS : Math.min(at, nowMs + IDLE_RECHECK_MS);
-        idleRecheck = true;
-      }
-      noteTransitions(result, d, rateLimited, quietHolding, win ?? null);
-      return {
-        id: d.id,
-        readyAt: at === null ? null : new Date(at),
-        bucketState: storeStates(b, spent) ?? d.bucket_state,
-        rateLimited,
-        quietHolding,
-        nextProbeAt: null,
-        idleRecheck,
-      };
-    });
-    await setReadyAt(q, updates);
+    const after = planAfterClaim(locked, leasedPerDestination(leased), moreDue, plan, opts);
+    result.slotDenied = after.slotDenied;
+    result.transitions = after.transitions;
+    await setReadyAt(q, after.updates);
     return result;
   });
-}
-
-/** How soon a claim that found its destination going quiet looks once more (see above). */
-export const IDLE_RECHECK_MS = 1000;
-
-function minOrNull(a: number | null, b: number | null): number | null {
-  if (a === null) return b;
-  if (b === null) return a;
-  return Math.min(a, b);
-}
-
-/**
- * Held by shaping: the buckets cut the grant (fewer whole tokens than free slots) and due work is
- * left behind. A claim that cannot tell keeps the last finding, so the flag (a status, and a log
- * line when it changes) does not flap while a backlog drains at the rate: an unordered
- * destination given no grant (no token, no slot) was not looked at, so whether due work waits is
- * unknown; an ordered head just leased leaves what follows it unread; a grant that took every
- * token and every slot does not say which of the two held the rest back.
- */
-function rateLimitFinding(
-  d: ClaimedDestination,
-  shaped: { slots: number; tokens: number } | undefined,
-  granted: number,
-  hadGrant: boolean,
-  nextWaitingMs: number | null,
-): boolean {
-  if (!shaped) return false;
-  if (d.ordered ? granted > 0 : !hadGrant) return d.rate_limited;
-  const dueLeft = nextWaitingMs !== null && nextWaitingMs <= d.now.getTime();
-  if (!dueLeft) return false;
-  // The buckets cut the grant: fewer whole tokens than free slots.
-  if (shaped.tokens < shaped.slots) return true;
-  const undecided = shaped.slots === 0 || (granted > 0 && granted === shaped.tokens);
-  return undecided ? d.rate_limited : false;
-}
-
-/**
- * Records the hold flags this claim changes; the row lock makes it the only claim that sees the
- * change (ingest sets quiet_holding too, when it parks deliveries in an open window). `open`: the
- * quiet window open now.
- */
-function noteTransitions(
-  result: ClaimResult,
-  d: ClaimedDestination,
-  rateLimited: boolean,
-  quietHolding: boolean,
-  open: QuietWindow | null = null,
-): void {
-  if (rateLimited !== d.rate_limited) result.transitions.push({ kind: "rate_limited", destination: d, holding: rateLimited });
-  if (quietHolding === d.quiet_holding) return;
-  if (quietHolding) {
-    result.transitions.push({ kind: "quiet_hours", destination: d, holding: true, until: open ? new Date(open.endMs) : null });
-    return;
-  }
-  const ended = endedWindow(d);
-  result.transitions.push({ kind: "quiet_hours", destination: d, holding: false, until: null, ...(ended ? { window: ended } : {}) });
-}
-
-/**
- * On a release: the quiet window whose end woke this claim, for the log line (a held destination
- * sleeps until its window's end exactly, so ready_at names it); null if it was released otherwise.
- */
-function endedWindow(d: ClaimedDestination): QuietWindow | null {
-  if (!d.delivery_schedule || !d.ready_at) return null;
-  const endMs = d.ready_at.getTime();
-  const w = currentQuietWindow(d.delivery_schedule, endMs - 1);
-  return w && w.endMs === endMs ? w : null;
-}
-
-function probeDue(d: ClaimedDestination): boolean {
-  return d.pause_cause === "transient" && (d.next_probe_at === null || d.next_probe_at <= d.now);
-}
-
-function gateInput(d: ClaimedDestination, inflight: number): GateInput {
-  return {
-    nowMs: d.now.getTime(),
-    // After a probe brought it back, the ramp caps concurrency until it reaches the configured cap.
-    maxConcurrency: d.ramp_limit === null ? d.max_concurrency : Math.min(d.max_concurrency, d.ramp_limit),
-    ordered: d.ordered,
-    inflight,
-    throttledUntilMs: d.throttled_until?.getTime() ?? null,
-    paused: d.paused_at !== null,
-  };
 }

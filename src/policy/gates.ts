@@ -40,8 +40,11 @@ export function nextReadyAt(s: AfterClaim): number | null {
   if (s.nextWaitingMs !== null) {
     // Due work goes when it is due and a token exists.
     const due = Math.max(s.nextWaitingMs, s.nowMs, s.nextTokenMs ?? s.nowMs);
-    // Due work with a free slot: ready now; due work without one: the lease expiry (or a write-back) wakes it.
-    if (due > s.nowMs || slotsFree(s) > 0) candidates.push(due);
+    // Due work with a free slot: ready now; due work without one: the lease expiry (or a write-back)
+    // wakes it. A throttle hold closes every slot but ends on its own: due work waits for its end
+    // (below), or with nothing in flight nothing else would wake it when the hold lifts.
+    const held = s.throttledUntilMs !== null && s.throttledUntilMs > s.nowMs;
+    if (due > s.nowMs || slotsFree(s) > 0 || held) candidates.push(due);
   }
   if (candidates.length === 0) return null;
   let at = Math.min(...candidates);

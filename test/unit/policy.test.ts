@@ -235,6 +235,11 @@ describe("gates", () => {
             (s.throttledUntilMs === null || s.throttledUntilMs <= now)
           )
             return at === now;
+          // Waiting work under a throttle hold is looked at when the hold ends, at the latest:
+          // nothing else (a write-back, a lease expiry) may be coming to wake it.
+          if (s.nextWaitingMs !== null && s.throttledUntilMs !== null && s.throttledUntilMs > now) {
+            return at !== null && at <= Math.max(s.throttledUntilMs, s.nextWaitingMs);
+          }
           return true;
         },
       ),
