@@ -110,8 +110,8 @@ export function benchStart(title: string, sluiceDir = REPO) {
   return {
     out,
     log: (name: string): string => join(logDir, name),
-    async postgres(fsync: boolean) {
-      const server = await startPostgres(fsync);
+    async postgres(fsync: boolean, statStatements = false) {
+      const server = await startPostgres(fsync, statStatements);
       const s = await serverSettings(server.url);
       const durable = s.fsync === "on" && s.synchronous_commit === "on";
       out(

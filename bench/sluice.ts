@@ -22,9 +22,19 @@ export class SluiceCluster {
   // Its own pool: the bench is a client like any other, with keep-alive connections.
   private readonly agent = new Agent({ keepAliveTimeout: 60_000, connections: 8 });
 
-  /** `databaseUrl` null: the embedded store in `dataDir`; logs go to `<logPrefix>-<api|start|workerN>.log`; `dir`: the checkout to run. */
+  /**
+   * `databaseUrl` null: the embedded store in `dataDir`; logs go to `<logPrefix>-<api|start|workerN>.log`; `dir`: the checkout to run;
+   * `nodeArgs`: extra node flags (e.g. --cpu-prof, which NODE_OPTIONS does not allow).
+   */
   constructor(
-    private readonly o: { databaseUrl: string | null; dataDir?: string; logPrefix: string; dir?: string; env?: NodeJS.ProcessEnv },
+    private readonly o: {
+      databaseUrl: string | null;
+      dataDir?: string;
+      logPrefix: string;
+      dir?: string;
+      env?: NodeJS.ProcessEnv;
+      nodeArgs?: string[];
+    },
   ) {}
 
   private spawn(command: "api" | "start" | "worker", extra: NodeJS.ProcessEnv, logFile: string): ChildProcess {
@@ -39,7 +49,11 @@ export class SluiceCluster {
       DATABASE_URL: this.o.databaseUrl ?? undefined, // undefined: not passed on
       SLUICE_DATA_DIR: this.o.dataDir ?? process.env.SLUICE_DATA_DIR,
     };
-    return spawnLogged(process.execPath, ["--import", "tsx", "src/cli/main.ts", command], { env, cwd: this.o.dir ?? REPO, logFile });
+    return spawnLogged(process.execPath, [...(this.o.nodeArgs ?? []), "--import", "tsx", "src/cli/main.ts", command], {
+      env,
+      cwd: this.o.dir ?? REPO,
+      logFile,
+    });
   }
 
   /** `sluice api` (or `sluice start`): runs the migrations, creates the default tenant; resolves once /healthz answers 200. */

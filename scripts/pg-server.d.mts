@@ -10,10 +10,14 @@ export interface ThrowawayPostgres {
   /** Starts the server again on the same port and data; resolves once it accepts connections. */
   restart(): Promise<void>;
 }
-/** fsync: durable against a machine crash (slow). crashSafe: acknowledged commits survive crash() (synchronous_commit on). */
+/**
+ * fsync: durable against a machine crash (slow). crashSafe: acknowledged commits survive crash() (synchronous_commit on).
+ * statStatements: shared_preload_libraries=pg_stat_statements, pg_stat_statements.track=all, track_io_timing=on.
+ */
 export function startThrowawayPostgres(opts?: {
   fsync?: boolean;
   crashSafe?: boolean;
+  statStatements?: boolean;
   log?: (line: string) => void;
 }): Promise<ThrowawayPostgres>;
 export function waitForChild(child: import("node:child_process").ChildProcess, errorPrefix: string, errorCode: number): Promise<number>;

@@ -89,6 +89,7 @@ function tryKill(pid, signal) {
 /**
  * Starts a private Postgres server in a new temp dir.
  * fsync=false trades crash safety for speed (fine for data that is deleted at stop()).
+ * statStatements=true loads pg_stat_statements (track=all) and turns on track_io_timing.
  * Returns { url, port, dataDir, version, stop }; url connects as superuser `postgres`, no password.
  */
 /**
@@ -110,7 +111,7 @@ export async function waitForChild(child, errorPrefix, errorCode) {
   });
 }
 
-export async function startThrowawayPostgres({ fsync = false, crashSafe = false, log = console.error } = {}) {
+export async function startThrowawayPostgres({ fsync = false, crashSafe = false, statStatements = false, log = console.error } = {}) {
   const binDir = findPostgresBinDir();
   if (binDir === undefined) {
     throw new Error(
@@ -163,7 +164,7 @@ export async function startThrowawayPostgres({ fsync = false, crashSafe = false,
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
     try {
-      current = await launch({ binDir, isRoot, baseDir, dataDir, port, fsync, crashSafe, log, cleanupDir });
+      current = await launch({ binDir, isRoot, baseDir, dataDir, port, fsync, crashSafe, statStatements, log, cleanupDir });
       break;
     } catch (err) {
       if (attempt < 3 && err instanceof PortInUseError) continue;
@@ -182,14 +183,14 @@ export async function startThrowawayPostgres({ fsync = false, crashSafe = false,
     crash: () => current.crash(),
     /** Starts the server again on the same port and data (crash recovery runs first); resolves once it accepts connections. */
     async restart() {
-      current = await launch({ binDir, isRoot, baseDir, dataDir, port, fsync, crashSafe, log, cleanupDir });
+      current = await launch({ binDir, isRoot, baseDir, dataDir, port, fsync, crashSafe, statStatements, log, cleanupDir });
     },
   };
 }
 
 class PortInUseError extends Error {}
 
-async function launch({ binDir, isRoot, baseDir, dataDir, port, fsync, crashSafe, log, cleanupDir }) {
+async function launch({ binDir, isRoot, baseDir, dataDir, port, fsync, crashSafe, statStatements, log, cleanupDir }) {
   const settings = [
     "listen_addresses=127.0.0.1",
     "max_connections=300",
@@ -198,6 +199,9 @@ async function launch({ binDir, isRoot, baseDir, dataDir, port, fsync, crashSafe
     // the machine. synchronous_commit=off would also lose commits acknowledged in the last ~200 ms
     // before a server crash: crashSafe keeps it on, for tests that crash the server.
     ...(fsync ? [] : ["fsync=off", "full_page_writes=off", ...(crashSafe ? [] : ["synchronous_commit=off"])]),
+    // For profiling (bench/profile.ts): per-statement counters, nested statements included, and
+    // I/O timings. The library must be loaded at start; CREATE EXTENSION in a database shows them.
+    ...(statStatements ? ["shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track=all", "track_io_timing=on"] : []),
   ];
   const [file, args] = asServerUser(isRoot, path.join(binDir, "postgres"), [
     "-D",
