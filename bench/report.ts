@@ -133,7 +133,7 @@ export function benchStart(title: string, sluiceDir = REPO) {
 // ---- npm run bench ---------------------------------------------------------------------------
 
 export type Scenario = "0ms" | "50ms" | "embedded";
-export type System = "sluice" | "graphile-worker";
+export type System = "sluice" | "graphile-worker" | "pg-boss";
 export type RunResult = ReturnType<typeof newRun>;
 
 /**
@@ -243,7 +243,7 @@ export function describeRun(r: RunResult): string {
 /** The issue's targets: Sluice ≥ 5,000 deliveries/s with the 0 ms receiver, and Sluice/baseline ≥ 1.0. */
 const TARGET = { perSec0ms: 5000, ratio: 1.0 };
 
-/** The side-by-side table: Sluice against the baseline, with the issue's targets marked. */
+/** The side-by-side table: Sluice against the baseline (graphile-worker) and pg-boss, with the issue's targets marked. */
 export function comparisonTable(results: RunResult[]): string {
   const rows = [
     [
@@ -251,32 +251,45 @@ export function comparisonTable(results: RunResult[]): string {
       "Sluice deliveries/s",
       "baseline deliveries/s",
       "ratio S/B",
+      "pg-boss (group concurrency) deliveries/s",
+      "ratio S/P",
       "Sluice p50 / p99",
       "baseline p50 / p99",
+      "pg-boss p50 / p99",
       "Sluice recv",
       "baseline recv",
+      "pg-boss recv",
     ],
   ];
   for (const scenario of ["0ms", "50ms", "embedded"] as const) {
     const s = results.find((r) => r.system === "sluice" && r.scenario === scenario);
     const b = results.find((r) => r.system === "graphile-worker" && r.scenario === scenario);
-    if (!s && !b) continue;
+    const p = results.find((r) => r.system === "pg-boss" && r.scenario === scenario);
+    if (!s && !b && !p) continue;
     const sRate = s?.deliveriesPerSec ?? null;
     const r = ratio(sRate, b?.deliveriesPerSec);
+    const rp = ratio(sRate, p?.deliveriesPerSec);
     const sTarget = scenario === "0ms" && sRate !== null ? ` ${mark(sRate >= TARGET.perSec0ms)} (≥ ${fmt(TARGET.perSec0ms)})` : "";
     const rTarget = r !== null && scenario !== "embedded" ? ` ${mark(r >= TARGET.ratio)} (≥ ${TARGET.ratio.toFixed(1)})` : "";
     const rate = (x: RunResult | undefined): string => (x ? fmt(x.deliveriesPerSec) + statusMark(x) : "—");
     const lat = (x: RunResult | undefined): string => (x ? `${fmtMs(x.latencyMs?.p50)} / ${fmtMs(x.latencyMs?.p99)}` : "—");
     const recv = (x: RunResult | undefined): string => (x ? `${fmt(x.received)}${x.duplicates ? ` (+${x.duplicates} dup)` : ""}` : "—");
+    // pg-boss promises a per-group cap: say so when the receiver saw it broken.
+    const overCap = (x: RunResult | undefined): string => (x && x.overCapRequests > 0 ? ` (${fmt(x.overCapRequests)} over cap)` : "");
+    const any = s ?? b ?? p!;
     rows.push([
-      s ? `${scenario} (${fmt(s.destinations)} dst, ${fmt(s.events)} ev${s.store === "pglite" ? ", PGlite" : ""})` : scenario,
+      `${scenario} (${fmt(any.destinations)} dst, ${fmt(any.events)} ev${any.store === "pglite" ? ", PGlite" : ""})`,
       s ? rate(s) + sTarget : "—",
       rate(b),
       r === null ? "—" : r.toFixed(2) + rTarget,
+      rate(p) + overCap(p),
+      rp === null ? "—" : rp.toFixed(2),
       lat(s),
       lat(b),
+      lat(p),
       recv(s),
       recv(b),
+      recv(p),
     ]);
   }
   return table(rows, true);

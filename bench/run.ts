@@ -10,7 +10,9 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { runMigrations } from "graphile-worker";
+import { PgBoss } from "pg-boss";
 import type { DeliverPayload } from "./graphile-worker-process.js";
+import type { PgBossDeliverData } from "./pg-boss-process.js";
 import { connect, deliveriesByStatus, PgActivitySampler, withDatabase } from "./pg.js";
 import { cleanup, CpuSampler, forkReady, machineBusyPct, parseFlags, runBench, stopChild, waitQuiet } from "./procs.js";
 import { Receiver } from "./receiver.js";
@@ -173,6 +175,101 @@ async function setupGraphile(
   };
 }
 
+const PGBOSS_QUEUE = "webhooks";
+
+/**
+ * The second peer: pg-boss 12.38 in its own database, one job per delivery in one queue, grouped
+ * by destination, run by child processes whose `work()` sets `groupConcurrency` to the
+ * destination's max_concurrency (pg-boss counts a group's active jobs in the database, so the
+ * limit holds across processes). The bench publishes through pg-boss's own `insert()`.
+ */
+async function setupPgBoss(
+  rcv: Receiver,
+  o: {
+    databaseUrl: string;
+    workers: number;
+    localConcurrency: number;
+    batchSize: number;
+    groupConcurrency: number;
+    maxConnections: number;
+    logPrefix: string;
+  },
+): Promise<SystemUnderTest> {
+  const notes: string[] = [];
+  // Each local worker holds at most one connection (fetch, then settle), +1 for LISTEN, +1 to spare.
+  const budget = Math.floor((o.maxConnections - 10) / o.workers);
+  const poolSize = Math.min(o.localConcurrency + 2, budget);
+  if (poolSize < o.localConcurrency + 2) notes.push(`pool capped at ${budget} (server max_connections=${o.maxConnections})`);
+  // The publisher installs the schema and creates the queue, so the workers start on a ready database.
+  const publisher = new PgBoss({ connectionString: o.databaseUrl, max: 4, supervise: false, schedule: false });
+  publisher.on("error", (err) => notes.push(`pg-boss publisher error: ${err.message}`));
+  const module = fileURLToPath(new URL("./pg-boss-process.ts", import.meta.url));
+  const workers: ChildProcess[] = [];
+  const stop = async (): Promise<void> => {
+    await Promise.all(workers.map((w) => stopChild(w, 15_000)));
+    await publisher.stop({ graceful: false, timeout: 5000 }).catch(() => undefined);
+  };
+  try {
+    await publisher.start();
+    // 25 attempts as the graphile-worker peer; NOTIFY so idle workers wake when jobs arrive.
+    await publisher.createQueue(PGBOSS_QUEUE, { retryLimit: 24, notify: true });
+    for (let i = 0; i < o.workers; i++) {
+      const args = [o.databaseUrl, PGBOSS_QUEUE, o.groupConcurrency, o.localConcurrency, o.batchSize, poolSize].map(String);
+      workers.push((await forkReady(module, args, `${o.logPrefix}-worker${i}.log`, 60_000)).child);
+    }
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return {
+    notes,
+    settings: {
+      version: "pg-boss 12.38",
+      worker_processes: o.workers,
+      localConcurrency_per_process: o.localConcurrency,
+      batchSize: o.batchSize,
+      in_flight_per_process: o.localConcurrency * o.batchSize,
+      groupConcurrency: o.groupConcurrency,
+      pool_per_process: poolSize,
+      jobs: `one job per delivery in queue '${PGBOSS_QUEUE}', group.id = destination, retryLimit 24 (25 attempts), notify`,
+      fetching: "burstWhenBatchFull, LISTEN/NOTIFY, pollingIntervalSeconds 0.5; each batch POSTed at once, settled per job",
+      adding: "boss.insert(), one call per batch of 1,000",
+    },
+    pids: () => workers.flatMap((w) => (w.pid === undefined ? [] : [w.pid])),
+    async publishBatch(batch) {
+      const jobs = batch.map((e) => {
+        const data: PgBossDeliverData = {
+          url: rcv.destUrl(e.dest),
+          id: `evt_${randomUUID()}`,
+          type: "bench.event",
+          timestamp: new Date(e.sentAt).toISOString(),
+          dest: e.dest,
+          data: { seq: e.seq, dest: e.dest, sent_at: e.sentAt },
+        };
+        return { data, group: { id: String(e.dest) } };
+      });
+      await publisher.insert(PGBOSS_QUEUE, jobs);
+    },
+    async endState() {
+      const c = await connect(o.databaseUrl);
+      try {
+        const r = await c.query<{ state: string; n: number; retries: number }>(
+          "SELECT state::text, count(*)::int AS n, coalesce(sum(retry_count), 0)::int AS retries FROM pgboss.job WHERE name = $1 GROUP BY state",
+          [PGBOSS_QUEUE],
+        );
+        const out: Record<string, number> = {};
+        for (const row of r.rows) out[`jobs.${row.state}`] = row.n;
+        out["jobs.retries"] = r.rows.reduce((n, row) => n + row.retries, 0);
+        return out;
+      } finally {
+        await c.end();
+      }
+    },
+    engineMetrics: () => Promise.resolve(null),
+    stop,
+  };
+}
+
 /** `p`, unless the deadline comes first (a hung system must not hang the bench). */
 async function beforeDeadline<T>(p: Promise<T>, deadline: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -323,14 +420,19 @@ const flags = () =>
     events: { def: 100_000, quick: 5000, help: "events per server scenario" },
     destinations: { def: 1000, quick: 100, help: "destinations" },
     scenarios: { type: "str", arg: "LIST", def: "0ms,50ms,embedded", help: "any of 0ms,50ms,embedded" },
-    "skip-baseline": { type: "bool", help: "Sluice only" },
-    "skip-sluice": { type: "bool", help: "the baseline only (for tuning it)" },
+    "skip-baseline": { type: "bool", help: "Sluice only (neither graphile-worker nor pg-boss)" },
+    "skip-sluice": { type: "bool", help: "the baselines only (for tuning them)" },
+    "skip-graphile": { type: "bool", help: "no graphile-worker run" },
+    "skip-pgboss": { type: "bool", help: "no pg-boss run" },
     quick: { type: "bool", help: "small smoke run: 100 destinations, 5,000 events" },
     "embedded-events": { def: 0, help: "embedded scenario's events (default min(20000, --events))" },
     "embedded-destinations": { def: 0, help: "embedded scenario's destinations (default min(100, --destinations))" },
     "max-concurrency": { def: 0, help: "each destination's max_concurrency (default: Sluice's default, 5)" },
     "baseline-workers": { def: 2, help: "graphile-worker processes" },
     "baseline-concurrency": { def: 50, help: "graphile-worker concurrency per process" },
+    "pgboss-workers": { def: 2, help: "pg-boss worker processes" },
+    "pgboss-local-concurrency": { def: 5, help: "pg-boss localConcurrency (fetch loops) per process" },
+    "pgboss-batch-size": { def: 10, help: "pg-boss batchSize: jobs each fetch loop takes and POSTs at once" },
     "receiver-ports": {
       def: 1,
       help: "spread the destinations over N receiver ports, i.e. N origins (Sluice caps sockets per origin: SLUICE_MAX_SOCKETS_PER_ORIGIN, 256)",
@@ -398,17 +500,36 @@ async function main(): Promise<void> {
       );
     }
     if (f["skip-baseline"]) continue;
-    await withDatabase(pgs!.server.url, `graphile_${scenario}`, (databaseUrl) =>
-      run(newRun({ ...base, system: "graphile-worker", perDestinationCap: null }), databaseUrl, (rcv) =>
-        setupGraphile(rcv, {
-          databaseUrl,
-          workers: f["baseline-workers"],
-          concurrency: f["baseline-concurrency"],
-          maxConnections: Number(pgs!.settings.max_connections ?? 100),
-          logPrefix: bench.log(`graphile-${scenario}`),
-        }),
-      ),
-    );
+    const maxConnections = Number(pgs!.settings.max_connections ?? 100);
+    if (!f["skip-graphile"]) {
+      await withDatabase(pgs!.server.url, `graphile_${scenario}`, (databaseUrl) =>
+        run(newRun({ ...base, system: "graphile-worker", perDestinationCap: null }), databaseUrl, (rcv) =>
+          setupGraphile(rcv, {
+            databaseUrl,
+            workers: f["baseline-workers"],
+            concurrency: f["baseline-concurrency"],
+            maxConnections,
+            logPrefix: bench.log(`graphile-${scenario}`),
+          }),
+        ),
+      );
+    }
+    if (!f["skip-pgboss"]) {
+      // The same cap as Sluice's, checked at the receiver the same way.
+      await withDatabase(pgs!.server.url, `pgboss_${scenario}`, (databaseUrl) =>
+        run(newRun({ ...base, system: "pg-boss", perDestinationCap: sluiceCap }), databaseUrl, (rcv) =>
+          setupPgBoss(rcv, {
+            databaseUrl,
+            workers: f["pgboss-workers"],
+            localConcurrency: f["pgboss-local-concurrency"],
+            batchSize: f["pgboss-batch-size"],
+            groupConcurrency: sluiceCap,
+            maxConnections,
+            logPrefix: bench.log(`pgboss-${scenario}`),
+          }),
+        ),
+      );
+    }
   }
   if (pgs) await cleanup(); // nothing else on the machine during the embedded run
 
@@ -448,11 +569,13 @@ async function main(): Promise<void> {
     const procs = Math.max(1, sluiceWorkers);
     const ports = f["receiver-ports"];
     const { "baseline-workers": bw, "baseline-concurrency": bc } = f;
+    const { "pgboss-workers": pw, "pgboss-local-concurrency": pl, "pgboss-batch-size": pb } = f;
     out(
       `50 ms bounds (in flight ÷ 0.05 s): Sluice max_concurrency ${fmt(destinations)} × ${sluiceCap} → ${perSec(destinations * sluiceCap)}; ` +
         `SLUICE_WORKER_CONCURRENCY ${procs} × ${workerConcurrency} → ${perSec(procs * workerConcurrency)}; ` +
         `SLUICE_MAX_SOCKETS_PER_ORIGIN ${procs} × ${sockets} × ${ports} origin${ports > 1 ? "s" : ""} → ${perSec(procs * sockets * ports)}; ` +
-        `baseline ${bw} × concurrency ${bc} → ${perSec(bw * bc)}`,
+        `baseline ${bw} × concurrency ${bc} → ${perSec(bw * bc)}; ` +
+        `pg-boss ${pw} × localConcurrency ${pl} × batchSize ${pb} → ${perSec(pw * pl * pb)}`,
     );
   }
   bench.finish("latest", {
@@ -465,12 +588,17 @@ async function main(): Promise<void> {
       scenarios,
       skipBaseline: f["skip-baseline"],
       skipSluice: f["skip-sluice"],
+      skipGraphile: f["skip-graphile"],
+      skipPgBoss: f["skip-pgboss"],
       quick: f.quick,
       embeddedEvents,
       embeddedDestinations,
       maxConcurrency: maxConcurrency || null,
       baselineWorkers: f["baseline-workers"],
       baselineConcurrency: f["baseline-concurrency"],
+      pgbossWorkers: f["pgboss-workers"],
+      pgbossLocalConcurrency: f["pgboss-local-concurrency"],
+      pgbossBatchSize: f["pgboss-batch-size"],
       publishConcurrency: pc,
       batchSize,
       timeoutMs: f["timeout-s"] * 1000,
