@@ -13,6 +13,7 @@ import { runMigrations } from "graphile-worker";
 import { PgBoss } from "pg-boss";
 import type { DeliverPayload } from "./graphile-worker-process.js";
 import type { PgBossDeliverData } from "./pg-boss-process.js";
+import { peerDelivery } from "./peer-send.js";
 import { connect, deliveriesByStatus, PgActivitySampler, withDatabase } from "./pg.js";
 import { cleanup, CpuSampler, forkReady, machineBusyPct, parseFlags, runBench, stopChild, waitQuiet } from "./procs.js";
 import { Receiver } from "./receiver.js";
@@ -150,14 +151,7 @@ async function setupGraphile(
     pids: () => workers.flatMap((w) => (w.pid === undefined ? [] : [w.pid])),
     async publishBatch(batch) {
       const specs = batch.map((e) => {
-        const payload: DeliverPayload = {
-          url: rcv.destUrl(e.dest),
-          id: `evt_${randomUUID()}`,
-          type: "bench.event",
-          timestamp: new Date(e.sentAt).toISOString(),
-          dest: e.dest,
-          data: { seq: e.seq, dest: e.dest, sent_at: e.sentAt },
-        };
+        const payload: DeliverPayload = peerDelivery(rcv.destUrl(e.dest), e, `evt_${randomUUID()}`);
         return { identifier: "deliver", payload };
       });
       const res = await publisher.query<{ n: number }>(ADD_JOBS, [JSON.stringify(specs)]);
@@ -238,14 +232,7 @@ async function setupPgBoss(
     pids: () => workers.flatMap((w) => (w.pid === undefined ? [] : [w.pid])),
     async publishBatch(batch) {
       const jobs = batch.map((e) => {
-        const data: PgBossDeliverData = {
-          url: rcv.destUrl(e.dest),
-          id: `evt_${randomUUID()}`,
-          type: "bench.event",
-          timestamp: new Date(e.sentAt).toISOString(),
-          dest: e.dest,
-          data: { seq: e.seq, dest: e.dest, sent_at: e.sentAt },
-        };
+        const data: PgBossDeliverData = peerDelivery(rcv.destUrl(e.dest), e, `evt_${randomUUID()}`);
         return { data, group: { id: String(e.dest) } };
       });
       await publisher.insert(PGBOSS_QUEUE, jobs);
