@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { createHash, timingSafeEqual } from "node:crypto";
+import { timingSafeEqual } from "node:crypto";
 import { SluiceError } from "../errors.js";
 import { PORTAL_TOKEN_PREFIX } from "../ids.js";
 import { getTenant, type TenantRow } from "../db/queries/tenants.js";
@@ -34,9 +34,12 @@ export async function registerAuth(app: FastifyInstance, ctx: ApiContext): Promi
   // (Cast to one member of the union: decorateRequest takes its type from the value.)
   app.decorateRequest("access", null as unknown as { kind: "key" });
   recordRouteAccess(app);
+  // Hashed once here: each request's token is hashed once (hashKey) and compared with it.
+  const adminHash = ctx.config.adminKey === undefined ? null : Buffer.from(hashKey(ctx.config.adminKey), "hex");
+  const isAdmin = (tokenHash: string) => adminHash !== null && timingSafeEqual(Buffer.from(tokenHash, "hex"), adminHash);
 
   /** The tenant and access of a token that is not the admin key; throws 401 when it is neither a key nor a live portal link. */
-  async function identify(token: string): Promise<{ tenant: TenantRow; access: Access }> {
+  async function identify(token: string, tokenHash = hashKey(token)): Promise<{ tenant: TenantRow; access: Access }> {
     if (token.startsWith(PORTAL_TOKEN_PREFIX)) {
       // Not cached: a revoked or expired link must stop working at once, in every API process.
       const found = await findPortalSession(ctx.db, token);
@@ -51,7 +54,7 @@ export async function registerAuth(app: FastifyInstance, ctx: ApiContext): Promi
         };
       }
     }
-    const owner = await cache.lookup(hashKey(token), () => findApiKey(ctx.db, token));
+    const owner = await cache.lookup(tokenHash, () => findApiKey(ctx.db, token));
     if (owner) return { tenant: owner.tenant, access: { kind: "key" } };
     // A hand-picked SLUICE_API_KEY may start with sp_ too, so it was tried as a key first.
     if (token.startsWith(PORTAL_TOKEN_PREFIX)) {
@@ -76,7 +79,7 @@ export async function registerAuth(app: FastifyInstance, ctx: ApiContext): Promi
   async function admitAdmin(req: FastifyRequest): Promise<void> {
     if (!ctx.config.adminKey) throw new SluiceError("SLUICE_AUTH_ADMIN_DISABLED");
     const token = bearer(req);
-    if (isAdminKey(ctx, token)) {
+    if (isAdmin(hashKey(token))) {
       req.access = { kind: "admin" };
       return;
     }
@@ -94,12 +97,13 @@ export async function registerAuth(app: FastifyInstance, ctx: ApiContext): Promi
     if (!req.url.startsWith("/v1/")) return;
     if (req.routeOptions.config?.auth === "admin") return admitAdmin(req);
     const token = bearer(req);
-    if (isAdminKey(ctx, token)) {
+    const tokenHash = hashKey(token);
+    if (isAdmin(tokenHash)) {
       req.tenant = await actingTenant(req);
       req.access = { kind: "admin" };
       return;
     }
-    const { tenant, access } = await identify(token);
+    const { tenant, access } = await identify(token, tokenHash);
     const named = req.headers[TENANT_HEADER];
     if (typeof named === "string" && named.trim() !== "" && named.trim() !== tenant.id) {
       throw new SluiceError("SLUICE_AUTH_ADMIN_REQUIRED", { what: "Acting for another tenant (the Sluice-Tenant header)" });
@@ -125,16 +129,4 @@ export function bearer(req: FastifyRequest): string {
   const m = h ? /^Bearer\s+(\S+)\s*$/i.exec(h) : null;
   if (!m) throw new SluiceError("SLUICE_AUTH_INVALID_KEY", { problem: "No API key was sent" });
   return m[1]!;
-}
-
-/** Whether `token` is the configured admin key (false when none is). */
-export function isAdminKey(ctx: ApiContext, token: string): boolean {
-  return ctx.config.adminKey !== undefined && sameSecret(token, ctx.config.adminKey);
-}
-
-/** Compares in constant time (hashes first, so lengths do not leak either). */
-export function sameSecret(a: string, b: string): boolean {
-  const ha = createHash("sha256").update(a).digest();
-  const hb = createHash("sha256").update(b).digest();
-  return timingSafeEqual(ha, hb);
 }

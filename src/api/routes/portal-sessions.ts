@@ -48,7 +48,7 @@ export function portalSessionRoutes(ctx: ApiContext) {
         const token = newPortalToken();
         const row = await ctx.db.tx(async (q) => {
           if (ids) {
-            const live = await liveDestinationIds(q, req.tenant.id, ids);
+            const live = new Set(await liveDestinationIds(q, req.tenant.id, ids));
             const bad = ids.flatMap((id, i) =>
               live.has(id)
                 ? []

@@ -3,7 +3,8 @@ import { Type, type Static } from "@sinclair/typebox";
 import type { ApiContext } from "../context.js";
 import { NotFoundError } from "../../errors.js";
 import { assertDestinationVisible, destinationScope } from "../access.js";
-import { backlogSince, recentMinuteStats, statsTotals, visibleDestinationIds, type MinuteStats } from "../../db/queries/rollups.js";
+import { backlogSince, recentMinuteStats, statsTotals, type MinuteStats } from "../../db/queries/rollups.js";
+import { liveDestinationIds } from "../../db/queries/destinations.js";
 import {
   arrivalsPerSecond,
   classifyHeld,
@@ -78,7 +79,7 @@ export function statsRoutes(ctx: ApiContext) {
       },
       async (req): Promise<Stats> => {
         const minutes = req.query.minutes ?? 60;
-        const ids = await visibleDestinationIds(ctx.db, req.tenant.id, destinationScope(req));
+        const ids = await liveDestinationIds(ctx.db, req.tenant.id, destinationScope(req));
         const { rows, live, since, liveFrom, now } = await recentMinuteStats(ctx.db, ids, atLeastAnHour(minutes), true);
         const seriesSince = lastMinutesFrom(since, minutes);
         const lastHour = await lastHourTotals(ctx.db, ids, live, liveFrom, now);

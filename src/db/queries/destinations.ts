@@ -126,13 +126,13 @@ export async function listDestinations(
   );
 }
 
-/** Which of `ids` are live (not deleted) destinations of the tenant. */
-export async function liveDestinationIds(q: Queryable, tenantId: string, ids: readonly string[]): Promise<Set<string>> {
+/** The tenant's live (not deleted) destination ids, by id; `ids` (not null) keeps only those. */
+export async function liveDestinationIds(q: Queryable, tenantId: string, ids: readonly string[] | null): Promise<string[]> {
   const rows = await q.query<{ id: string }>(
-    "SELECT id FROM destinations WHERE tenant_id = $1 AND id = ANY($2::text[]) AND deleted_at IS NULL",
+    "SELECT id FROM destinations WHERE tenant_id = $1 AND deleted_at IS NULL AND ($2::text[] IS NULL OR id = ANY($2::text[])) ORDER BY id",
     [tenantId, ids],
   );
-  return new Set(rows.map((r) => r.id));
+  return rows.map((r) => r.id);
 }
 
 /** Unfinished and in-flight deliveries per destination. */

@@ -274,12 +274,3 @@ export async function pruneStats(q: Queryable, hours: number): Promise<number> {
   );
   return rows[0]!.n;
 }
-
-/** The tenant's live destinations, limited to `scope` unless it is null, by id. */
-export async function visibleDestinationIds(q: Queryable, tenantId: string, scope: string[] | null): Promise<string[]> {
-  const rows = await q.query<{ id: string }>(
-    `SELECT id FROM destinations WHERE tenant_id = $1 AND deleted_at IS NULL ${scope === null ? "" : "AND id = ANY($2::text[])"} ORDER BY id`,
-    scope === null ? [tenantId] : [tenantId, scope],
-  );
-  return rows.map((r) => r.id);
-}
