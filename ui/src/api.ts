@@ -8,7 +8,6 @@ export type Destination = Schemas["Destination"];
 export type Delivery = Schemas["Delivery"];
 export type Attempt = Schemas["Attempt"];
 export type Event = Schemas["Event"];
-export type EventWithDeliveries = Event & { deliveries?: Delivery[] };
 export type Tenant = Schemas["Tenant"];
 export type DestinationStatus = Destination["status"];
 export type HealthStatus = Destination["health"]["status"];

@@ -6,8 +6,9 @@
 // the value of every secret custom header (the API shows those as a mask), and the credentials of
 // a URL's user-info (Sluice turns those into a Basic authorization header).
 
-/** The API's stand-in for a secret header value (HEADER_MASK in src/policy/custom-headers.ts). */
-export const HEADER_MASK = "••••••";
+// The API's stand-in for a secret header value: the same constant, from the API's own policy code.
+import { HEADER_MASK } from "../../src/policy/custom-headers.js";
+export { HEADER_MASK };
 export const SECRET_PLACEHOLDER = "<secret>";
 export const SIGNATURE_PLACEHOLDER = "v1,<sign with your secret>";
 export const TIMESTAMP_PLACEHOLDER = "<unix seconds>";

@@ -12,10 +12,6 @@ export function duration(ms: number): string {
   return `${Math.floor(h / 24)}d ${h % 24}h`;
 }
 
-export function ago(iso: string | null | undefined, now = Date.now()): string {
-  return iso ? `${duration(now - Date.parse(iso))} ago` : "—";
-}
-
 export function until(iso: string | null | undefined, now = Date.now()): string {
   return iso ? `in ${duration(Date.parse(iso) - now)}` : "—";
 }
