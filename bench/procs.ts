@@ -3,9 +3,31 @@
 import { fork, spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream, readdirSync, readFileSync } from "node:fs";
 import net from "node:net";
+import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Wall clock minus this process's performance.timeOrigin + performance.now(), in ms. Each process
+ * fixes its timeOrigin at start, off the wall clock by up to ~1 ms: to compare sub-millisecond
+ * stamps of two processes (or with the database's), add each one's offset. Measured at the edge
+ * of a Date.now() tick, 5 times (≈ 5 ms of busy wait); the median.
+ */
+export function wallClockOffsetMs(): number {
+  const samples: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    const before = Date.now();
+    let wall = before;
+    let mono = 0;
+    while (wall === before) {
+      mono = performance.timeOrigin + performance.now();
+      wall = Date.now();
+    }
+    samples.push(wall - mono);
+  }
+  return samples.sort((a, b) => a - b)[2]!;
+}
 
 // ---- flags -----------------------------------------------------------------------------------
 

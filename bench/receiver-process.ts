@@ -8,11 +8,15 @@
 //   log         keep every arrival by path: its time (sub-millisecond, when its headers were
 //               parsed) and the payload's "rank" (-1 without one)
 // A payload with "seq" (< the expected count) is a delivery: distinct ones counted by seq, repeats
-// as duplicates, publish → arrival latency from "sent_at", misrouted when its "dest" is not the
+// as duplicates, publish → arrival latency from "sent_at" (Unix ms on the wall clock, may be
+// fractional) to when the request's headers were parsed, misrouted when its "dest" is not the
 // /d/<n> it arrived at. Any other request but to /throttled counts as "malformed".
 // IPC in: reset {expected} (counts restart; throttledAll does not) · progress · report {publishEndAt} · dump
+//         · arrivals (each seq's first arrival, sub-millisecond, as `at` above; null if none yet; and
+//           this process's wall-clock offset, procs.ts wallClockOffsetMs)
 import http from "node:http";
 import { performance } from "node:perf_hooks";
+import { wallClockOffsetMs } from "./procs.js";
 
 export type ReceiverConfig = { delayMs?: number; ports?: number; cap?: number; retryAfter?: number; log?: boolean };
 export type ReceiverReport = ReturnType<typeof report>;
@@ -21,12 +25,15 @@ export type ReceiverMessage =
   | { type: "ready"; ports: number[] }
   | Progress
   | { type: "report"; report: ReceiverReport }
-  | { type: "dump"; arrivals: Record<string, { times: number[]; ranks: number[] }> };
+  | { type: "dump"; arrivals: Record<string, { times: number[]; ranks: number[] }> }
+  | { type: "arrivals"; at: (number | null)[]; wallClockOffsetMs: number };
 
 const cfg = JSON.parse(process.argv[2] ?? "{}") as ReceiverConfig;
 const delayMs = cfg.delayMs ?? 0;
 const cap = cfg.cap ?? 0;
 const retryAfter = String(cfg.retryAfter ?? 5);
+// `at` (performance clock) + this = wall clock: what the senders' sent_at (Date.now()) is on.
+const wallOffsetAtStart = wallClockOffsetMs();
 
 // Kept across resets.
 let throttledAll = 0;
@@ -39,6 +46,7 @@ function counters(expected: number) {
     expected,
     seen: new Uint8Array(expected),
     arrivals: new Float64Array(expected),
+    firstAtBySeq: new Float64Array(expected).fill(NaN),
     latency: [] as number[],
     unique: 0,
     total: 0,
@@ -60,7 +68,7 @@ function counters(expected: number) {
 let c = counters(0);
 
 // Regexes rather than JSON.parse: the receiver should cost as little CPU as it can, and the payload shape is ours.
-const FIELD = { seq: /"seq":(\d+)/, dest: /"dest":(\d+)/, sent_at: /"sent_at":(\d+)/, rank: /"rank":(\d+)/ };
+const FIELD = { seq: /"seq":(\d+)/, dest: /"dest":(\d+)/, sent_at: /"sent_at":(\d+(?:\.\d+)?)/, rank: /"rank":(\d+)/ };
 const field = (body: string, name: keyof typeof FIELD): number => Number(FIELD[name].exec(body)?.[1] ?? NaN);
 
 function record(path: string, body: string, at: number): void {
@@ -83,10 +91,11 @@ function record(path: string, body: string, at: number): void {
   if (c.seen[seq]! < 255) c.seen[seq]!++;
   if (c.seen[seq] !== 1) return;
   c.arrivals[c.unique++] = now;
+  c.firstAtBySeq[seq] = at;
   c.firstAt ??= now;
   c.lastAt = now;
   const sentAt = field(body, "sent_at");
-  if (Number.isFinite(sentAt)) c.latency.push(now - sentAt);
+  if (Number.isFinite(sentAt)) c.latency.push(at + wallOffsetAtStart - sentAt);
 }
 
 function handle(req: http.IncomingMessage, res: http.ServerResponse): void {
@@ -128,7 +137,7 @@ function handle(req: http.IncomingMessage, res: http.ServerResponse): void {
  * times of requests to /throttled since the reset (throttledAll: since the start).
  */
 function report(publishEndAt: number) {
-  const { seen, arrivals, latency, logged: _logged, loggedCount: _loggedCount, overCapPaths, ...counts } = c;
+  const { seen, arrivals, latency, logged: _logged, loggedCount: _loggedCount, firstAtBySeq: _firstAtBySeq, overCapPaths, ...counts } = c;
   const lat = [...latency].sort((a, b) => a - b);
   const pct = (p: number): number => lat[Math.min(lat.length - 1, Math.floor((p / 100) * lat.length))]!;
   const nth = (f: number): number | null => (Math.floor(f * c.expected) < c.unique ? arrivals[Math.floor(f * c.expected)]! : null);
@@ -162,6 +171,8 @@ process.on("message", (m: { type: string; expected?: number; publishEndAt?: numb
   if (m.type === "reset" || m.type === "progress") send(progress());
   else if (m.type === "report") send({ type: "report", report: report(m.publishEndAt ?? Infinity) });
   else if (m.type === "dump") send({ type: "dump", arrivals: Object.fromEntries(c.logged) });
+  else if (m.type === "arrivals")
+    send({ type: "arrivals", at: Array.from(c.firstAtBySeq, (t) => (Number.isNaN(t) ? null : t)), wallClockOffsetMs: wallClockOffsetMs() });
 });
 process.on("disconnect", () => process.exit(0)); // the bench is gone: so are we
 process.on("SIGTERM", () => process.exit(0));

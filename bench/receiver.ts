@@ -68,6 +68,15 @@ export class Receiver {
     return (await this.ask({ type: "dump" }, "dump")).arrivals;
   }
 
+  /**
+   * Each seq's first arrival (Unix ms on the receiver's performance clock, sub-millisecond: when its
+   * headers were parsed), null for one not (yet) received; and the receiver's wall-clock offset.
+   */
+  async arrivalsBySeq(): Promise<{ at: (number | null)[]; wallClockOffsetMs: number }> {
+    const m = await this.ask({ type: "arrivals" }, "arrivals");
+    return { at: m.at, wallClockOffsetMs: m.wallClockOffsetMs };
+  }
+
   /** Polls until `until(progress)` or the deadline, printing `line(progress)` on stderr every `everyMs`; the last progress. */
   async waitFor(
     until: (p: Progress) => boolean | Promise<boolean>,
