@@ -30,27 +30,32 @@ export interface ClaimOptions extends PlanOptions {
 }
 
 export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
-  return withRetry(db, async (q) => {
-    const locked = await lockReadyDestinations(q, Math.max(1, Math.min(opts.batchSize, opts.capacity)), opts.shard);
-    const result: ClaimResult = {
-      destinations: new Map(locked.map((d) => [d.id, d])),
-      deliveries: [],
-      probes: [],
-      claimedCount: locked.length,
-      slotDenied: 0,
-      transitions: [],
-    };
-    if (locked.length === 0) return result;
+  return withRetry(
+    db,
+    async (q) => {
+      const locked = await lockReadyDestinations(q, Math.max(1, Math.min(opts.batchSize, opts.capacity)), opts.shard);
+      const result: ClaimResult = {
+        destinations: new Map(locked.map((d) => [d.id, d])),
+        deliveries: [],
+        probes: [],
+        claimedCount: locked.length,
+        slotDenied: 0,
+        transitions: [],
+      };
+      if (locked.length === 0) return result;
 
-    const plan = planGrants(locked, opts);
-    result.probes = plan.probes;
-    const { leased, moreDue } = await leaseDeliveries(q, plan.grants, opts.leaseToken);
-    result.deliveries = leased;
+      const plan = planGrants(locked, opts);
+      result.probes = plan.probes;
+      const { leased, moreDue } = await leaseDeliveries(q, plan.grants, opts.leaseToken);
+      result.deliveries = leased;
 
-    const after = planAfterClaim(locked, leasedPerDestination(leased), moreDue, plan, opts);
-    result.slotDenied = after.slotDenied;
-    result.transitions = after.transitions;
-    await setReadyAt(q, after.updates);
-    return result;
-  });
+      const after = planAfterClaim(locked, leasedPerDestination(leased), moreDue, plan, opts);
+      result.slotDenied = after.slotDenied;
+      result.transitions = after.transitions;
+      await setReadyAt(q, after.updates);
+      return result;
+    },
+    // The claim's statements plan in ~0.4–1 ms and run in well under 0.1 ms (db.ts TxOptions).
+    { genericPlans: true },
+  );
 }

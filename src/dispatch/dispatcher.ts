@@ -87,7 +87,7 @@ export class Dispatcher {
     this.unlisten = await this.db.listen(WORK_CHANNEL, () => this.wake());
     // The store is back: claims and write-backs waiting out their back-off look at once.
     this.offAvailability = this.db.onAvailability((up) => {
-      if (up) this.wake();
+      if (up) this.wake(true);
     });
     const loops = Math.max(1, this.opts.claimLoops ?? 1);
     this.loopDone = Promise.all(Array.from({ length: loops }, () => this.loop())).then(() => undefined);
@@ -96,7 +96,7 @@ export class Dispatcher {
   /** Stops claiming, lets in-flight sends finish for up to `graceMs`, then releases the rest. */
   async stop(graceMs: number): Promise<void> {
     this.running = false;
-    this.wake();
+    this.wake(true);
     await this.loopDone;
     if (this.unlisten) await this.unlisten();
     this.offAvailability?.();
@@ -134,11 +134,19 @@ export class Dispatcher {
     return this.sending.size;
   }
 
-  private wake(): void {
+  /**
+   * New work, or freed slots: one sleeping claim loop looks (a loop that is busy looks again
+   * when it finishes, see wakeSeq). Waking every loop for one event would send them all to
+   * race for it, and all but one would find nothing; a loop that finds a full batch wakes the
+   * next (loop), so under load they all run. `all`: stopping, or the store is back.
+   */
+  private wake(all = false): void {
     this.wakeSeq++;
-    const all = [...this.wakers];
-    this.wakers.clear();
-    for (const w of all) w();
+    for (const w of this.wakers) {
+      this.wakers.delete(w);
+      w();
+      if (!all) break;
+    }
   }
 
   private sleep(ms: number): Promise<void> {
@@ -195,6 +203,8 @@ export class Dispatcher {
         for (const t of res.transitions) this.logHoldTransition(t);
         for (const d of res.deliveries) this.send(d, res.destinations.get(d.destination_id)!);
         for (const d of res.probes) this.probe(d);
+        // A full batch: more destinations may be ready than one claim takes, so another loop looks too.
+        if (res.claimedCount >= this.opts.claimBatchSize) this.wake();
         if (res.deliveries.length > 0 || res.probes.length > 0 || res.claimedCount >= this.opts.claimBatchSize) continue;
         const delay = await nextReadyDelayMs(this.db);
         if (!this.running) break;
@@ -393,37 +403,41 @@ export class Dispatcher {
     const nowMs = Date.now();
     const decisions = batch.map((f) => ({ f, ...decideDelivery(f, nowMs) }));
     const destIds = [...new Set(batch.map((f) => f.destinationId))].sort();
-    await withRetry(this.db, async (q) => {
-      const states = await lockDestinationsForResults(q, destIds);
-      const landed = await finishDeliveries(
-        q,
-        decisions.map((d) => d.delivery),
-        decisions.map((d) => d.attempt),
-      );
-      const byDest = new Map<string, Parameters<typeof decideDestination>[1]>();
-      for (const d of decisions) {
-        if (!landed.has(d.f.deliveryId)) continue;
-        const list = byDest.get(d.f.destinationId) ?? [];
-        list.push({
-          outcome: d.outcome,
-          startedAt: d.f.startedAt,
-          throttleSchedule: d.f.throttleSchedule,
-          errorMessage: d.f.result.errorMessage,
-        });
-        byDest.set(d.f.destinationId, list);
-      }
-      const touched = states.filter((s) => byDest.has(s.id));
-      const updates = touched.map((s) => decideDestination(s, byDest.get(s.id)!, this.opts.health ?? DEFAULT_HEALTH_CONFIG));
-      await updateDestinationsAfterResults(q, updates);
-      // Alerts on transitions only, written with the transition: never one per failure.
-      const alerts = updates.flatMap((u, i) => (u.transition ? [transitionAlert(touched[i]!, u)] : []));
-      // A death is an alert too, written with it — once, however often this write-back runs.
-      const died = decisions
-        .filter((d) => d.delivery.status === "dead" && landed.has(d.f.deliveryId))
-        .map((d) => ({ destinationId: d.f.destinationId, id: d.f.deliveryId }));
-      const recorded = await recordAlerts(q, [...alerts, ...(await deathAlerts(q, died))]);
-      return { landed, updates, alerts: recorded, states };
-    }).then(({ landed, updates, alerts, states }) => {
+    await withRetry(
+      this.db,
+      async (q) => {
+        const states = await lockDestinationsForResults(q, destIds);
+        const landed = await finishDeliveries(
+          q,
+          decisions.map((d) => d.delivery),
+          decisions.map((d) => d.attempt),
+        );
+        const byDest = new Map<string, Parameters<typeof decideDestination>[1]>();
+        for (const d of decisions) {
+          if (!landed.has(d.f.deliveryId)) continue;
+          const list = byDest.get(d.f.destinationId) ?? [];
+          list.push({
+            outcome: d.outcome,
+            startedAt: d.f.startedAt,
+            throttleSchedule: d.f.throttleSchedule,
+            errorMessage: d.f.result.errorMessage,
+          });
+          byDest.set(d.f.destinationId, list);
+        }
+        const touched = states.filter((s) => byDest.has(s.id));
+        const updates = touched.map((s) => decideDestination(s, byDest.get(s.id)!, this.opts.health ?? DEFAULT_HEALTH_CONFIG));
+        await updateDestinationsAfterResults(q, updates);
+        // Alerts on transitions only, written with the transition: never one per failure.
+        const alerts = updates.flatMap((u, i) => (u.transition ? [transitionAlert(touched[i]!, u)] : []));
+        // A death is an alert too, written with it — once, however often this write-back runs.
+        const died = decisions
+          .filter((d) => d.delivery.status === "dead" && landed.has(d.f.deliveryId))
+          .map((d) => ({ destinationId: d.f.destinationId, id: d.f.deliveryId }));
+        const recorded = await recordAlerts(q, [...alerts, ...(await deathAlerts(q, died))]);
+        return { landed, updates, alerts: recorded, states };
+      },
+      { genericPlans: true },
+    ).then(({ landed, updates, alerts, states }) => {
       // Logged after the commit: each line says what the store now holds.
       const byId = new Map(states.map((st) => [st.id, st]));
       for (const d of decisions) this.logAttempt(d, byId.get(d.f.destinationId), landed.has(d.f.deliveryId));

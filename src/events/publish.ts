@@ -6,8 +6,9 @@ import { scheduleApplies, currentQuietWindow } from "../policy/quiet-hours.js";
 import {
   routingTargets,
   routingVersion,
-  insertEvents,
-  insertDeliveries,
+  insertPublished,
+  markQuietHolding,
+  startsQuietHold,
   type NewEvent,
   type NewDelivery,
   type RoutingTarget,
@@ -31,32 +32,46 @@ export interface Published {
 }
 
 /**
- * The tenants' routing tables, kept in memory while unchanged: publishing then reads one
- * version number instead of every destination of the tenant.
+ * The tenants' routing tables, kept in memory while unchanged. A publish routes with the table
+ * it has and its write checks, in the same statement, that the tenant's routing version is still
+ * the one the table was read at (insertPublished): no read before the write. A write that finds
+ * a newer version writes nothing; the publish then reads the table again and retries.
  */
 export class RoutingCache {
-  private readonly tenants = new Map<string, { version: string; targets: RoutingTarget[]; byId: Map<string, RoutingTarget> }>();
+  private readonly tenants = new Map<string, RoutingTable>();
   constructor(private readonly maxTenants = 1000) {}
 
-  async get(q: Queryable, tenantId: string): Promise<{ targets: RoutingTarget[]; byId: Map<string, RoutingTarget> }> {
-    // The version is read first: a change that commits between the two reads is picked up by
-    // the next publish, which sees a newer version.
-    const version = await routingVersion(q, tenantId);
-    const hit = this.tenants.get(tenantId);
-    if (hit && version !== null && hit.version === version) {
+  /** The table as cached (null: none yet, or `fresh`), else read from the store. */
+  async get(q: Queryable, tenantId: string, fresh = false): Promise<RoutingTable> {
+    const hit = fresh ? undefined : this.tenants.get(tenantId);
+    if (hit) {
       this.tenants.delete(tenantId); // most recently used last
       this.tenants.set(tenantId, hit);
       return hit;
     }
+    return this.load(q, tenantId);
+  }
+
+  private async load(q: Queryable, tenantId: string): Promise<RoutingTable> {
+    // The version is read first: a change that commits between the two reads leaves the table
+    // newer than its version, which the write's check then refuses once, at worst.
+    const version = await routingVersion(q, tenantId);
     const targets = await routingTargets(q, tenantId);
-    const entry = { version: version ?? "", targets, byId: new Map(targets.map((t) => [t.id, t])) };
+    const entry = { version, targets, byId: new Map(targets.map((t) => [t.id, t])) };
+    this.tenants.delete(tenantId);
     if (version !== null) {
-      this.tenants.delete(tenantId);
       this.tenants.set(tenantId, entry);
       if (this.tenants.size > this.maxTenants) this.tenants.delete(this.tenants.keys().next().value!);
     }
     return entry;
   }
+}
+
+/** A tenant's live destinations, read at routing `version` (null: read without one). */
+export interface RoutingTable {
+  version: string | null;
+  targets: RoutingTarget[];
+  byId: Map<string, RoutingTarget>;
 }
 
 export interface PublishOptions {
@@ -71,7 +86,73 @@ export interface PublishOptions {
   quietHoldsStarted?: QuietHoldStart[];
 }
 
+/** A publish worked out and checked, not yet written (planPublish → writePublish). */
+export interface PublishPlan {
+  tenantId: string;
+  /** The routing version the fan-out was worked out at; the write checks it (null: no check). */
+  routingVersion: string | null;
+  events: NewEvent[];
+  deliveries: NewDelivery[];
+  out: Published[];
+}
+
+/**
+ * Validates, routes and fans out — then writes, in the caller's transaction. The API's publish
+ * route runs the two halves apart so that the usual publish is one statement with no
+ * transaction around it (see canWriteAlone).
+ */
 export async function publishEvents(q: Queryable, tenantId: string, inputs: EventInput[], opts: PublishOptions): Promise<Published[]> {
+  const { plan, quietHoldsStarted } = await publishWith(
+    q,
+    (fresh) => planPublish(q, tenantId, inputs, { ...opts, freshRouting: fresh }),
+    null,
+  );
+  opts.quietHoldsStarted?.push(...quietHoldsStarted);
+  return plan.out;
+}
+
+/**
+ * Plans and writes until the write finds the routing it was planned with (see RoutingCache):
+ * `plan(fresh)` plans again, reading the routing table from the store when `fresh`.
+ */
+export async function publishWith(
+  q: Queryable,
+  plan: (fresh: boolean) => Promise<PublishPlan>,
+  notifyChannel: string | null,
+): Promise<{ plan: PublishPlan; quietHoldsStarted: QuietHoldStart[] }> {
+  for (let fresh = false; ; fresh = true) {
+    const p = await plan(fresh);
+    const written = await writePublish(q, p, notifyChannel);
+    if (written) return { plan: p, quietHoldsStarted: written };
+  }
+}
+
+/**
+ * The write is one statement unless a quiet window open now holds some of the deliveries (then
+ * marking their destinations as holding is a second one): alone, it needs no transaction.
+ */
+export function canWriteAlone(plan: PublishPlan): boolean {
+  return !startsQuietHold(plan.deliveries);
+}
+
+/**
+ * Writes a planned publish: one statement (plus one when quiet holds start, see canWriteAlone).
+ * `notifyChannel`: signal workers from the statement itself, as it commits. Returns the
+ * destinations that began holding for quiet hours (to log after the commit), or null when the
+ * tenant's routing changed since the plan was made: nothing was written, plan again.
+ */
+export async function writePublish(q: Queryable, plan: PublishPlan, notifyChannel: string | null): Promise<QuietHoldStart[] | null> {
+  if (!(await insertPublished(q, plan.tenantId, plan.routingVersion, plan.events, plan.deliveries, notifyChannel))) return null;
+  return markQuietHolding(q, plan.deliveries);
+}
+
+/** Everything of a publish but the write: validation, routing (read through `q`), fan-out. */
+export async function planPublish(
+  q: Queryable,
+  tenantId: string,
+  inputs: EventInput[],
+  opts: Omit<PublishOptions, "quietHoldsStarted"> & { freshRouting?: boolean },
+): Promise<PublishPlan> {
   const prefix = opts.fieldPrefix ?? (() => "");
   const problems: FieldError[] = [];
   const events: NewEvent[] = [];
@@ -100,9 +181,14 @@ export async function publishEvents(q: Queryable, tenantId: string, inputs: Even
   }
   if (problems.length) throw invalid(problems);
 
-  const { targets, byId } = opts.routing
-    ? await opts.routing.get(q, tenantId)
-    : await routingTargets(q, tenantId).then((targets) => ({ targets, byId: new Map(targets.map((t) => [t.id, t])) }));
+  const table = (fresh: boolean): Promise<RoutingTable> =>
+    opts.routing
+      ? opts.routing.get(q, tenantId, fresh)
+      : routingTargets(q, tenantId).then((targets) => ({ version: null, targets, byId: new Map(targets.map((t) => [t.id, t])) }));
+  let { version, targets, byId } = await table(opts.freshRouting ?? false);
+  const named = inputs.flatMap((e) => e.destination_ids ?? []);
+  // A destination named that the cached table does not know may be newer than the table.
+  if (opts.routing && !opts.freshRouting && named.some((id) => !byId.has(id))) ({ version, targets, byId } = await table(true));
   for (const [i, e] of inputs.entries()) {
     for (const id of e.destination_ids ?? []) {
       if (!byId.has(id)) problems.push({ field: `${prefix(i)}destination_ids`, message: `'${id}' is not a destination of this tenant` });
@@ -147,10 +233,7 @@ export async function publishEvents(q: Queryable, tenantId: string, inputs: Even
     }
     out.push({ id: ev.id, deliveries: to.length });
   }
-  await insertEvents(q, tenantId, events);
-  const started = await insertDeliveries(q, tenantId, deliveries);
-  opts.quietHoldsStarted?.push(...started);
-  return out;
+  return { tenantId, routingVersion: version, events, deliveries, out };
 }
 
 function invalid(problems: FieldError[]): ValidationError {

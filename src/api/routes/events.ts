@@ -3,10 +3,10 @@ import { createHash } from "node:crypto";
 import { Type, type Static } from "@sinclair/typebox";
 import type { ApiContext } from "../context.js";
 import { NotFoundError, SluiceError, ValidationError } from "../../errors.js";
-import { withRetry } from "../../db/db.js";
+import { retrying, withRetry, type Queryable } from "../../db/db.js";
 import { findIdempotent, storeIdempotent, getEvent, listEvents, type QuietHoldStart } from "../../db/queries/events.js";
 import { listDeliveries } from "../../db/queries/deliveries.js";
-import { publishEvents, type Published } from "../../events/publish.js";
+import { planPublish, publishWith, writePublish, canWriteAlone, type Published, type PublishPlan } from "../../events/publish.js";
 import { WORK_CHANNEL } from "../../db/channels.js";
 import { metrics } from "../../metrics.js";
 import { IdParams, Page } from "../../schemas/common.js";
@@ -63,24 +63,37 @@ export function eventRoutes(ctx: ApiContext) {
     batch: boolean,
     idem: { key: string; hash: string } | undefined,
   ): Promise<Published[]> {
-    const quietHolds: QuietHoldStart[] = [];
-    const result = await withRetry(ctx.db, async (q) => {
-      quietHolds.length = 0; // a retried transaction starts over
-      const out = await publishEvents(q, req.tenant.id, inputs, {
+    // Inside a transaction, plan through it: the embedded store's one session is busy with it.
+    const plan = (q: Queryable, fresh: boolean) =>
+      planPublish(q, req.tenant.id, inputs, {
         maxPayloadBytes: ctx.config.maxPayloadBytes,
         routing: ctx.routing,
         fieldPrefix: batch ? (i) => `events[${i}].` : undefined,
-        quietHoldsStarted: quietHolds,
+        freshRouting: fresh,
       });
+    // On the server store the write itself wakes the workers, as it commits.
+    const notify = ctx.db.notifiesFromSql ? WORK_CHANNEL : null;
+    const first = await plan(ctx.db, false);
+    let written: { plan: PublishPlan; quietHoldsStarted: QuietHoldStart[] } | null = null;
+    let stale = false;
+    if (!idem && canWriteAlone(first)) {
+      // The usual publish: one statement, atomic by itself — no BEGIN and COMMIT round trips.
+      const holds = await retrying(() => writePublish(ctx.db, first, notify));
+      if (holds) written = { plan: first, quietHoldsStarted: holds };
+      else stale = true; // the tenant's routing changed since the cached table: nothing written
+    }
+    written ??= await withRetry(ctx.db, async (q) => {
+      const w = await publishWith(q, (fresh) => (fresh || stale ? plan(q, true) : Promise.resolve(first)), notify);
       if (idem) {
-        const response = batch ? { events: out } : out[0];
+        const response = batch ? { events: w.plan.out } : w.plan.out[0];
         // Another request with this key committed first: roll back, answer with its response.
         if (!(await storeIdempotent(q, req.tenant.id, idem.key, idem.hash, response))) throw new IdempotentReplay();
       }
-      return out;
+      return w;
     });
+    const result = written.plan.out;
     // The claim at the window's end logs the release (docs/logs.md).
-    for (const h of quietHolds) {
+    for (const h of written.quietHoldsStarted) {
       ctx.log.info(
         { tenant_id: req.tenant.id, destination_id: h.destinationId, quiet_until: h.until.toISOString() },
         "quiet hours: holding deliveries",
@@ -88,7 +101,7 @@ export function eventRoutes(ctx: ApiContext) {
     }
     metrics.eventsIngested.inc(result.length);
     metrics.deliveriesCreated.inc(result.reduce((n, r) => n + r.deliveries, 0));
-    await ctx.db.notify(WORK_CHANNEL);
+    if (!notify) await ctx.db.notify(WORK_CHANNEL);
     return result;
   }
 

@@ -54,29 +54,24 @@ export interface NewDelivery {
   wakeAt?: Date;
 }
 
-export async function insertEvents(q: Queryable, tenantId: string, events: NewEvent[]): Promise<void> {
-  await q.query(
-    `INSERT INTO events (id, tenant_id, type, payload, occurred_at, deliver_at)
-     SELECT e.id, $1, e.type, e.payload, coalesce(e."occurredAt", now()), e."deliverAt"
-       FROM json_to_recordset($2::json) AS e(id text, type text, payload json, "occurredAt" timestamptz, "deliverAt" timestamptz)`,
-    // The payload is already JSON text: spliced in, not encoded twice.
-    [tenantId, jsonRows(events, ["payload"])],
-  );
-}
-
 /**
- * Inserts deliveries and moves each destination's ready_at forward to its earliest new work
- * (never inside a throttle hold, never for a paused destination). Destinations are updated in
- * id order so concurrent writers lock them in the same order.
+ * Writes a publish in ONE statement (so, outside a transaction, one round trip that commits by
+ * itself): the events, their deliveries, and each destination's ready_at moved forward to its
+ * earliest new work (never inside a throttle hold, never for a paused destination; destinations
+ * in id order, so concurrent writers lock them in the same order). With `notifyChannel`, the
+ * statement also signals it: Postgres sends the notification as the statement commits, so a
+ * worker is woken without another round trip. With `routingVersion`, it writes only if the
+ * tenant's routing version is still that one, and returns false (having written nothing) if not.
+ * Deliveries held by a quiet window open now are not handled here: see markQuietHolding.
  */
-export async function insertDeliveries(q: Queryable, tenantId: string, ds: NewDelivery[]): Promise<QuietHoldStart[]> {
-  if (ds.length === 0) return [];
-  await q.query(
-    `INSERT INTO deliveries (destination_id, id, event_id, tenant_id, status, occurred_at, next_attempt_at, quiet_hold)
-     SELECT d."destinationId", d.id, d."eventId", $1, 'queued', coalesce(d."occurredAt", now()), coalesce(d."deliverAt", now()), d."quietHold"
-       FROM json_to_recordset($2::json) AS d("destinationId" text, id text, "eventId" text, "occurredAt" timestamptz, "deliverAt" timestamptz, "quietHold" bool)`,
-    [tenantId, jsonRows(ds)],
-  );
+export async function insertPublished(
+  q: Queryable,
+  tenantId: string,
+  routingVersion: string | null,
+  events: NewEvent[],
+  ds: NewDelivery[],
+  notifyChannel: string | null,
+): Promise<boolean> {
   const earliest = new Map<string, Date | null>();
   for (const d of ds) {
     const prev = earliest.get(d.destinationId);
@@ -86,15 +81,50 @@ export async function insertDeliveries(q: Queryable, tenantId: string, ds: NewDe
   }
   const ids = [...earliest.keys()].sort();
   const readyAt = readyAtOutsideHold("coalesce(u.at, now())", "d.throttled_until");
-  await q.query(
-    `UPDATE destinations d
-        SET ready_at = ${readyAt}, idle_recheck = false
-       FROM (SELECT * FROM ${recordset("$1", "id text, at timestamptz", ids.length)} AS x ORDER BY id) u
-      WHERE d.id = u.id AND ${wakeable("d.")} AND ${readyAtLaterThan(readyAt, "d.")}`,
-    [jsonRows(ids.map((id) => ({ id, at: earliest.get(id) ?? null })))],
+  const rows = await q.query<{ ok: boolean }>(
+    `WITH v AS (
+       SELECT $5::text IS NULL OR EXISTS (SELECT 1 FROM tenants WHERE id = $1 AND routing_version::text = $5::text) AS ok
+     ), ev AS (
+       INSERT INTO events (id, tenant_id, type, payload, occurred_at, deliver_at)
+       SELECT e.id, $1, e.type, e.payload, coalesce(e."occurredAt", now()), e."deliverAt"
+         FROM json_to_recordset($2::json) AS e(id text, type text, payload json, "occurredAt" timestamptz, "deliverAt" timestamptz)
+        WHERE (SELECT ok FROM v)
+       RETURNING 1
+     ), dl AS (
+       INSERT INTO deliveries (destination_id, id, event_id, tenant_id, status, occurred_at, next_attempt_at, quiet_hold)
+       SELECT d."destinationId", d.id, d."eventId", $1, 'queued', coalesce(d."occurredAt", now()), coalesce(d."deliverAt", now()), d."quietHold"
+         FROM json_to_recordset($3::json) AS d("destinationId" text, id text, "eventId" text, "occurredAt" timestamptz, "deliverAt" timestamptz, "quietHold" bool)
+        WHERE (SELECT ok FROM v)
+       RETURNING 1
+     ), ready AS (
+       UPDATE destinations d
+          SET ready_at = ${readyAt}, idle_recheck = false
+         FROM (SELECT * FROM ${recordset("$4", "id text, at timestamptz", ids.length)} AS x ORDER BY id) u
+        WHERE d.id = u.id AND ${wakeable("d.")} AND ${readyAtLaterThan(readyAt, "d.")} AND (SELECT ok FROM v)
+       RETURNING 1
+     )
+     SELECT ok, (SELECT count(*) FROM ev) + (SELECT count(*) FROM dl) + (SELECT count(*) FROM ready) AS n
+            ${notifyChannel ? ", CASE WHEN ok THEN pg_notify($6, '') END" : ""}
+       FROM v`,
+    // The payload is already JSON text: spliced in, not encoded twice.
+    [
+      tenantId,
+      jsonRows(events, ["payload"]),
+      jsonRows(ds),
+      jsonRows(ids.map((id) => ({ id, at: earliest.get(id) ?? null }))),
+      routingVersion,
+      ...(notifyChannel ? [notifyChannel] : []),
+    ],
   );
-  // Deliveries held by a quiet window that is open now: the destination starts holding, unless it
-  // already was (then the claim at the window's end logs the release). Rare, so a statement apart.
+  return rows[0]?.ok === true;
+}
+
+/**
+ * Deliveries held by a quiet window that is open now: their destinations start holding, unless
+ * they already were (then the claim at the window's end logs the release). Rare, so a statement
+ * apart, in the publish's transaction. Returns the destinations that began holding.
+ */
+export async function markQuietHolding(q: Queryable, ds: NewDelivery[]): Promise<QuietHoldStart[]> {
   const held = new Map<string, Date>();
   for (const d of ds) if (d.quietHold && d.wakeAt) held.set(d.destinationId, d.wakeAt);
   if (held.size === 0) return [];
@@ -105,6 +135,11 @@ export async function insertDeliveries(q: Queryable, tenantId: string, ds: NewDe
     [[...held.keys()].sort()],
   );
   return started.map((r) => ({ destinationId: r.id, until: held.get(r.id)! }));
+}
+
+/** True when publishing `ds` must also mark destinations as quiet-holding (a second statement). */
+export function startsQuietHold(ds: NewDelivery[]): boolean {
+  return ds.some((d) => d.quietHold && d.wakeAt !== undefined);
 }
 
 /** A destination that began holding deliveries for its quiet hours with this publish. */
