@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
+import { Agent, request } from "undici";
 import { connect, withDatabase } from "./pg.js";
 import { clusterFlags, machineBusyPct, parseFlags, runBench, sleep, waitQuiet, wallClockOffsetMs } from "./procs.js";
 import { Receiver } from "./receiver.js";
@@ -129,6 +130,49 @@ async function publishOneByOne(
   return { samples, receiverOffsetMs: arrivals.wallClockOffsetMs };
 }
 
+/**
+ * What one hop costs on this machine when both ends have been idle for `gapMs`, the situation of
+ * every hop in the scenarios: an HTTP POST answered at once by the receiver (another process),
+ * and `SELECT 1` on a Postgres connection. A publish → receive path of N such hops cannot beat
+ * their sum, whatever Sluice does.
+ */
+async function idleHops(
+  rcv: Receiver,
+  databaseUrl: string | null,
+  gapMs: number,
+  n = 100,
+): Promise<{ httpMs: Percentiles; pgMs: Percentiles }> {
+  const agent = new Agent({ keepAliveTimeout: 60_000 });
+  const times = async (hop: () => Promise<unknown>): Promise<Percentiles> => {
+    const out: number[] = [];
+    for (let i = 0; i < n + 5; i++) {
+      await sleep(gapMs);
+      const t = performance.now();
+      await hop();
+      if (i >= 5) out.push(performance.now() - t); // the first ones open the connection
+    }
+    return percentiles(out);
+  };
+  try {
+    const httpMs = await times(async () => {
+      const res = await request(rcv.url("/floor"), { method: "POST", body: "{}", dispatcher: agent });
+      await res.body.text();
+    });
+    let pgMs: Percentiles = null;
+    if (databaseUrl) {
+      const db = await connect(databaseUrl);
+      try {
+        pgMs = await times(() => db.query("SELECT 1"));
+      } finally {
+        await db.end();
+      }
+    }
+    return { httpMs, pgMs };
+  } finally {
+    await agent.close();
+  }
+}
+
 type ScenarioResult = Awaited<ReturnType<typeof runScenario>>;
 
 async function runScenario(kind: Kind, f: Flags, bench: ReturnType<typeof benchStart>, databaseUrl: string | null, offsetMs: number) {
@@ -145,6 +189,7 @@ async function runScenario(kind: Kind, f: Flags, bench: ReturnType<typeof benchS
     if (kind === "server") await cluster.startWorkers(f.workers, true);
     const ids = await cluster.createDestinations(f.destinations, (i) => ({ url: rcv.destUrl(i), name: `latency-${i}` }));
     const gapMs = f["gap-ms"];
+    const floor = await idleHops(rcv, databaseUrl, gapMs);
     if (f.warmup > 0) await publishOneByOne(cluster, rcv, ids, f.warmup, { gapMs, what: "warm-up", deadline, offsetMs });
     const { samples, receiverOffsetMs } = await publishOneByOne(cluster, rcv, ids, f.events, {
       gapMs,
@@ -171,6 +216,8 @@ async function runScenario(kind: Kind, f: Flags, bench: ReturnType<typeof benchS
       kind,
       label,
       busyBeforePct: busyBefore,
+      /** One idle hop on this machine (see idleHops): the floor each hop of the path stands on. */
+      idleHopMs: floor,
       events: f.events,
       received: arrived.length,
       duplicates: rep.duplicates,
@@ -212,6 +259,10 @@ function describe(r: ScenarioResult): string {
       ["publish request round trip (sent → 202)", ms(rtt?.p50), ms(rtt?.p90), ms(rtt?.p99), ms(rtt?.max), "", ""],
     ]),
   ];
+  lines.push(
+    `one idle hop on this machine (${fmt(r.idleHopMs.httpMs?.n)} each, after the same pause): HTTP POST answered at once p50 ${ms(r.idleHopMs.httpMs?.p50)} / p99 ${ms(r.idleHopMs.httpMs?.p99)} ms` +
+      (r.idleHopMs.pgMs ? `; Postgres SELECT 1 p50 ${ms(r.idleHopMs.pgMs.p50)} / p99 ${ms(r.idleHopMs.pgMs.p99)} ms` : ""),
+  );
   if (r.stages) {
     lines.push(
       `\nper event, from the database (events.created_at, attempts.started_at — started_at has 1 ms resolution; ` +

@@ -39,6 +39,8 @@ export interface AfterClaimPlan {
   transitions: HoldTransition[];
   /** Destinations that were at their concurrency cap with due work waiting. */
   slotDenied: number;
+  /** Some destination is ready again at once (more due work and room to send it). */
+  readyAgain: boolean;
 }
 
 /** How soon a claim that found its destination going quiet looks once more (see planAfterClaim). */
@@ -98,7 +100,7 @@ export function planAfterClaim(
   plan: GrantPlan,
   opts: PlanOptions,
 ): AfterClaimPlan {
-  const result: AfterClaimPlan = { updates: [], transitions: [], slotDenied: 0 };
+  const result: AfterClaimPlan = { updates: [], transitions: [], slotDenied: 0, readyAgain: false };
   const hadGrant = new Set(plan.grants.map((g) => g.destinationId));
   const probed = new Set(plan.probes.map((d) => d.id));
   result.updates = locked.map((d) => {
@@ -175,6 +177,7 @@ export function planAfterClaim(
       idleRecheck,
     };
   });
+  result.readyAgain = result.updates.some((u, i) => u.readyAt !== null && u.readyAt.getTime() <= locked[i]!.now.getTime());
   return result;
 }
 

@@ -16,6 +16,12 @@ export interface ClaimResult {
   probes: ClaimedDestination[];
   /** Destinations locked in this claim (whether or not they got work). */
   claimedCount: number;
+  /**
+   * Look again at once: the claim took as many destinations as it could (more may be ready), or
+   * left one ready now (due work beyond its grant). Otherwise every destination ready when it
+   * began was claimed — by it, or by a claim that held the row — and settled.
+   */
+  again: boolean;
   /** Destinations that were at their concurrency cap with due work waiting. */
   slotDenied: number;
   /** Hold flags this claim changed (committed with it): each is logged once, by this worker. */
@@ -33,12 +39,14 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
   return withRetry(
     db,
     async (q) => {
-      const locked = await lockReadyDestinations(q, Math.max(1, Math.min(opts.batchSize, opts.capacity)), opts.shard);
+      const limit = Math.max(1, Math.min(opts.batchSize, opts.capacity));
+      const locked = await lockReadyDestinations(q, limit, opts.shard);
       const result: ClaimResult = {
         destinations: new Map(locked.map((d) => [d.id, d])),
         deliveries: [],
         probes: [],
         claimedCount: locked.length,
+        again: locked.length >= limit,
         slotDenied: 0,
         transitions: [],
       };
@@ -52,6 +60,7 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
       const after = planAfterClaim(locked, leasedPerDestination(leased), moreDue, plan, opts);
       result.slotDenied = after.slotDenied;
       result.transitions = after.transitions;
+      result.again ||= after.readyAgain;
       await setReadyAt(q, after.updates);
       return result;
     },

@@ -205,7 +205,9 @@ export class Dispatcher {
         for (const d of res.probes) this.probe(d);
         // A full batch: more destinations may be ready than one claim takes, so another loop looks too.
         if (res.claimedCount >= this.opts.claimBatchSize) this.wake();
-        if (res.deliveries.length > 0 || res.probes.length > 0 || res.claimedCount >= this.opts.claimBatchSize) continue;
+        // Otherwise a claim that sent something does not look again at once: idle, that second
+        // claim finds nothing and only competes with the sends just begun.
+        if (res.again) continue;
         const delay = await nextReadyDelayMs(this.db);
         if (!this.running) break;
         // A destination can be "ready now" yet yield nothing (its rows locked by a concurrent

@@ -327,6 +327,24 @@ describe("planAfterClaim", () => {
     );
   });
 
+  test("readyAgain says whether any destination was left ready at once, so the loop looks again only then", () => {
+    fc.assert(
+      fc.property(genClaim, (c) => {
+        const { locked, after } = runGen(c.rows, optsOf(c));
+        const readyNow = locked.some((d) => {
+          const at = readyMs(after, d.id);
+          return at !== null && at <= d.now.getTime();
+        });
+        assert.equal(after.readyAgain, readyNow);
+      }),
+      { numRuns: 500 },
+    );
+    // More due than the grant took, with room to send it: look again at once.
+    assert.equal(run([row({ max_concurrency: 10 })], { ...OPTS, grantCap: 2 }, { moreDue: ["dst_1"] }).after.readyAgain, true);
+    // Everything due was leased: nothing to look at again before the write-back or a publish.
+    assert.equal(run([row({ max_concurrency: 10, next_waiting: null })]).after.readyAgain, false);
+  });
+
   test("nothing waiting and nothing in flight: one idle re-check, which settles when it finds nothing", () => {
     fc.assert(
       fc.property(genClaim, (c) => {
