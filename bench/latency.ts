@@ -54,8 +54,8 @@ function percentiles(values: number[]): Percentiles {
 /** Stages of each event on the server store, from the database's timestamps (Unix ms). */
 type Stamps = { eventId: string; createdAt: number; startedAt: number | null };
 const STAGES = [
-  ["client send → tx start (events.created_at)", (s: Sample, d: Stamps) => d.createdAt - s.sentAt],
-  ["tx start → 202 at the client", (s: Sample, d: Stamps) => s.answeredAt - d.createdAt],
+  ["client send → write starts (events.created_at)", (s: Sample, d: Stamps) => d.createdAt - s.sentAt],
+  ["write start → 202 at the client", (s: Sample, d: Stamps) => s.answeredAt - d.createdAt],
   ["202 → attempt started_at (wake-up + claim)", (s: Sample, d: Stamps) => (d.startedAt === null ? NaN : d.startedAt - s.answeredAt)],
   [
     "started_at → receiver arrival",

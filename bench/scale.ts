@@ -4,7 +4,7 @@
 // EXPLAIN ANALYZE of the claim's statements, then 2 × `sluice worker` deliver everything (the
 // plans sampled again half-way). Targets (the issue): deliveries/s ratio ≥ 0.8; claim cost flat.
 import { randomUUID } from "node:crypto";
-import type pg from "pg";
+import pg from "pg";
 import type { Queryable } from "../src/db/db.js";
 import { lockReadyDestinations, leaseDeliveries, setReadyAt } from "../src/db/queries/claim.js";
 import { connect, deliveriesByStatus, withDatabase } from "./pg.js";
@@ -12,6 +12,10 @@ import { clusterFlags, CpuSampler, parseFlags, runBench, sleep, waitQuiet } from
 import { Receiver } from "./receiver.js";
 import { benchStart, compareTable, cpuRows, fmt, mark, rates, ratio, type Row } from "./report.js";
 import { SluiceCluster } from "./sluice.js";
+
+const escapeLiteral = (text: string): string => pg.Client.prototype.escapeLiteral(text);
+/** node-postgres's own conversion of a parameter to the text it sends (arrays, dates, JSON). */
+const prepareValue = (v: unknown): unknown => (pg as unknown as { utils: { prepareValue(v: unknown): unknown } }).utils.prepareValue(v);
 
 const STATEMENTS = ["lock ready destinations", "read their state", "lease deliveries", "set ready_at"] as const;
 const PHASES = ["before", "mid-run"] as const;
@@ -315,8 +319,16 @@ async function explainClaim(db: pg.Client, o: ClaimSettings & { phase: "before" 
     const q: Queryable = {
       async query<R>(sql: string, params: unknown[] = []): Promise<R[]> {
         await db.query("SAVEPOINT explain");
-        const ex = await db.query<{ "QUERY PLAN": string }>(`EXPLAIN (ANALYZE, BUFFERS) ${sql}`, params);
+        // EXPLAIN of a statement with bound parameters plans it for those values (a custom plan)
+        // whatever plan_cache_mode says; EXPLAIN EXECUTE of a prepared statement shows the plan the
+        // worker runs — the generic one. EXECUTE takes no bound parameters: the values go inline.
+        await db.query(`PREPARE explain_claim AS ${sql}`);
+        const args = params.map((v) => (v === null || v === undefined ? "NULL" : escapeLiteral(String(prepareValue(v)))));
+        const ex = await db.query<{ "QUERY PLAN": string }>(
+          `EXPLAIN (ANALYZE, BUFFERS) EXECUTE explain_claim${args.length ? `(${args.join(", ")})` : ""}`,
+        );
         await db.query("ROLLBACK TO SAVEPOINT explain");
+        await db.query("DEALLOCATE explain_claim");
         const plan = ex.rows.map((r) => r["QUERY PLAN"]).join("\n");
         const time = (what: string): number => Number(new RegExp(`${what} Time: ([\\d.]+) ms`).exec(plan)?.[1] ?? NaN);
         const res = await db.query(sql, params);
@@ -325,7 +337,8 @@ async function explainClaim(db: pg.Client, o: ClaimSettings & { phase: "before" 
       },
       exec: async (sql: string): Promise<void> => void (await db.query(sql)),
     };
-    await db.query("BEGIN");
+    // As the worker's claim transaction (db.ts TxOptions.genericPlans): the generic plans are the ones that run.
+    await db.query("BEGIN; SET LOCAL plan_cache_mode = force_generic_plan");
     try {
       // As the worker: LIMIT min(claim batch, free capacity) — an idle worker's capacity is its concurrency.
       const dests = await lockReadyDestinations(q, Math.max(1, Math.min(o.claimBatch, o.workerConcurrency)), null);
