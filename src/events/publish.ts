@@ -41,7 +41,7 @@ export class RoutingCache {
   private readonly tenants = new Map<string, RoutingTable>();
   constructor(private readonly maxTenants = 1000) {}
 
-  /** The table as cached (null: none yet, or `fresh`), else read from the store. */
+  /** The tenant's cached table; read from the store when there is none yet, or when `fresh`. */
   async get(q: Queryable, tenantId: string, fresh = false): Promise<RoutingTable> {
     const hit = fresh ? undefined : this.tenants.get(tenantId);
     if (hit) {
@@ -82,8 +82,6 @@ export interface PublishOptions {
   system?: boolean;
   /** Field-name prefix for error details (e.g. "events[3]."). */
   fieldPrefix?: (index: number) => string;
-  /** Receives the destinations that began holding for quiet hours (to log after the commit). */
-  quietHoldsStarted?: QuietHoldStart[];
 }
 
 /** A publish worked out and checked, not yet written (planPublish → writePublish). */
@@ -102,12 +100,7 @@ export interface PublishPlan {
  * transaction around it (see canWriteAlone).
  */
 export async function publishEvents(q: Queryable, tenantId: string, inputs: EventInput[], opts: PublishOptions): Promise<Published[]> {
-  const { plan, quietHoldsStarted } = await publishWith(
-    q,
-    (fresh) => planPublish(q, tenantId, inputs, { ...opts, freshRouting: fresh }),
-    null,
-  );
-  opts.quietHoldsStarted?.push(...quietHoldsStarted);
+  const { plan } = await publishWith(q, (fresh) => planPublish(q, tenantId, inputs, { ...opts, freshRouting: fresh }), null);
   return plan.out;
 }
 
@@ -151,7 +144,7 @@ export async function planPublish(
   q: Queryable,
   tenantId: string,
   inputs: EventInput[],
-  opts: Omit<PublishOptions, "quietHoldsStarted"> & { freshRouting?: boolean },
+  opts: PublishOptions & { freshRouting?: boolean },
 ): Promise<PublishPlan> {
   const prefix = opts.fieldPrefix ?? (() => "");
   const problems: FieldError[] = [];

@@ -89,23 +89,19 @@ export async function insertPublished(
        SELECT e.id, $1, e.type, e.payload, coalesce(e."occurredAt", now()), e."deliverAt"
          FROM json_to_recordset($2::json) AS e(id text, type text, payload json, "occurredAt" timestamptz, "deliverAt" timestamptz)
         WHERE (SELECT ok FROM v)
-       RETURNING 1
      ), dl AS (
        INSERT INTO deliveries (destination_id, id, event_id, tenant_id, status, occurred_at, next_attempt_at, quiet_hold)
        SELECT d."destinationId", d.id, d."eventId", $1, 'queued', coalesce(d."occurredAt", now()), coalesce(d."deliverAt", now()), d."quietHold"
          FROM json_to_recordset($3::json) AS d("destinationId" text, id text, "eventId" text, "occurredAt" timestamptz, "deliverAt" timestamptz, "quietHold" bool)
         WHERE (SELECT ok FROM v)
-       RETURNING 1
      ), ready AS (
        UPDATE destinations d
           SET ready_at = ${readyAt}, idle_recheck = false
          FROM (SELECT * FROM ${recordset("$4", "id text, at timestamptz", ids.length)} AS x ORDER BY id) u
         WHERE d.id = u.id AND ${wakeable("d.")} AND ${readyAtLaterThan(readyAt, "d.")} AND (SELECT ok FROM v)
-       RETURNING 1
      )
-     SELECT ok, (SELECT count(*) FROM ev) + (SELECT count(*) FROM dl) + (SELECT count(*) FROM ready) AS n
-            ${notifyChannel ? ", CASE WHEN ok THEN pg_notify($6, '') END" : ""}
-       FROM v`,
+     -- ev, dl and ready run whether or not this reads them.
+     SELECT ok ${notifyChannel ? ", CASE WHEN ok THEN pg_notify($6, '') END" : ""} FROM v`,
     // The payload is already JSON text: spliced in, not encoded twice.
     [
       tenantId,
@@ -126,7 +122,7 @@ export async function insertPublished(
  */
 export async function markQuietHolding(q: Queryable, ds: NewDelivery[]): Promise<QuietHoldStart[]> {
   const held = new Map<string, Date>();
-  for (const d of ds) if (d.quietHold && d.wakeAt) held.set(d.destinationId, d.wakeAt);
+  for (const d of ds) if (startsHolding(d)) held.set(d.destinationId, d.wakeAt);
   if (held.size === 0) return [];
   const started = await q.query<{ id: string }>(
     `UPDATE destinations SET quiet_holding = true
@@ -139,7 +135,12 @@ export async function markQuietHolding(q: Queryable, ds: NewDelivery[]): Promise
 
 /** True when publishing `ds` must also mark destinations as quiet-holding (a second statement). */
 export function startsQuietHold(ds: NewDelivery[]): boolean {
-  return ds.some((d) => d.quietHold && d.wakeAt !== undefined);
+  return ds.some(startsHolding);
+}
+
+/** Held by a quiet window open now: its destination starts holding (see markQuietHolding). */
+function startsHolding(d: NewDelivery): d is NewDelivery & { wakeAt: Date } {
+  return d.quietHold && d.wakeAt !== undefined;
 }
 
 /** A destination that began holding deliveries for its quiet hours with this publish. */
