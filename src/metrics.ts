@@ -63,6 +63,12 @@ export const metrics = {
     help: "429 answers that put a destination on hold",
     registers: [registry],
   }),
+  paceChanges: new client.Counter({
+    name: "sluice_pace_changes_total",
+    help: "Adaptive pace changes: direction (up, down) and cause (429, 503, timeout, latency; fast for a raise)",
+    labelNames: ["direction", "cause"] as const,
+    registers: [registry],
+  }),
   leaseLost: new client.Counter({
     name: "sluice_lease_lost_total",
     help: "Results that arrived after their lease had moved on (not applied)",

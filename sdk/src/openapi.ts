@@ -508,6 +508,16 @@ export interface components {
                 max_per_minute?: number;
                 burst_capacity?: number;
             } | null;
+            adaptive: {
+                /** @description let Sluice find this destination's pace from its answers (429, 503, timeouts, latency) */
+                enabled: boolean;
+                /** @description never slower than this (default 1) */
+                min_per_second?: number;
+                /** @description never faster than this (default 1000, and never above rate_limit when set) */
+                max_per_second?: number;
+                /** @description slow down when recent latency is above this; default: when it is well above the destination's own baseline */
+                target_latency_ms?: number;
+            } | null;
             delivery_schedule: {
                 /** @description IANA zone name, e.g. Europe/Berlin */
                 timezone: string;
@@ -543,6 +553,11 @@ export interface components {
             next_quiet_at: string | null;
             next_probe_at: string | null;
             ramp_limit: number | null;
+            effective_rate_per_second: number | null;
+            /** @description requests it may have in flight now: max_concurrency, lowered by adaptive pace or a recovery ramp */
+            effective_concurrency: number;
+            pace_reason: string | null;
+            pace_changed_at: string | null;
             /** @description deliveries not yet finished */
             queued_events: number;
             /** @description deliveries in flight now */
@@ -1535,6 +1550,16 @@ export interface operations {
                         max_per_minute?: number;
                         burst_capacity?: number;
                     } | null;
+                    adaptive?: {
+                        /** @description let Sluice find this destination's pace from its answers (429, 503, timeouts, latency) */
+                        enabled: boolean;
+                        /** @description never slower than this (default 1) */
+                        min_per_second?: number;
+                        /** @description never faster than this (default 1000, and never above rate_limit when set) */
+                        max_per_second?: number;
+                        /** @description slow down when recent latency is above this; default: when it is well above the destination's own baseline */
+                        target_latency_ms?: number;
+                    } | null;
                     delivery_schedule?: {
                         /** @description IANA zone name, e.g. Europe/Berlin */
                         timezone: string;
@@ -1811,6 +1836,16 @@ export interface operations {
                         max_per_second?: number;
                         max_per_minute?: number;
                         burst_capacity?: number;
+                    } | null;
+                    adaptive?: {
+                        /** @description let Sluice find this destination's pace from its answers (429, 503, timeouts, latency) */
+                        enabled: boolean;
+                        /** @description never slower than this (default 1) */
+                        min_per_second?: number;
+                        /** @description never faster than this (default 1000, and never above rate_limit when set) */
+                        max_per_second?: number;
+                        /** @description slow down when recent latency is above this; default: when it is well above the destination's own baseline */
+                        target_latency_ms?: number;
                     } | null;
                     delivery_schedule?: {
                         /** @description IANA zone name, e.g. Europe/Berlin */

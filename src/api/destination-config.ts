@@ -16,6 +16,7 @@ export const DESTINATION_DEFAULTS: Omit<DestinationConfig, "url"> = {
   max_concurrency: 5,
   ordered: false,
   rate_limit: null,
+  adaptive: null,
   delivery_schedule: null,
   retry_schedule_seconds: [...DEFAULT_RETRY_SCHEDULE_SECONDS],
   throttle_schedule_seconds: [...DEFAULT_THROTTLE_SCHEDULE_SECONDS],
@@ -70,6 +71,15 @@ export function checkDestinationConfig(c: Partial<DestinationConfig>, network?: 
     const r = c.rate_limit;
     if (r.max_per_second === undefined && r.max_per_minute === undefined) {
       problems.push({ field: "rate_limit", message: "set max_per_second, max_per_minute or both (or rate_limit: null for unlimited)" });
+    }
+  }
+  if (c.adaptive) {
+    const a = c.adaptive;
+    if (a.min_per_second !== undefined && a.max_per_second !== undefined && a.min_per_second > a.max_per_second) {
+      problems.push({
+        field: "adaptive.min_per_second",
+        message: `is above max_per_second (${a.min_per_second} > ${a.max_per_second}); lower it or raise max_per_second`,
+      });
     }
   }
   if (c.delivery_schedule) {

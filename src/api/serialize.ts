@@ -14,6 +14,7 @@ import type { TenantRow } from "../db/queries/tenants.js";
 import type { ApiKeyRow } from "../db/queries/api-keys.js";
 import { currentQuietWindow, nextQuietStartMs, type DeliverySchedule } from "../policy/quiet-hours.js";
 import { healthView } from "../policy/health.js";
+import { adaptiveOn, effectiveLimits, fmt, ratePerSecond } from "../policy/adaptive-pace.js";
 import { maskHeaders } from "../policy/custom-headers.js";
 import { holdReason, type HoldFacts } from "../policy/hold-reason.js";
 import { isWaiting, type ApiDeliveryStatus, type DestinationStatus, type WaitingStatus } from "../policy/statuses.js";
@@ -38,14 +39,17 @@ export function apiKeyView(k: ApiKeyRow): Static<typeof ApiKey> {
   return { id: k.id, name: k.name, prefix: k.prefix, created_at: iso(k.created_at) };
 }
 
-type StatusInput = Pick<DestinationRow, "paused_at" | "throttled_until" | "rate_limited" | "rate_limit" | "delivery_schedule" | "now">;
+type StatusInput = Pick<
+  DestinationRow,
+  "paused_at" | "throttled_until" | "rate_limited" | "rate_limit" | "adaptive" | "delivery_schedule" | "now"
+>;
 
 export function destinationStatus(row: StatusInput, quiet = quietWindowOf(row), waiting = 1): DestinationStatus {
   if (row.paused_at) return "paused";
   if (row.throttled_until && row.throttled_until > row.now) return "throttled";
   if (quiet) return "quiet";
   // The flag is the last claim's finding; with nothing left waiting it is stale.
-  if (row.rate_limited && row.rate_limit && waiting > 0) return "rate_limited";
+  if (row.rate_limited && (row.rate_limit || adaptiveOn(row.adaptive)) && waiting > 0) return "rate_limited";
   return "active";
 }
 
@@ -70,6 +74,9 @@ export function destinationView(
   const throttled = row.throttled_until !== null && row.throttled_until > row.now;
   const quiet = quietWindowOf(row);
   const nextQuiet = row.delivery_schedule ? nextQuietStartMs(row.delivery_schedule, row.now.getTime()) : null;
+  // A paused destination's ramp is history: resuming starts a new one.
+  const limits = effectiveLimits({ ...row, ramp_limit: row.paused_at ? null : row.ramp_limit }, row.now.getTime());
+  const paceStarted = limits.pace !== null && row.pace_state !== null;
   return {
     id: row.id,
     name: row.name,
@@ -80,6 +87,7 @@ export function destinationView(
     max_concurrency: row.max_concurrency,
     ordered: row.ordered,
     rate_limit: row.rate_limit,
+    adaptive: row.adaptive,
     delivery_schedule: row.delivery_schedule,
     retry_schedule_seconds: row.retry_schedule_seconds,
     throttle_schedule_seconds: row.throttle_schedule_seconds,
@@ -98,6 +106,10 @@ export function destinationView(
     next_quiet_at: nextQuiet === null ? null : iso(new Date(nextQuiet)),
     next_probe_at: row.paused_at && row.pause_cause === "transient" ? iso(row.next_probe_at) : null,
     ramp_limit: row.paused_at ? null : row.ramp_limit,
+    effective_rate_per_second: ratePerSecond(limits.rateLimit),
+    effective_concurrency: limits.maxConcurrency,
+    pace_reason: limits.pace === null ? null : paceStarted ? limits.pace.reason : `adaptive pace starts at ${fmt(limits.pace.rate)}/s`,
+    pace_changed_at: paceStarted ? iso(new Date(limits.pace!.changedAtMs)) : null,
     queued_events: counts?.queued ?? 0,
     inflight: counts?.inflight ?? 0,
     health: healthOf(row),

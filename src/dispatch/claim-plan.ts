@@ -1,6 +1,7 @@
 import type { AfterClaimUpdate, ClaimedDestination, Grant } from "../db/queries/claim.js";
 import { currentQuietWindow, type QuietWindow } from "../policy/quiet-hours.js";
 import { slotsFree, nextReadyAt, type GateInput } from "../policy/gates.js";
+import { effectiveLimits } from "../policy/adaptive-pace.js";
 import { grantBuckets, available, spend, nextTokenAtMs, statesOf, storeStates, type Bucket } from "../policy/token-bucket.js";
 
 // The claim's decisions, pure: from the locked destination rows (each carrying its own `now`,
@@ -61,7 +62,8 @@ export function planGrants(locked: ClaimedDestination[], opts: PlanOptions): Gra
     }
     const win = d.delivery_schedule ? currentQuietWindow(d.delivery_schedule, d.now.getTime()) : null;
     if (win) plan.quiet.set(d.id, win);
-    const b = grantBuckets(d.rate_limit, opts.rateSendJitterMs);
+    // Adaptive pace, when on, sets the rate the buckets refill at (and the concurrency: gateInput).
+    const b = grantBuckets(effectiveLimits(d, d.now.getTime()).rateLimit, opts.rateSendJitterMs);
     plan.buckets.set(d.id, b);
     const slots = Math.min(slotsFree(gateInput(d, d.inflight)), opts.grantCap);
     // Tokens are spent in this transaction, so the limit holds across every worker process.
@@ -252,8 +254,9 @@ function probeDue(d: ClaimedDestination): boolean {
 function gateInput(d: ClaimedDestination, inflight: number): GateInput {
   return {
     nowMs: d.now.getTime(),
-    // After a probe brought it back, the ramp caps concurrency until it reaches the configured cap.
-    maxConcurrency: d.ramp_limit === null ? d.max_concurrency : Math.min(d.max_concurrency, d.ramp_limit),
+    // After a probe brought it back, the ramp caps concurrency until it reaches the configured cap;
+    // adaptive pace sets its own, never above max_concurrency.
+    maxConcurrency: effectiveLimits(d, d.now.getTime()).maxConcurrency,
     ordered: d.ordered,
     inflight,
     throttledUntilMs: d.throttled_until?.getTime() ?? null,

@@ -5,6 +5,7 @@ import { throttleHoldSeconds, throttleReason } from "../policy/throttle.js";
 import { applyOutcomes, healthClass, DEFAULT_HEALTH_CONFIG, type HealthConfig } from "../policy/health.js";
 import type { DeliveryUpdate, AttemptRow, DestinationUpdate, LockedDestinationState } from "../db/queries/results.js";
 import type { SendResult } from "../delivery/sender.js";
+import { adaptPace, adaptiveOn, paceBounds, paceWithin, type PaceSignal } from "../policy/adaptive-pace.js";
 
 // Turns finished sends into the rows to write: pure, so the rules are testable without a
 // database. The database layer applies these decisions; it does not re-derive them.
@@ -96,9 +97,20 @@ function describe(r: SendResult, o: Outcome): string {
  */
 export function decideDestination(
   state: LockedDestinationState,
-  outcomes: { outcome: Outcome; startedAt: Date; throttleSchedule: number[]; errorMessage?: string | null }[],
+  outcomes: { outcome: Outcome; startedAt: Date; throttleSchedule: number[]; errorMessage?: string | null; latencyMs?: number }[],
   healthConfig: HealthConfig = DEFAULT_HEALTH_CONFIG,
 ): DestinationUpdate {
+  const nowMs = state.now.getTime();
+  // Adaptive pace learns from the same answers. A 429 without Retry-After then cuts the pace
+  // instead of holding the whole destination on the throttle schedule — unless the pace is at its
+  // minimum already: a receiver that refuses even that gets the usual escalating holds.
+  let pace: ReturnType<typeof adaptPace> | null = null;
+  let paceAbsorbs429 = false;
+  if (adaptiveOn(state.adaptive)) {
+    const bounds = paceBounds(state.adaptive, state.rate_limit, state.max_concurrency);
+    paceAbsorbs429 = paceWithin(state.pace_state, bounds, nowMs).rate > bounds.minRate;
+    pace = adaptPace(state.pace_state, bounds, outcomes.map(paceSignal), nowMs);
+  }
   const health = applyOutcomes(
     {
       window: state.health_window,
@@ -114,13 +126,13 @@ export function decideDestination(
   let throttleSeconds: number | null = null;
   let reason: string | null = null;
   let holdStartMs = state.throttled_until ? -Infinity : null; // a hold exists: its start is unknown but past
-  const nowMs = state.now.getTime();
   for (const { outcome, startedAt, throttleSchedule } of outcomes) {
     switch (outcome.kind) {
       case "success":
         throttles = 0;
         break;
       case "throttled": {
+        if (paceAbsorbs429 && outcome.retryAfterSeconds === null) break;
         const sameEpisode =
           (state.throttled_until !== null && state.throttled_until.getTime() > startedAt.getTime()) ||
           (holdStartMs !== null && holdStartMs > startedAt.getTime());
@@ -171,5 +183,17 @@ export function decideDestination(
     transition: health.transition,
     score: health.score,
     rampLimit,
+    paceState: pace?.state ?? null,
+    paceChange: pace?.change ?? null,
+  };
+}
+
+function paceSignal(o: { outcome: Outcome; startedAt: Date; latencyMs?: number }): PaceSignal {
+  return {
+    kind: o.outcome.kind,
+    statusCode: o.outcome.statusCode,
+    errorClass: o.outcome.errorClass,
+    startedAtMs: o.startedAt.getTime(),
+    latencyMs: o.latencyMs ?? 0,
   };
 }

@@ -423,6 +423,7 @@ export class Dispatcher {
             startedAt: d.f.startedAt,
             throttleSchedule: d.f.throttleSchedule,
             errorMessage: d.f.result.errorMessage,
+            latencyMs: d.f.result.latencyMs,
           });
           byDest.set(d.f.destinationId, list);
         }
@@ -445,6 +446,7 @@ export class Dispatcher {
       for (const d of decisions) this.logAttempt(d, byId.get(d.f.destinationId), landed.has(d.f.deliveryId));
       for (const u of updates) this.logDestinationUpdate(byId.get(u.id)!, u);
       for (const u of updates) if (u.pauseCode) metrics.paused.inc({ reason: u.pauseCode });
+      for (const u of updates) if (u.paceChange) metrics.paceChanges.inc({ direction: u.paceChange.direction, cause: u.paceChange.cause });
       if (alerts > 0) this.opts.onAlerts?.();
       for (const d of decisions) {
         const errorClass = d.outcome.errorClass ?? "none";
@@ -502,6 +504,12 @@ export class Dispatcher {
 
   private logDestinationUpdate(s: LockedDestinationState, u: DestinationUpdate): void {
     const ids = { tenant_id: s.tenant_id, destination_id: s.id };
+    if (u.paceChange && u.paceState) {
+      // A cut is news (the receiver pushed back); a raise happens every second while it climbs.
+      const fields = { ...ids, rate_per_second: u.paceState.rate, concurrency: u.paceState.concurrency, reason: u.paceState.reason };
+      if (u.paceChange.direction === "down") this.log.info(fields, "adaptive pace cut");
+      else this.log.debug(fields, "adaptive pace raised");
+    }
     if (u.throttleSeconds !== null) {
       // The write keeps a longer hold already in force (same now(): one transaction), so only a
       // new or longer hold changes anything. A longer one with the same reason is the same

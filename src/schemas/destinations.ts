@@ -14,6 +14,31 @@ export const RateLimit = Type.Object(
 );
 export type RateLimit = Static<typeof RateLimit>;
 
+export const AdaptivePace = Type.Object(
+  {
+    enabled: Type.Boolean({ description: "let Sluice find this destination's pace from its answers (429, 503, timeouts, latency)" }),
+    min_per_second: Type.Optional(
+      Type.Number({ exclusiveMinimum: 0, maximum: 100_000, description: "never slower than this (default 1)" }),
+    ),
+    max_per_second: Type.Optional(
+      Type.Number({
+        exclusiveMinimum: 0,
+        maximum: 100_000,
+        description: "never faster than this (default 1000, and never above rate_limit when set)",
+      }),
+    ),
+    target_latency_ms: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 600_000,
+        description: "slow down when recent latency is above this; default: when it is well above the destination's own baseline",
+      }),
+    ),
+  },
+  { additionalProperties: false, description: "Adaptive pace (AIMD); null = off" },
+);
+export type AdaptivePace = Static<typeof AdaptivePace>;
+
 export const DeliverySchedule = Type.Object(
   {
     timezone: Type.String({ minLength: 1, maxLength: 64, description: "IANA zone name, e.g. Europe/Berlin" }),
@@ -51,6 +76,7 @@ const configFields = {
   max_concurrency: Type.Integer({ minimum: 1, maximum: 1000 }),
   ordered: Type.Boolean(),
   rate_limit: Nullable(RateLimit),
+  adaptive: Nullable(AdaptivePace),
   delivery_schedule: Nullable(DeliverySchedule),
   retry_schedule_seconds: Type.Array(Seconds(0, 7 * 86400), { maxItems: 50 }),
   throttle_schedule_seconds: Type.Array(Seconds(1, 7 * 86400), { minItems: 1, maxItems: 50 }),
@@ -109,6 +135,14 @@ export const Destination = Type.Composite(
       ramp_limit: Nullable(
         Type.Integer({ description: "recovering after a probe: the concurrency it may use now, rising to max_concurrency" }),
       ),
+      effective_rate_per_second: Nullable(
+        Type.Number({ description: "the pace sends go at now: adaptive pace's when enabled, else rate_limit's; null = unlimited" }),
+      ),
+      effective_concurrency: Type.Integer({
+        description: "requests it may have in flight now: max_concurrency, lowered by adaptive pace or a recovery ramp",
+      }),
+      pace_reason: Nullable(Type.String({ description: "adaptive pace: why it last changed" })),
+      pace_changed_at: Nullable(Timestamp("adaptive pace: when it last changed")),
       queued_events: Type.Integer({ description: "deliveries not yet finished" }),
       inflight: Type.Integer({ description: "deliveries in flight now" }),
       health: Health,

@@ -42,6 +42,8 @@ function row(over: Partial<ClaimedDestination> = {}): ClaimedDestination {
     bucket_state: null,
     delivery_schedule: null,
     ramp_limit: null,
+    adaptive: null,
+    pace_state: null,
     pause_cause: null,
     next_probe_at: null,
     probe_interval_seconds: 60,

@@ -16,6 +16,7 @@ import {
 } from "../../db/queries/stats.js";
 import type { Queryable } from "../../db/db.js";
 import type { HoldReason } from "../../policy/statuses.js";
+import { effectiveLimits } from "../../policy/adaptive-pace.js";
 import { IdParams } from "../../schemas/common.js";
 import { DestinationStats, DestinationStatsQuery, Stats, StatsQuery } from "../../schemas/stats.js";
 import { answers } from "../openapi.js";
@@ -141,6 +142,8 @@ export function statsRoutes(ctx: ApiContext) {
         const arrivalsSince = (Math.floor(nowMs / 1000) - (rateSeconds - 1)) * 1000;
         const arrivals = await arrivalsPerSecond(ctx.db, req.params.id, new Date(arrivalsSince));
         const groups = await heldNow(ctx.db, ids, nowMs);
+        // The limits in force: adaptive pace's when it is on (and a recovery ramp's concurrency).
+        const limits = effectiveLimits(d, nowMs);
         return {
           since: seriesSince.toISOString(),
           until: now.toISOString(),
@@ -153,8 +156,8 @@ export function statsRoutes(ctx: ApiContext) {
             by_class: m.by_class,
           })),
           arrivals: secondSeries(arrivals, arrivalsSince, rateSeconds).map((a) => ({ at: a.at.toISOString(), n: a.n })),
-          limit: limitView(d.rate_limit, d.max_concurrency),
-          buckets: bucketsNow(d.rate_limit, d.bucket_state, nowMs, ctx.config.rateSendJitterMs),
+          limit: limitView(limits.rateLimit, limits.maxConcurrency),
+          buckets: bucketsNow(limits.rateLimit, d.bucket_state, nowMs, ctx.config.rateSendJitterMs),
           held: heldView(sumByReason(classifyHeld(groups))),
           delivered_last_hour: lastHour?.delivered ?? 0,
           failed_last_hour: lastHour?.failed ?? 0,

@@ -2,6 +2,7 @@ import type { Queryable } from "../db.js";
 import { jsonRows, recordset } from "../json-rows.js";
 import type { RateLimit, StoredBuckets } from "../../policy/token-bucket.js";
 import type { DeliverySchedule } from "../../policy/quiet-hours.js";
+import type { AdaptiveConfig, PaceState } from "../../policy/adaptive-pace.js";
 
 // The claim transaction: four statements inside one transaction that holds the claimed
 // destinations' row locks, so limits hold across all worker processes.
@@ -25,6 +26,9 @@ export interface ClaimedDestination {
   delivery_schedule: DeliverySchedule | null;
   /** Recovering after a probe: the concurrency it may use now. */
   ramp_limit: number | null;
+  adaptive: AdaptiveConfig | null;
+  /** Adaptive pace's rate and concurrency (only read when adaptive is on). */
+  pace_state: PaceState | null;
   pause_cause: string | null;
   next_probe_at: Date | null;
   probe_interval_seconds: number;
@@ -86,7 +90,8 @@ export async function lockReadyDestinations(q: Queryable, limit: number, shard: 
   const rows = await q.query<ClaimedDestination & { pos: number }>(
     `SELECT d.id, d.url, d.secrets, d.headers, d.timeout_seconds, d.max_concurrency, d.ordered,
             d.retry_schedule_seconds, d.throttle_schedule_seconds, d.throttled_until, d.paused_at,
-            d.rate_limit, d.bucket_state, d.delivery_schedule, d.ramp_limit, d.pause_cause, d.next_probe_at,
+            d.rate_limit, d.bucket_state, d.delivery_schedule, d.ramp_limit, d.adaptive,
+            CASE WHEN (d.adaptive->>'enabled')::boolean THEN d.pace_state END AS pace_state, d.pause_cause, d.next_probe_at,
             d.probe_interval_seconds, d.tenant_id, d.idle_recheck, d.rate_limited, d.quiet_holding, d.ready_at,
             clock_timestamp() AS now, g.pos,
             l.inflight, l.next_lease_expiry,

@@ -6,6 +6,7 @@ import { emptyHealth } from "../../policy/health.js";
 import { setHealth } from "./health.js";
 import { READY_AT_IDLE, READY_AT_NOW, readyAtNoLaterThan, readyAtOutsideHold } from "./ready-at.js";
 import type { HealthStatus, PauseCauseStored } from "../../policy/statuses.js";
+import type { PaceState } from "../../policy/adaptive-pace.js";
 
 // Destinations: their config as the API sets it (defaults and checks in api/destination-config.ts),
 // their signing secrets, pause and resume, and the locks that guard their waiting deliveries.
@@ -35,6 +36,8 @@ export interface DestinationRow extends DestinationConfig {
   pause_cause: PauseCauseStored | null;
   next_probe_at: Date | null;
   ramp_limit: number | null;
+  /** Adaptive pace's memory (policy/adaptive-pace.ts); null until its first answer, or when off. */
+  pace_state: PaceState | null;
   deleted_at: Date | null;
   created_at: Date;
   updated_at: Date;
@@ -54,6 +57,7 @@ const CONFIG_COLUMNS = [
   "max_concurrency",
   "ordered",
   "rate_limit",
+  "adaptive",
   "delivery_schedule",
   "retry_schedule_seconds",
   "throttle_schedule_seconds",
@@ -73,6 +77,7 @@ function configParams(c: DestinationConfig): unknown[] {
     c.max_concurrency,
     c.ordered,
     c.rate_limit === null ? null : JSON.stringify(c.rate_limit),
+    c.adaptive === null ? null : JSON.stringify(c.adaptive),
     c.delivery_schedule === null ? null : JSON.stringify(c.delivery_schedule),
     c.retry_schedule_seconds,
     c.throttle_schedule_seconds,
@@ -159,8 +164,11 @@ export async function updateDestinationConfig(
   secrets: SecretEntry[] | null,
 ): Promise<DestinationRow> {
   const sets = CONFIG_COLUMNS.map((col, i) => `${col} = $${i + 3}`).join(", ");
+  const adaptiveParam = `$${CONFIG_COLUMNS.indexOf("adaptive") + 3}`;
   const rows = await q.query<DestinationRow>(
     `UPDATE destinations SET ${sets}, secrets = coalesce($2::jsonb, secrets), updated_at = now(),
+            -- adaptive pace turned off forgets its pace: turned on again, it starts afresh
+            pace_state = CASE WHEN coalesce((${adaptiveParam}::jsonb->>'enabled')::boolean, false) THEN pace_state END,
             ready_at = CASE WHEN paused_at IS NULL THEN ${readyAtNoLaterThan(readyAtOutsideHold("now()"))}
                             ELSE ready_at END -- paused: keep its probe schedule
       WHERE id = $1 RETURNING *, now() AS now`,

@@ -4,6 +4,8 @@ import { emptyHealth, type HealthStatus, type HealthTransition, type PauseCause 
 import { setHealth } from "./health.js";
 import { READY_AT_IDLE, READY_AT_NOW, nextProbeAt, noHoldInForce, readyAtOutsideHold, wakeable } from "./ready-at.js";
 import type { AttemptOutcome, PauseCauseStored, ResultStatus } from "../../policy/statuses.js";
+import type { AdaptiveConfig, PaceChange, PaceState } from "../../policy/adaptive-pace.js";
+import type { RateLimit } from "../../policy/token-bucket.js";
 
 // Writing attempt results back, in batches. A result lands only if its lease is still the
 // delivery's lease (compare-and-set): a late answer from an expired lease never overwrites
@@ -17,6 +19,9 @@ export interface LockedDestinationState {
   max_concurrency: number;
   probe_interval_seconds: number;
   ramp_limit: number | null;
+  rate_limit: RateLimit | null;
+  adaptive: AdaptiveConfig | null;
+  pace_state: PaceState | null;
   pause_cause: PauseCauseStored | null;
   health_window: string;
   health_status: HealthStatus;
@@ -34,7 +39,8 @@ export interface LockedDestinationState {
 /** Locks the destinations (in id order: two write-backs never deadlock) and reads their live state. */
 export async function lockDestinationsForResults(q: Queryable, ids: string[]): Promise<LockedDestinationState[]> {
   return q.query<LockedDestinationState>(
-    `SELECT id, tenant_id, name, url, max_concurrency, probe_interval_seconds, ramp_limit, pause_cause, health_window, health_status,
+    `SELECT id, tenant_id, name, url, max_concurrency, probe_interval_seconds, ramp_limit, rate_limit, adaptive, pace_state,
+            pause_cause, health_window, health_status,
             consecutive_auth_failures, consecutive_failures, consecutive_throttles, throttled_until, throttle_reason, paused_at, deleted_at, now() AS now
        FROM destinations WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`,
     [ids],
@@ -124,6 +130,9 @@ export interface DestinationUpdate {
   transition: HealthTransition;
   score: number;
   rampLimit: number | null;
+  /** Adaptive pace's new state (null: off, the column is kept) and how the pace moved, if it did. */
+  paceState: PaceState | null;
+  paceChange: PaceChange | null;
 }
 
 /**
@@ -144,6 +153,7 @@ export async function updateDestinationsAfterResults(q: Queryable, updates: Dest
             health_window = u."healthWindow",
             health_status = u."healthStatus",
             ramp_limit = u."rampLimit",
+            pace_state = coalesce(u."paceState", d.pace_state),
             consecutive_throttles = u."consecutiveThrottles",
             throttled_until = ${until},
             throttle_reason = coalesce(u."throttleReason", d.throttle_reason),
@@ -162,7 +172,7 @@ export async function updateDestinationsAfterResults(q: Queryable, updates: Dest
          "$1",
          `id text, "consecutiveFailures" int, "consecutiveAuthFailures" int, "healthWindow" text, "healthStatus" text,
               "rampLimit" int, "consecutiveThrottles" int, "throttleSeconds" float8, "throttleReason" text, "pauseReason" text,
-              "pauseCause" text`,
+              "pauseCause" text, "paceState" jsonb`,
          updates.length,
        )} AS u
       WHERE d.id = u.id`,

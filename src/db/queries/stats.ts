@@ -3,6 +3,7 @@ import { currentQuietWindow, type DeliverySchedule } from "../../policy/quiet-ho
 import type { RateLimit, StoredBuckets } from "../../policy/token-bucket.js";
 import { holdReason, type HoldFacts } from "../../policy/hold-reason.js";
 import { HOLD_REASONS, type HoldReason } from "../../policy/statuses.js";
+import type { PacedDestination } from "../../policy/adaptive-pace.js";
 
 // Read-only aggregates for metrics and audits, and the readiness probe.
 
@@ -68,7 +69,9 @@ export async function heldGroups(q: Queryable, quietDestinationIds: string[], de
             d.paused_at IS NOT NULL AS paused, coalesce(d.throttled_until > now(), false) AS throttled,
             (dl.quiet_hold AND dl.destination_id = ANY($1::text[])) AS quiet,
             coalesce((f.occurred_at, f.id) < (dl.occurred_at, dl.id), false) AS behind,
-            coalesce(c.n, 0) >= CASE WHEN d.ordered THEN 1 ELSE least(d.max_concurrency, coalesce(d.ramp_limit, d.max_concurrency)) END AS "atCap",
+            coalesce(c.n, 0) >= CASE WHEN d.ordered THEN 1
+                                     ELSE least(d.max_concurrency, coalesce(d.ramp_limit, d.max_concurrency),
+                                                CASE WHEN (d.adaptive->>'enabled')::boolean THEN (d.pace_state->>'concurrency')::int END) END AS "atCap",
             d.rate_limited AS "rateLimited",
             count(*)::int AS n, min(dl.created_at) AS oldest_at,
             coalesce(max(extract(epoch FROM now() - dl.created_at)), 0)::float8 AS oldest_age_s
@@ -180,14 +183,17 @@ export async function arrivalsPerSecond(q: Queryable, destinationId: string, sin
   );
 }
 
+export interface RateState extends PacedDestination {
+  bucket_state: StoredBuckets | null;
+  now: Date;
+}
+
 /** A tenant's live destination's rate limit, concurrency cap and token buckets as stored, with the store's clock; null if unknown. */
-export async function destinationRateState(
-  q: Queryable,
-  tenantId: string,
-  destinationId: string,
-): Promise<{ rate_limit: RateLimit | null; max_concurrency: number; bucket_state: StoredBuckets | null; now: Date } | null> {
-  const rows = await q.query<{ rate_limit: RateLimit | null; max_concurrency: number; bucket_state: StoredBuckets | null; now: Date }>(
-    "SELECT rate_limit, max_concurrency, bucket_state, now() AS now FROM destinations WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL",
+export async function destinationRateState(q: Queryable, tenantId: string, destinationId: string): Promise<RateState | null> {
+  const rows = await q.query<RateState>(
+    `SELECT rate_limit, max_concurrency, bucket_state, adaptive, pace_state, CASE WHEN paused_at IS NULL THEN ramp_limit END AS ramp_limit,
+            now() AS now
+       FROM destinations WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL`,
     [destinationId, tenantId],
   );
   return rows[0] ?? null;
