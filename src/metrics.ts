@@ -1,8 +1,9 @@
 import client from "prom-client";
 import type { Db } from "./db/db.js";
 import { inflightTotal, heldByReason, destinationsByHealth, scheduledDestinations } from "./db/queries/stats.js";
+import { backlogAlertsStanding } from "./db/queries/backlog-watch.js";
 import { currentQuietWindow } from "./policy/quiet-hours.js";
-import { HEALTH_STATUSES, HOLD_REASONS } from "./policy/statuses.js";
+import { HEALTH_STATUSES, HOLD_REASONS, SYSTEM_EVENT_TYPES } from "./policy/statuses.js";
 
 // Process-wide Prometheus metrics. One registry per process; /metrics serves it. Names follow
 // Prometheus conventions and are listed in docs/metrics.md: Sluice's own under `sluice_`, counters
@@ -88,7 +89,7 @@ export const metrics = {
   }),
   alerts: new client.Counter({
     name: "sluice_alerts_total",
-    help: "Alerts recorded (destination.* health transitions, delivery.dead deaths), by type",
+    help: "Alerts recorded (destination.* health and backlog transitions, delivery.dead deaths), by type",
     labelNames: ["type"] as const,
     registers: [registry],
   }),
@@ -112,6 +113,9 @@ const buildInfo = new client.Gauge({
   registers: [registry],
 });
 
+// Every alert type is exported from 0: increase() then sees a process's first alert after a start.
+for (const type of SYSTEM_EVENT_TYPES) metrics.alerts.inc({ type }, 0);
+
 /** Sets sluice_build_info: the version comes from package.json, which app.ts reads. */
 export function setBuildInfo(version: string): void {
   buildInfo.reset(); // one series: a test process may start Sluice more than once
@@ -126,7 +130,13 @@ export function setBuildInfo(version: string): void {
 const SAMPLE_MS = 5_000;
 
 /** Names of the gauges registerDatabaseGauges() adds. */
-export const DATABASE_GAUGES = ["sluice_inflight", "sluice_held", "sluice_oldest_held_age_seconds", "sluice_destination_health"] as const;
+export const DATABASE_GAUGES = [
+  "sluice_inflight",
+  "sluice_held",
+  "sluice_oldest_held_age_seconds",
+  "sluice_destination_health",
+  "sluice_backlog_alerts",
+] as const;
 
 export function registerDatabaseGauges(db: Db): void {
   // One process may start Sluice more than once (tests): the latest store wins.
@@ -158,12 +168,25 @@ export function registerDatabaseGauges(db: Db): void {
     labelNames: ["status"] as const,
     registers: [registry],
   });
+  const backlog = new client.Gauge({
+    name: "sluice_backlog_alerts",
+    help: "Destinations with a backlog alert standing, by state: growing, stale (sampled from the database)",
+    labelNames: ["state"] as const,
+    registers: [registry],
+  });
   const sample = async () => {
     const nowMs = Date.now();
     const quietIds = (await scheduledDestinations(db))
       .filter((d) => currentQuietWindow(d.delivery_schedule, nowMs) !== null)
       .map((d) => d.id);
-    const [n, holds, byHealth] = await Promise.all([inflightTotal(db), heldByReason(db, quietIds), destinationsByHealth(db)]);
+    const [n, holds, byHealth, standing] = await Promise.all([
+      inflightTotal(db),
+      heldByReason(db, quietIds),
+      destinationsByHealth(db),
+      backlogAlertsStanding(db),
+    ]);
+    backlog.set({ state: "growing" }, standing.growing);
+    backlog.set({ state: "stale" }, standing.stale);
     for (const status of HEALTH_STATUSES) health.set({ status }, byHealth.find((h) => h.status === status)?.n ?? 0);
     inflight.set(n);
     for (const reason of HOLD_REASONS) {
@@ -172,7 +195,7 @@ export function registerDatabaseGauges(db: Db): void {
       oldest.set({ reason }, h?.oldest_age_s ?? 0);
     }
   };
-  // prom-client collects the metrics of a scrape concurrently: all four wait on one sample.
+  // prom-client collects the metrics of a scrape concurrently: all of them wait on one sample.
   const refresh = async () => {
     if (Date.now() - last < SAMPLE_MS) return;
     pending ??= sample()
@@ -183,5 +206,5 @@ export function registerDatabaseGauges(db: Db): void {
       });
     await pending;
   };
-  for (const g of [inflight, held, oldest, health]) (g as unknown as { collect: () => Promise<void> }).collect = refresh;
+  for (const g of [inflight, held, oldest, health, backlog]) (g as unknown as { collect: () => Promise<void> }).collect = refresh;
 }

@@ -535,6 +535,8 @@ export interface components {
             replay_on_resume: boolean;
             /** @description how long deliveries wait for a paused destination before they are discarded */
             paused_retention_hours: number;
+            backlog_alert_minutes: number | null;
+            backlog_alert_age_minutes: number | null;
             /** @description name → value, sent on every request (deliveries and probes). Names: RFC 9110 tokens, case-insensitive; webhook-*, content-type, content-length, host, user-agent, expect and hop-by-hop names are reserved. Values: visible ASCII, space, tab. Secret values show as ••••••; a PATCH that sends •••••• back keeps the stored value */
             headers: {
                 [key: string]: string;
@@ -558,6 +560,8 @@ export interface components {
             effective_concurrency: number;
             pace_reason: string | null;
             pace_changed_at: string | null;
+            /** @description backlog alerts standing now (destination.backlog_growing, destination.backlog_stale), until backlog_recovered */
+            backlog_alerts: ("growing" | "stale")[];
             /** @description deliveries not yet finished */
             queued_events: number;
             /** @description deliveries in flight now */
@@ -1577,6 +1581,8 @@ export interface operations {
                     replay_on_resume?: boolean;
                     /** @description how long deliveries wait for a paused destination before they are discarded */
                     paused_retention_hours?: number;
+                    backlog_alert_minutes?: number | null;
+                    backlog_alert_age_minutes?: number | null;
                     /** @description name → value, sent on every request (deliveries and probes). Names: RFC 9110 tokens, case-insensitive; webhook-*, content-type, content-length, host, user-agent, expect and hop-by-hop names are reserved. Values: visible ASCII, space, tab. Secret values show as ••••••; a PATCH that sends •••••• back keeps the stored value */
                     headers?: {
                         [key: string]: string;
@@ -1864,6 +1870,8 @@ export interface operations {
                     replay_on_resume?: boolean;
                     /** @description how long deliveries wait for a paused destination before they are discarded */
                     paused_retention_hours?: number;
+                    backlog_alert_minutes?: number | null;
+                    backlog_alert_age_minutes?: number | null;
                     /** @description name → value, sent on every request (deliveries and probes). Names: RFC 9110 tokens, case-insensitive; webhook-*, content-type, content-length, host, user-agent, expect and hop-by-hop names are reserved. Values: visible ASCII, space, tab. Secret values show as ••••••; a PATCH that sends •••••• back keeps the stored value */
                     headers?: {
                         [key: string]: string;

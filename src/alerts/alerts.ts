@@ -239,8 +239,26 @@ function subjectOf(a: PendingAlert): string {
       return `[Sluice] Deliveries to ${name} are paused`;
     case "destination.resumed":
       return `[Sluice] Deliveries to ${name} have resumed`;
+    case "destination.backlog_growing":
+      return `[Sluice] The backlog for ${name} keeps growing`;
+    case "destination.backlog_stale":
+      return `[Sluice] Deliveries to ${name} are waiting too long`;
+    case "destination.backlog_recovered":
+      return `[Sluice] The backlog for ${name} has recovered`;
     default:
       return `[Sluice] Deliveries to ${name} are failing (health ${p.health.status})`;
+  }
+}
+
+function advice(type: PendingAlert["type"]): string {
+  switch (type) {
+    case "destination.paused":
+      return "Nothing is lost: deliveries are held while the destination is paused. Fix the endpoint, then resume it with POST /v1/destinations/{id}/resume (or wait: a destination paused for a server error or timeout is probed and resumes by itself).";
+    case "destination.backlog_growing":
+    case "destination.backlog_stale":
+      return "Nothing is lost: the deliveries wait. GET /v1/destinations/{id}/stats shows why they are held (hold reasons), the pace and the outcomes; raise rate_limit or max_concurrency if the endpoint can take more, or look at why it answers slowly.";
+    default:
+      return "";
   }
 }
 
@@ -253,9 +271,8 @@ function textOf(a: PendingAlert): string {
     `Why: ${p.reason}`,
     `Health: ${p.health.status}, score ${p.health.score}/100, ${p.health.consecutive_failures} consecutive failures`,
     ...(typeof p.queued_events === "number" ? [`Deliveries waiting: ${p.queued_events}`] : []),
+    ...(typeof p.oldest_waiting_age_seconds === "number" ? [`Oldest waiting: ${p.oldest_waiting_age_seconds} s`] : []),
     "",
-    a.type === "destination.paused"
-      ? "Nothing is lost: deliveries are held while the destination is paused. Fix the endpoint, then resume it with POST /v1/destinations/{id}/resume (or wait: a destination paused for a server error or timeout is probed and resumes by itself)."
-      : "",
+    advice(a.type),
   ].join("\n");
 }

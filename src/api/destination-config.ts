@@ -23,6 +23,8 @@ export const DESTINATION_DEFAULTS: Omit<DestinationConfig, "url"> = {
   probe_interval_seconds: 300,
   replay_on_resume: true,
   paused_retention_hours: 72,
+  backlog_alert_minutes: 30,
+  backlog_alert_age_minutes: 60,
   headers: {},
   secret_headers: [],
 };

@@ -94,6 +94,8 @@ export function destinationView(
     probe_interval_seconds: row.probe_interval_seconds,
     replay_on_resume: row.replay_on_resume,
     paused_retention_hours: row.paused_retention_hours,
+    backlog_alert_minutes: row.backlog_alert_minutes,
+    backlog_alert_age_minutes: row.backlog_alert_age_minutes,
     // Secret values never leave through the API: authorization and secret_headers show the mask.
     headers: maskHeaders(row.headers, row.secret_headers),
     secret_headers: row.secret_headers,
@@ -110,6 +112,7 @@ export function destinationView(
     effective_concurrency: limits.maxConcurrency,
     pace_reason: limits.pace === null ? null : paceStarted ? limits.pace.reason : `adaptive pace starts at ${fmt(limits.pace.rate)}/s`,
     pace_changed_at: paceStarted ? iso(new Date(limits.pace!.changedAtMs)) : null,
+    backlog_alerts: [...(row.backlog_watch?.growing ? ["growing" as const] : []), ...(row.backlog_watch?.stale ? ["stale" as const] : [])],
     queued_events: counts?.queued ?? 0,
     inflight: counts?.inflight ?? 0,
     health: healthOf(row),

@@ -11,6 +11,7 @@ import {
   setRolledUntil,
   tryStatsRollupLock,
 } from "../db/queries/rollups.js";
+import { lookAtBacklogs } from "./backlog-watch.js";
 
 // The dashboard's rollups (migrations/0010_stats.sql), run by the workers' janitor once a minute
 // by one worker at a time (advisory lock; the others skip their turn):
@@ -18,7 +19,8 @@ import {
 //   LATE_MINUTES completed minutes on every pass: an attempt row is written when its request
 //   ends, up to a timeout (60 s at most) after the start it is counted by;
 // - the held backlog per destination and hold reason, sampled into backlog_samples;
-// - both pruned after STATS_RETENTION_HOURS.
+// - both pruned after STATS_RETENTION_HOURS;
+// - each destination's backlog watch and the backlog alerts it makes (backlog-watch.ts).
 // The minutes after the last pass are counted live by the stats endpoints.
 
 /** Kept this long whatever SLUICE_RETENTION_HOURS says: the dashboard shows up to 24 h, and rollups are small. */
@@ -44,6 +46,8 @@ export interface RollupPass {
   held: number;
   sampledAt: Date;
   pruned: number;
+  /** Backlog alerts recorded (backlog-watch.ts). */
+  backlogAlerts: number;
   /** The rollups are still behind the current minute: run another pass. */
   more: boolean;
 }
@@ -64,9 +68,13 @@ export async function rollupStats(db: Db): Promise<RollupPass | null> {
     await replaceStatsMinutes(q, new Date(from), new Date(until), rows);
     await setRolledUntil(q, new Date(until));
 
-    const held = classifyHeld(await heldGroups(q, await quietNow(q, null, now.getTime()), null));
+    const quiet = await quietNow(q, null, now.getTime());
+    const groups = await heldGroups(q, quiet, null);
+    const held = classifyHeld(groups);
     await replaceBacklogSample(q, new Date(end), held);
     const pruned = await pruneStats(q, STATS_RETENTION_HOURS);
+    // Last: it may write destination rows, whose locks the claims and write-backs want too.
+    const backlog = await lookAtBacklogs(q, groups, new Set(quiet), now.getTime());
     return {
       from: new Date(from),
       until: new Date(until),
@@ -74,6 +82,7 @@ export async function rollupStats(db: Db): Promise<RollupPass | null> {
       held: held.length,
       sampledAt: new Date(end),
       pruned,
+      backlogAlerts: backlog.alerts,
       more: until < end,
     };
   });

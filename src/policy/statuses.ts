@@ -42,7 +42,14 @@ export const DESTINATION_STATUSES = ["active", "throttled", "rate_limited", "qui
 export type DestinationStatus = (typeof DESTINATION_STATUSES)[number];
 
 /** alerts.type: the destination.* events a health transition publishes. */
-export const ALERT_TYPES = ["destination.degraded", "destination.paused", "destination.resumed"] as const;
+export const ALERT_TYPES = [
+  "destination.degraded",
+  "destination.paused",
+  "destination.resumed",
+  "destination.backlog_growing",
+  "destination.backlog_stale",
+  "destination.backlog_recovered",
+] as const;
 export type AlertTypeName = (typeof ALERT_TYPES)[number];
 
 /** alerts.type too: the events about one delivery (`delivery.dead`: its retries are spent). */

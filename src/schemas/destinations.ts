@@ -87,6 +87,21 @@ const configFields = {
     maximum: 8760,
     description: "how long deliveries wait for a paused destination before they are discarded",
   }),
+  backlog_alert_minutes: Nullable(
+    Type.Integer({
+      minimum: 1,
+      maximum: 1440,
+      description: "destination.backlog_growing when the waiting deliveries have been rising this long (default 30); null: off",
+    }),
+  ),
+  backlog_alert_age_minutes: Nullable(
+    Type.Integer({
+      minimum: 1,
+      maximum: 43_200,
+      description:
+        "destination.backlog_stale when the oldest waiting delivery is older than this, or than twice the hold that explains it (default 60); null: off",
+    }),
+  ),
   headers: CustomHeaders,
   secret_headers: Type.Array(Type.String({ minLength: 1, maxLength: MAX_HEADER_NAME_LENGTH }), {
     maxItems: MAX_CUSTOM_HEADERS,
@@ -143,6 +158,9 @@ export const Destination = Type.Composite(
       }),
       pace_reason: Nullable(Type.String({ description: "adaptive pace: why it last changed" })),
       pace_changed_at: Nullable(Timestamp("adaptive pace: when it last changed")),
+      backlog_alerts: Type.Array(Enum(["growing", "stale"] as const), {
+        description: "backlog alerts standing now (destination.backlog_growing, destination.backlog_stale), until backlog_recovered",
+      }),
       queued_events: Type.Integer({ description: "deliveries not yet finished" }),
       inflight: Type.Integer({ description: "deliveries in flight now" }),
       health: Health,

@@ -7,6 +7,7 @@ import { setHealth } from "./health.js";
 import { READY_AT_IDLE, READY_AT_NOW, readyAtNoLaterThan, readyAtOutsideHold } from "./ready-at.js";
 import type { HealthStatus, PauseCauseStored } from "../../policy/statuses.js";
 import type { PaceState } from "../../policy/adaptive-pace.js";
+import type { BacklogWatch } from "../../policy/backlog-alerts.js";
 
 // Destinations: their config as the API sets it (defaults and checks in api/destination-config.ts),
 // their signing secrets, pause and resume, and the locks that guard their waiting deliveries.
@@ -38,6 +39,8 @@ export interface DestinationRow extends DestinationConfig {
   ramp_limit: number | null;
   /** Adaptive pace's memory (policy/adaptive-pace.ts); null until its first answer, or when off. */
   pace_state: PaceState | null;
+  /** The stats rollup's backlog watch (policy/backlog-alerts.ts); null: nothing waiting, nothing standing. */
+  backlog_watch: BacklogWatch | null;
   deleted_at: Date | null;
   created_at: Date;
   updated_at: Date;
@@ -64,6 +67,8 @@ const CONFIG_COLUMNS = [
   "probe_interval_seconds",
   "replay_on_resume",
   "paused_retention_hours",
+  "backlog_alert_minutes",
+  "backlog_alert_age_minutes",
   "headers",
   "secret_headers",
 ] as const;
@@ -84,6 +89,8 @@ function configParams(c: DestinationConfig): unknown[] {
     c.probe_interval_seconds,
     c.replay_on_resume,
     c.paused_retention_hours,
+    c.backlog_alert_minutes,
+    c.backlog_alert_age_minutes,
     JSON.stringify(c.headers),
     c.secret_headers,
   ];
