@@ -10,7 +10,10 @@
 //   actually used most of its pace (a destination without backlog never climbs on no evidence):
 //   × PROBE_GROWTH until the first cut (finding the capacity fast), then + STEP_SHARE of the pace
 //   at the last cut (additive, probing gently near the capacity found), and back to × PROBE_GROWTH
-//   once the pace passes well above that point without trouble (the capacity went up).
+//   once the pace passes well above that point, or goes reprobeAfterMs without a cut (the capacity
+//   is higher than found: it went up, or the cut was a passing hiccup).
+// - Latency cuts only once it has stayed slow for slowForMs: a stall of our own (GC, a busy event
+//   loop) slows every answer at once for a moment, and is not the receiver's capacity.
 // - Concurrency follows the pace by Little's law: pace × baseline latency × CONCURRENCY_HEADROOM,
 //   so rising latency limits the load before the latency signal even fires.
 // Never outside [min_per_second, max_per_second], never above a fixed rate_limit or max_concurrency.
@@ -47,6 +50,8 @@ export interface PaceState {
   /** Recent latency of successes (ms, moving average) from requests started after the last cut. */
   recentMs: number | null;
   recentN: number;
+  /** Since when recent latency has been above the slow mark (null: it is not). */
+  slowSinceMs?: number | null;
   /** The raise window: since when successes are counted, and how many. */
   windowStartMs: number;
   windowOk: number;
@@ -82,8 +87,11 @@ export const PACE = {
   raiseIntervalMs: 1000,
   probeGrowth: 1.5,
   stepShare: 0.02,
-  /** Past ceiling × this without a cut: the capacity went up; probe multiplicatively again. */
+  /** Past ceiling × this, or this long without a cut: the capacity is higher than found; probe multiplicatively again. */
   reprobeAbove: 1.2,
+  reprobeAfterMs: 20_000,
+  /** Latency counts as slow only once it has stayed slow this long: a pause of our own does not cut. */
+  slowForMs: 1000,
   /** A raise needs this share of the pace used over the window. */
   useShare: 0.8,
   /** Slow: recent latency above max(baseline × factor, baseline + slack). */
@@ -184,7 +192,9 @@ export function adaptPace(
     const recentMs = s.recentMs === null ? sig.latencyMs : s.recentMs + PACE.recentWeight * (sig.latencyMs - s.recentMs);
     s = { ...s, recentMs, recentN: s.recentN + 1 };
     const slowAbove = slowAboveMs(s, b);
-    if (mayCut && slowAbove !== null && s.recentN >= PACE.latencyMinSamples && recentMs > slowAbove) {
+    const slow = slowAbove !== null && s.recentN >= PACE.latencyMinSamples && recentMs > slowAbove;
+    s = { ...s, slowSinceMs: slow ? (s.slowSinceMs ?? nowMs) : null };
+    if (mayCut && slow && nowMs - s.slowSinceMs! >= PACE.slowForMs) {
       s = cut(s, b, "latency", nowMs, slowAbove);
       cutBy = "latency";
     }
@@ -225,6 +235,7 @@ function cut(s: PaceState, b: PaceBounds, cause: PaceCause, nowMs: number, slowA
     ceiling: s.rate,
     recentMs: null,
     recentN: 0,
+    slowSinceMs: null,
     windowStartMs: nowMs,
     windowOk: 0,
     cutAtMs: nowMs,
@@ -234,7 +245,10 @@ function cut(s: PaceState, b: PaceBounds, cause: PaceCause, nowMs: number, slowA
 }
 
 function raise(s: PaceState, b: PaceBounds, nowMs: number): PaceState {
-  const probing = s.probing || (s.ceiling !== null && s.rate > s.ceiling * PACE.reprobeAbove);
+  const probing =
+    s.probing ||
+    (s.ceiling !== null && s.rate > s.ceiling * PACE.reprobeAbove) ||
+    (s.cutAtMs !== null && nowMs - s.cutAtMs >= PACE.reprobeAfterMs);
   const step = probing ? s.rate * (PACE.probeGrowth - 1) : Math.max(PACE.stepShare * (s.ceiling ?? s.rate), 0.01);
   const rate = Math.min(b.maxRate, s.rate + step);
   return {

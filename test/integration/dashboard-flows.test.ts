@@ -118,6 +118,34 @@ test("a 429 with Retry-After shows the destination throttled, with a countdown t
   await context.close();
 });
 
+test("an adaptive destination shows its pace, and why it last changed, beside its limits", async () => {
+  // Every third request is refused with a 429 and no Retry-After: adaptive pace cuts the pace.
+  let n = 0;
+  const rx = await receiver(() => (++n % 3 === 0 ? { status: 429 } : { status: 200 }));
+  const d = await createDestination({
+    name: "ledger-adaptive",
+    url: `${rx.url}/hooks`,
+    max_concurrency: 20,
+    adaptive: { enabled: true, min_per_second: 2, max_per_second: 200 },
+  });
+  for (let i = 0; i < 6; i++) await publish(d.id, "ledger.entry", { n: i });
+  await waitFor(async () => /pace cut/.test((await getDestination(d.id)).pace_reason ?? ""), {
+    message: "the pace was never cut",
+  });
+  const now = await getDestination(d.id);
+  assert.notEqual(now.status, "throttled", "a 429 cuts the pace instead of holding the destination");
+
+  const { page, context, errors } = await dashboard(`/destinations/${d.id}`);
+  const card = region(page, "Rate limit");
+  await card.getByText(/^Adaptive pace$/).waitFor();
+  await card.getByText(/between 2\/s and 200\/s/).waitFor();
+  await waitFor(async () => /^Pace: .*pace (cut|raised)/.test(await card.locator("#pace-reason").innerText()), {
+    message: "the card did not show why the pace last changed",
+  });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 test("a paused destination shows its reason and resumes with replay from the button: the receiver gets the held events in order", async () => {
   const rx = await receiver({ status: 200 });
   const d = await createDestination({ name: "crm-paused", url: `${rx.url}/crm`, ordered: true });

@@ -131,6 +131,27 @@ describe("adaptive pace (policy/adaptive-pace.ts)", () => {
     assert.equal(next.state.rate, 64);
   });
 
+  test("a cut far below the capacity (a hiccup) is outgrown: after reprobeAfterMs without a cut it grows multiplicatively again", () => {
+    const b = bounds();
+    let s = adaptPace({ ...initialPace(b, T0), rate: 10 }, b, [too(T0 + 5)], T0 + 10).state;
+    assert.deepEqual([s.rate, s.probing], [8, false]);
+    const rates: number[] = [];
+    for (let sec = 1; sec <= 25; sec++) {
+      const now = T0 + 10 + sec * 1000;
+      // A backlog: it sends all its pace allows, and every answer is fast.
+      const n = Math.ceil(s.rate);
+      s = adaptPace(
+        s,
+        b,
+        Array.from({ length: n }, (_, i) => ok(now - 1000 + (i * 1000) / n)),
+        now,
+      ).state;
+      rates.push(s.rate);
+    }
+    assert.ok(rates[10]! - rates[9]! <= 0.2 + 1e-9, "additive first: +2 % of the pace at the cut");
+    assert.ok(rates[24]! > 30, `then multiplicative: ${rates.map((r) => r.toFixed(1)).join(" ")}`);
+  });
+
   test("an idle destination does not climb: raises need the pace used", () => {
     const b = bounds();
     let s = initialPace(b, T0);
@@ -150,16 +171,24 @@ describe("adaptive pace (policy/adaptive-pace.ts)", () => {
     assert.equal(slower.concurrency, Math.ceil(100 * (slower.baselineMs! / 1000) * PACE.concurrencyHeadroom) + 1);
     const few = adaptPace(s, b, [ok(T0 + 30, 80), ok(T0 + 31, 90), ok(T0 + 32, 100)], T0 + 200);
     assert.equal(few.change, null, "a few slow answers are not yet a trend");
-    const slow = adaptPace(few.state, b, [ok(T0 + 210, 90), ok(T0 + 211, 100)], T0 + 300);
+    const started = adaptPace(few.state, b, [ok(T0 + 210, 90), ok(T0 + 211, 100)], T0 + 300);
+    assert.equal(started.change, null, "slow, but not for long yet: a stall of our own would look like this");
+    assert.equal(started.state.slowSinceMs, T0 + 300);
+    const slow = adaptPace(started.state, b, [ok(T0 + 1250, 95)], T0 + 1300);
     assert.equal(slow.change?.cause, "latency");
     assert.match(slow.state.reason, /^latency \d+(\.\d+)? ms, well above its baseline of 10(\.\d+)? ms: pace cut from 100 to 80\/s$/);
-    const target = bounds({ targetLatencyMs: 50 });
-    const t = adaptPace(
-      { ...s, recentMs: null, recentN: 0 },
-      target,
-      [30, 31, 32, 33, 34].map((at) => ok(T0 + at, 60)),
-      T0 + 200,
+    const recovered = adaptPace(
+      started.state,
+      b,
+      [1250, 1251, 1252, 1253, 1254, 1255, 1256, 1257].map((at) => ok(T0 + at, 10)),
+      T0 + 1300,
     );
+    assert.equal(recovered.change?.direction ?? "none", "none", "back to fast before it counted: no cut");
+    assert.equal(recovered.state.slowSinceMs, null);
+    const target = bounds({ targetLatencyMs: 50 });
+    const five = [30, 31, 32, 33, 34].map((at) => ok(T0 + at, 60));
+    const t0 = adaptPace({ ...s, recentMs: null, recentN: 0 }, target, five, T0 + 200).state;
+    const t = adaptPace(t0, target, [ok(T0 + 1150, 60)], T0 + 1200);
     assert.match(t.state.reason, /above target_latency_ms 50/);
   });
 

@@ -152,25 +152,56 @@ function Bucket({ label, bucket }: { label: string; bucket: { capacity: number; 
   );
 }
 
+/** A rate as people read it: at most two decimals. */
+const perSecond = (n: number) => `${Math.round(n * 100) / 100}/s`;
+
 export function RateLimitCard({ d, stats }: { d: Destination; stats: Stats }) {
   const r = d.rate_limit;
-  const maxInFlight = d.ordered ? 1 : (d.ramp_limit ?? d.max_concurrency);
+  const adaptive = d.adaptive?.enabled === true;
+  const maxInFlight = d.ordered ? 1 : d.effective_concurrency;
   return (
     <Card title="Rate limit" id="card-rate">
       <dl class="facts">
         <Fact label="Per second">{r?.max_per_second ?? "not set"}</Fact>
         <Fact label="Per minute">{r?.max_per_minute ?? "not set"}</Fact>
         <Fact label="Burst">{r?.burst_capacity ?? (r ? "default" : "not set")}</Fact>
-        {r?.max_per_second !== undefined ? <Bucket label="Tokens now (second)" bucket={stats?.buckets.second} /> : null}
+        {adaptive ? (
+          <Fact label="Adaptive pace">
+            {d.effective_rate_per_second === null ? "unlimited" : perSecond(d.effective_rate_per_second)}, {d.effective_concurrency} at once
+            <span class="muted">
+              {" "}
+              (between {perSecond(d.adaptive?.min_per_second ?? 1)} and {perSecond(d.adaptive?.max_per_second ?? 1000)})
+            </span>
+          </Fact>
+        ) : null}
+        {r?.max_per_second !== undefined || adaptive ? <Bucket label="Tokens now (second)" bucket={stats?.buckets.second} /> : null}
         {r?.max_per_minute !== undefined ? <Bucket label="Tokens now (minute)" bucket={stats?.buckets.minute} /> : null}
         <Fact label="In flight">
-          {d.inflight} of {d.ordered ? 1 : d.max_concurrency}
+          {d.inflight} of {d.ordered ? 1 : d.effective_concurrency}
           {d.ramp_limit !== null && !d.ordered ? <span class="muted"> (ramp {d.ramp_limit})</span> : null}
+          {adaptive && !d.ordered && d.effective_concurrency < d.max_concurrency ? (
+            <span class="muted"> (adaptive; max {d.max_concurrency})</span>
+          ) : null}
           <Meter value={d.inflight} max={maxInFlight} />
         </Fact>
         <Fact label="Ordered">{d.ordered ? "yes (one at a time)" : "no"}</Fact>
       </dl>
-      {r && !stats ? <StatsUnavailable /> : null}
+      {adaptive && d.pace_reason ? (
+        <p id="pace-reason">
+          <span class="muted">Pace:</span> {d.pace_reason}
+          {d.pace_changed_at ? <span class="muted"> ({time(d.pace_changed_at)})</span> : null}
+        </p>
+      ) : null}
+      {d.backlog_alerts.length > 0 ? (
+        <p class="notice" id="backlog-alerts">
+          <strong>Backlog {d.backlog_alerts.join(" and ")}:</strong>{" "}
+          {d.backlog_alerts.includes("stale")
+            ? "the oldest waiting delivery is older than the holds explain."
+            : "the waiting deliveries have kept rising."}{" "}
+          See what holds them below.
+        </p>
+      ) : null}
+      {(r || adaptive) && !stats ? <StatsUnavailable /> : null}
     </Card>
   );
 }
