@@ -47,6 +47,9 @@ export async function backlogWatchRows(q: Queryable, ids: string[]): Promise<Bac
 
 export async function setBacklogWatch(q: Queryable, updates: { id: string; watch: BacklogWatch | null }[]): Promise<void> {
   if (updates.length === 0) return;
+  // Row locks in id order first, as the write-backs take them: an UPDATE … FROM locks in whatever
+  // order its join runs, and deadlocked with them (found by bench:adaptive).
+  await q.query("SELECT id FROM destinations WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE", [updates.map((u) => u.id).sort()]);
   await q.query(
     `UPDATE destinations d SET backlog_watch = u.watch
        FROM jsonb_to_recordset($1::jsonb) AS u(id text, watch jsonb)

@@ -153,16 +153,8 @@ export interface LeaseResult {
   moreDue: Set<string>;
 }
 
-/**
- * Leases up to `count` due deliveries per destination in FIFO order (occurred_at, id), looking one
- * further to learn whether due work remains. Every lease of one claim carries the claim's
- * `leaseToken` (chosen by the worker), so a claim whose commit went unconfirmed can be undone. An ordered destination only ever takes its head,
- * and only when the head is due.
- */
-export async function leaseDeliveries(q: Queryable, grants: Grant[], leaseToken: string): Promise<LeaseResult> {
-  if (grants.length === 0) return { leased: [], moreDue: new Set() };
-  const rows = await q.query<LeasedDelivery & { more: boolean }>(
-    `WITH g AS (
+/** The lease statement: $1–$5 the grants' arrays (destination, count, ordered, lease seconds, quiet), $6 the lease token. */
+export const LEASE_SQL = `WITH g AS (
        SELECT * FROM unnest($1::text[], $2::int[], $3::bool[], $4::int[], $5::bool[]) AS g(destination_id, n, ordered, lease_seconds, quiet)
      ), picked AS (
        SELECT p.id, p.destination_id, p.rn, g.n, g.lease_seconds
@@ -190,9 +182,21 @@ export async function leaseDeliveries(q: Queryable, grants: Grant[], leaseToken:
      )
      SELECT leased.*, false AS more FROM leased
      UNION ALL
-     SELECT NULL, picked.destination_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM picked WHERE picked.rn > picked.n`,
-    // Arrays, not one JSON document: Postgres sizes unnest() by the arrays, while it guesses 100
-    // rows for json_to_recordset — and that guess made it hash-join the whole deliveries table.
+     SELECT NULL, picked.destination_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM picked WHERE picked.rn > picked.n`;
+
+/**
+ * Leases up to `count` due deliveries per destination in FIFO order (occurred_at, id), looking one
+ * further to learn whether due work remains. Every lease of one claim carries the claim's
+ * `leaseToken` (chosen by the worker), so a claim whose commit went unconfirmed can be undone. An ordered destination only ever takes its head,
+ * and only when the head is due.
+ */
+export async function leaseDeliveries(q: Queryable, grants: Grant[], leaseToken: string): Promise<LeaseResult> {
+  if (grants.length === 0) return { leased: [], moreDue: new Set() };
+  const rows = await q.query<LeasedDelivery & { more: boolean }>(
+    LEASE_SQL,
+    // Arrays, not one JSON document: in a custom plan Postgres sizes unnest() by the arrays, while
+    // it guesses 100 rows for json_to_recordset — and that guess made it hash-join the whole
+    // deliveries table. A generic plan (the claim's) sizes neither: see db.ts BEGIN_GENERIC.
     [
       grants.map((g) => g.destinationId),
       grants.map((g) => g.count),

@@ -1,0 +1,64 @@
+import { describe, test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { openDb, BEGIN_GENERIC, type Db } from "../../src/db/db.js";
+import { migrate } from "../../src/db/migrate.js";
+import { insertDestination } from "../../src/db/queries/destinations.js";
+import { LEASE_SQL } from "../../src/db/queries/claim.js";
+import { withDefaults } from "../../src/api/destination-config.js";
+import { createTestDatabase } from "../helpers/db.js";
+
+// The claim runs on generic plans (db.ts TxOptions.genericPlans), which cannot see how small a
+// claim's batch is. With statistics on a table where a few destinations hold big backlogs, the
+// lease statement once hashed the whole deliveries table to update a dozen rows; found by
+// `npm run bench:adaptive`. Its plan must look rows up by index, whatever the table's size.
+
+describe("the claim's plans on server Postgres, with statistics", () => {
+  let db: Db;
+  let drop: () => Promise<void>;
+  before(async () => {
+    const t = await createTestDatabase();
+    drop = () => t.drop();
+    db = await openDb({ databaseUrl: t.url });
+    await migrate(db);
+    await db.query("INSERT INTO tenants (id, name) VALUES ('ten_plan', 'plans')");
+    for (let d = 0; d < 12; d++)
+      await insertDestination(db, `dst_plan${d}`, "ten_plan", withDefaults({ url: "https://example.com/h" }), []);
+    await db.query(`INSERT INTO events (id, tenant_id, type, payload, occurred_at)
+                    SELECT 'evt_plan' || g, 'ten_plan', 'x', '{}', now() FROM generate_series(1, 60000) g`);
+    await db.query(`INSERT INTO deliveries (id, tenant_id, destination_id, event_id, status, occurred_at, next_attempt_at)
+                    SELECT 'dlv_plan' || g, 'ten_plan', 'dst_plan' || (g % 12), 'evt_plan' || g, 'queued', now(), now()
+                      FROM generate_series(1, 60000) g`);
+    await db.query("ANALYZE");
+  });
+  after(async () => {
+    await db?.close();
+    await drop?.();
+  });
+
+  test("the lease statement's generic plan finds the rows it updates by index, not by scanning deliveries", async () => {
+    const plan = await db.tx(
+      async (q) => {
+        await q.exec(`PREPARE lease_plan(text[], int[], bool[], int[], bool[], uuid) AS ${LEASE_SQL}`);
+        const rows = await q.query<{ "QUERY PLAN": string }>(
+          `EXPLAIN EXECUTE lease_plan(ARRAY['dst_plan1','dst_plan2'], ARRAY[5,5], ARRAY[false,false], ARRAY[20,20], ARRAY[false,false],
+                                      gen_random_uuid())`,
+        );
+        await q.exec("DEALLOCATE lease_plan");
+        return rows.map((r) => r["QUERY PLAN"]).join("\n");
+      },
+      { genericPlans: true },
+    );
+    assert.doesNotMatch(plan, /Seq Scan on deliveries/, plan);
+    assert.doesNotMatch(plan, /Hash Join|Merge Join/, plan);
+    assert.match(plan, /Index Scan using deliveries_pkey on deliveries d/, plan);
+  });
+
+  test("the settings ride along with BEGIN, for this transaction only", async () => {
+    assert.match(BEGIN_GENERIC, /^BEGIN; /);
+    const inside = await db.tx(async (q) => (await q.query<{ h: string }>("SELECT current_setting('enable_hashjoin') AS h"))[0]!.h, {
+      genericPlans: true,
+    });
+    const outside = (await db.query<{ h: string }>("SELECT current_setting('enable_hashjoin') AS h"))[0]!.h;
+    assert.deepEqual([inside, outside], ["off", "on"]);
+  });
+});
