@@ -1,9 +1,16 @@
 -- Backlog alerts (issue 14): per destination, how long a rising backlog may go on and how old
--- its oldest waiting delivery may get (null turns either alert off), and the watch the stats
--- rollup keeps once a minute (src/policy/backlog-alerts.ts): the current run and what stands.
+-- its oldest waiting delivery may get (null turns either alert off).
 ALTER TABLE destinations ADD COLUMN backlog_alert_minutes int DEFAULT 30 CHECK (backlog_alert_minutes BETWEEN 1 AND 1440);
 ALTER TABLE destinations ADD COLUMN backlog_alert_age_minutes int DEFAULT 60 CHECK (backlog_alert_age_minutes BETWEEN 1 AND 43200);
-ALTER TABLE destinations ADD COLUMN backlog_watch jsonb;
+
+-- The watch the stats rollup keeps once a minute (src/policy/backlog-alerts.ts): the current run
+-- and what stands. A table of its own, not columns of destinations: the minute's look rewrites
+-- many watches at once, and destination rows are what every claim and write-back locks (written
+-- there, the look stalled delivery for the length of its transaction).
+CREATE TABLE backlog_watches (
+  destination_id text PRIMARY KEY,
+  watch          jsonb NOT NULL
+);
 
 ALTER TABLE alerts DROP CONSTRAINT alerts_type_check;
 ALTER TABLE alerts ADD CONSTRAINT alerts_type_check

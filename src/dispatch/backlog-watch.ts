@@ -51,7 +51,7 @@ export async function lookAtBacklogs(
       },
       { growMinutes: d.backlog_alert_minutes, ageMinutes: d.backlog_alert_age_minutes },
     );
-    if (JSON.stringify(watch) !== JSON.stringify(d.backlog_watch)) updates.push({ id: d.id, watch });
+    if (!sameWatch(watch, d.backlog_watch)) updates.push({ id: d.id, watch });
     for (const t of transitions) {
       alerts.push(
         alertInput(d, t.type, t.reason, health(d), {
@@ -63,6 +63,12 @@ export async function lookAtBacklogs(
   }
   await setBacklogWatch(q, updates);
   return { destinations: rows.length, alerts: await recordAlerts(q, alerts) };
+}
+
+/** Field by field: jsonb keeps its own key order, so the JSON texts differ when the watches do not. */
+function sameWatch(a: BacklogWatch | null, b: BacklogWatch | null): boolean {
+  if (a === null || b === null) return a === b;
+  return a.runSinceMs === b.runSinceMs && a.floor === b.floor && a.growing === b.growing && a.stale === b.stale;
 }
 
 function expectedHold(d: BacklogWatchRow, waiting: number, nowMs: number): number {

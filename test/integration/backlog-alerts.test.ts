@@ -60,7 +60,7 @@ describe("backlog alerts on server Postgres", () => {
       const watch = async () =>
         (
           await s.running.db.query<{ w: { runSinceMs: number; floor: number } | null }>(
-            "SELECT backlog_watch AS w FROM destinations WHERE id = $1",
+            "SELECT watch AS w FROM backlog_watches WHERE destination_id = $1",
             [d.id],
           )
         )[0]!.w;
@@ -73,7 +73,7 @@ describe("backlog alerts on server Postgres", () => {
 
       // 31 minutes pass with the backlog never back down to 99, and it ends 100 higher.
       await s.running.db.query(
-        "UPDATE destinations SET backlog_watch = jsonb_set(backlog_watch, '{runSinceMs}', to_jsonb(($1::float8))) WHERE id = $2",
+        "UPDATE backlog_watches SET watch = jsonb_set(watch, '{runSinceMs}', to_jsonb(($1::float8))) WHERE destination_id = $2",
         [first.runSinceMs - 31 * 60_000, d.id],
       );
       await publish(100);

@@ -39,7 +39,7 @@ export interface DestinationRow extends DestinationConfig {
   ramp_limit: number | null;
   /** Adaptive pace's memory (policy/adaptive-pace.ts); null until its first answer, or when off. */
   pace_state: PaceState | null;
-  /** The stats rollup's backlog watch (policy/backlog-alerts.ts); null: nothing waiting, nothing standing. */
+  /** The stats rollup's backlog watch (policy/backlog-alerts.ts, table backlog_watches); null: nothing waiting, nothing standing. */
   backlog_watch: BacklogWatch | null;
   deleted_at: Date | null;
   created_at: Date;
@@ -51,6 +51,9 @@ export interface DestinationCounts {
   queued: number;
   inflight: number;
 }
+
+/** Every destination read carries its backlog watch (its own table: the stats rollup rewrites it). */
+const WITH_WATCH = "(SELECT w.watch FROM backlog_watches w WHERE w.destination_id = destinations.id) AS backlog_watch, now() AS now";
 
 const CONFIG_COLUMNS = [
   "name",
@@ -106,7 +109,7 @@ export async function insertDestination(
   const cols = CONFIG_COLUMNS.join(", ");
   const params = CONFIG_COLUMNS.map((_, i) => `$${i + 4}`).join(", ");
   const rows = await q.query<DestinationRow>(
-    `INSERT INTO destinations (id, tenant_id, secrets, ${cols}) VALUES ($1, $2, $3, ${params}) RETURNING *, now() AS now`,
+    `INSERT INTO destinations (id, tenant_id, secrets, ${cols}) VALUES ($1, $2, $3, ${params}) RETURNING *, ${WITH_WATCH}`,
     [id, tenantId, JSON.stringify(secrets), ...configParams(c)],
   );
   await bumpRoutingVersion(q, tenantId);
@@ -116,7 +119,7 @@ export async function insertDestination(
 /** One destination of the tenant (deleted ones are gone), optionally row-locked. */
 export async function getDestination(q: Queryable, tenantId: string, id: string, lock = false): Promise<DestinationRow | null> {
   const rows = await q.query<DestinationRow>(
-    `SELECT *, now() AS now FROM destinations WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL${lock ? " FOR UPDATE" : ""}`,
+    `SELECT *, ${WITH_WATCH} FROM destinations WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL${lock ? " FOR UPDATE OF destinations" : ""}`,
     [id, tenantId],
   );
   return rows[0] ?? null;
@@ -131,7 +134,7 @@ export async function listDestinations(
   ids: readonly string[] | null = null,
 ): Promise<DestinationRow[]> {
   return q.query<DestinationRow>(
-    `SELECT *, now() AS now FROM destinations
+    `SELECT *, ${WITH_WATCH} FROM destinations
       WHERE tenant_id = $1 AND deleted_at IS NULL AND ($2::text IS NULL OR id < $2) AND ($4::text[] IS NULL OR id = ANY($4::text[]))
       ORDER BY id DESC LIMIT $3`,
     [tenantId, before, limit, ids],
@@ -178,7 +181,7 @@ export async function updateDestinationConfig(
             pace_state = CASE WHEN coalesce((${adaptiveParam}::jsonb->>'enabled')::boolean, false) THEN pace_state END,
             ready_at = CASE WHEN paused_at IS NULL THEN ${readyAtNoLaterThan(readyAtOutsideHold("now()"))}
                             ELSE ready_at END -- paused: keep its probe schedule
-      WHERE id = $1 RETURNING *, now() AS now`,
+      WHERE id = $1 RETURNING *, ${WITH_WATCH}`,
     [id, secrets === null ? null : JSON.stringify(secrets), ...configParams(c)],
   );
   await bumpRoutingVersion(q, rows[0]!.tenant_id);
