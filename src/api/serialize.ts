@@ -13,7 +13,7 @@ import type { RecoveryRow } from "../db/queries/recoveries.js";
 import type { TenantRow } from "../db/queries/tenants.js";
 import type { ApiKeyRow } from "../db/queries/api-keys.js";
 import { currentQuietWindow, nextQuietStartMs, type DeliverySchedule } from "../policy/quiet-hours.js";
-import { healthView } from "../policy/health.js";
+import { healthStateOf, healthView } from "../policy/health.js";
 import { adaptiveOn, effectiveLimits, fmt, ratePerSecond } from "../policy/adaptive-pace.js";
 import { maskHeaders } from "../policy/custom-headers.js";
 import { holdReason, type HoldFacts } from "../policy/hold-reason.js";
@@ -55,15 +55,6 @@ export function destinationStatus(row: StatusInput, quiet = quietWindowOf(row), 
 
 function quietWindowOf(row: Pick<DestinationRow, "delivery_schedule" | "now">) {
   return row.delivery_schedule ? currentQuietWindow(row.delivery_schedule, row.now.getTime()) : null;
-}
-
-function healthOf(row: DestinationRow) {
-  return healthView({
-    window: row.health_window,
-    consecutiveFailures: row.consecutive_failures,
-    consecutiveAuthFailures: row.consecutive_auth_failures,
-    status: row.health_status,
-  });
 }
 
 export function destinationView(
@@ -115,7 +106,7 @@ export function destinationView(
     backlog_alerts: [...(row.backlog_watch?.growing ? ["growing" as const] : []), ...(row.backlog_watch?.stale ? ["stale" as const] : [])],
     queued_events: counts?.queued ?? 0,
     inflight: counts?.inflight ?? 0,
-    health: healthOf(row),
+    health: healthView(healthStateOf(row)),
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
   };

@@ -4,7 +4,7 @@ import { backlogWatchRows, setBacklogWatch, type BacklogWatchRow } from "../db/q
 import { alertInput, recordAlerts, type AlertInput } from "../alerts/alerts.js";
 import { expectedHoldSeconds, watchBacklog, type BacklogWatch } from "../policy/backlog-alerts.js";
 import { holdReason } from "../policy/hold-reason.js";
-import { healthView } from "../policy/health.js";
+import { healthStateOf, healthView } from "../policy/health.js";
 import { throttleHoldSeconds } from "../policy/throttle.js";
 import { effectiveLimits, ratePerSecond } from "../policy/adaptive-pace.js";
 
@@ -54,7 +54,7 @@ export async function lookAtBacklogs(
     if (!sameWatch(watch, d.backlog_watch)) updates.push({ id: d.id, watch });
     for (const t of transitions) {
       alerts.push(
-        alertInput(d, t.type, t.reason, health(d), {
+        alertInput(d, t.type, t.reason, healthView(healthStateOf(d)), {
           queued_events: n,
           oldest_waiting_age_seconds: w ? Math.round(w.oldestAgeS) : null,
         }),
@@ -79,14 +79,5 @@ function expectedHold(d: BacklogWatchRow, waiting: number, nowMs: number): numbe
     throttleHoldS: throttleHoldSeconds(d.throttle_schedule_seconds, Math.max(1, d.consecutive_throttles), null),
     waiting,
     ratePerSecond: ratePerSecond(effectiveLimits(d, nowMs).rateLimit),
-  });
-}
-
-function health(d: BacklogWatchRow) {
-  return healthView({
-    window: d.health_window,
-    status: d.health_status,
-    consecutiveFailures: d.consecutive_failures,
-    consecutiveAuthFailures: d.consecutive_auth_failures,
   });
 }

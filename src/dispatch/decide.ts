@@ -2,7 +2,7 @@ import { classify, type Outcome } from "../policy/outcome.js";
 import { retryDelaySeconds } from "../policy/retry-schedule.js";
 import { retryAfterWaitSeconds } from "../policy/retry-after.js";
 import { throttleHoldSeconds, throttleReason } from "../policy/throttle.js";
-import { applyOutcomes, healthClass, DEFAULT_HEALTH_CONFIG, type HealthConfig } from "../policy/health.js";
+import { applyOutcomes, healthClass, healthStateOf, DEFAULT_HEALTH_CONFIG, type HealthConfig } from "../policy/health.js";
 import type { DeliveryUpdate, AttemptRow, DestinationUpdate, LockedDestinationState } from "../db/queries/results.js";
 import type { SendResult } from "../delivery/sender.js";
 import { adaptPace, adaptiveOn, paceBounds, paceWithin, type PaceSignal } from "../policy/adaptive-pace.js";
@@ -112,12 +112,7 @@ export function decideDestination(
     pace = adaptPace(state.pace_state, bounds, outcomes.map(paceSignal), nowMs);
   }
   const health = applyOutcomes(
-    {
-      window: state.health_window,
-      consecutiveFailures: state.consecutive_failures,
-      consecutiveAuthFailures: state.consecutive_auth_failures,
-      status: state.health_status,
-    },
+    healthStateOf(state),
     outcomes.map((o) => ({ ...o.outcome, errorMessage: o.errorMessage ?? null })),
     healthConfig,
     { paused: state.paused_at !== null },

@@ -110,6 +110,24 @@ export interface HealthState {
   status: HealthStatus;
 }
 
+/** The health columns of a destination row, as stored. */
+export interface StoredHealth {
+  health_window: string;
+  health_status: HealthStatus;
+  consecutive_failures: number;
+  consecutive_auth_failures: number;
+}
+
+/** A destination row's health state, from its columns. */
+export function healthStateOf(row: StoredHealth): HealthState {
+  return {
+    window: row.health_window,
+    consecutiveFailures: row.consecutive_failures,
+    consecutiveAuthFailures: row.consecutive_auth_failures,
+    status: row.health_status,
+  };
+}
+
 /** An outcome, with the attempt's error message when known (it names DNS codes like ENOTFOUND). */
 export type HealthInput = Outcome & { errorMessage?: string | null };
 

@@ -40,19 +40,16 @@ const bounds = (over: Partial<PaceBounds> = {}): PaceBounds => ({
 /**
  * A destination with an endless backlog against a receiver, in 50 ms steps: each step sends what
  * the pace (and concurrency, by latency) allows, the receiver answers, the answers are written back.
- * `answer(t, sentInLastSecond)` → status and latency for one request at t.
+ * `answer(t, acceptedLastSecond)` → status and latency for one request at t. Returns the final
+ * state and the times of every request accepted and refused.
  */
-function simulate(
-  b: PaceBounds,
-  seconds: number,
-  answer: (t: number, acceptedLastSecond: number) => { status: number; latencyMs: number },
-) {
+function run(b: PaceBounds, seconds: number, answer: (t: number, acceptedLastSecond: number) => { status: number; latencyMs: number }) {
   const STEP = 50;
   let s: PaceState = initialPace(b, T0);
   let credit = 0;
+  const lastSecond: number[] = []; // 200s of the last second, for the receiver
   const accepted: number[] = []; // times of 200s
   const rejected: number[] = []; // times of 429s
-  const rates: number[] = [];
   let lastLatency = 1;
   for (let t = T0; t < T0 + seconds * 1000; t += STEP) {
     credit = Math.min(credit + (s.rate * STEP) / 1000, Math.max(1, s.rate * PACE.burstSeconds) + (s.rate * STEP) / 1000);
@@ -63,28 +60,21 @@ function simulate(
     const signals: PaceSignal[] = [];
     for (let i = 0; i < n; i++) {
       const at = t + (i * STEP) / Math.max(n, 1);
-      while (accepted.length && accepted[0]! <= at - 1000) accepted.shift();
-      const a = answer(at, accepted.length);
+      while (lastSecond.length && lastSecond[0]! <= at - 1000) lastSecond.shift();
+      const a = answer(at, lastSecond.length);
       lastLatency = a.latencyMs;
       if (a.status === 429) {
         rejected.push(at);
         signals.push(too(at));
       } else {
+        lastSecond.push(at);
         accepted.push(at);
         signals.push(ok(at, a.latencyMs));
-        allAccepted.push(at);
       }
     }
     s = adaptPace(s, b, signals, t + STEP).state;
-    rates.push(s.rate);
   }
-  return { state: s, rejected, rates };
-}
-let allAccepted: number[] = [];
-function run(b: PaceBounds, seconds: number, answer: Parameters<typeof simulate>[2]) {
-  allAccepted = [];
-  const r = simulate(b, seconds, answer);
-  return { ...r, accepted: allAccepted };
+  return { state: s, accepted, rejected };
 }
 const countIn = (xs: number[], from: number, to: number) => xs.filter((x) => x >= from && x < to).length;
 
