@@ -183,9 +183,10 @@ async function oneRun(o: {
       // Why an event accepted before the outage is still missing now: its delivery row says.
       const rows = await adminQuery(
         o.url,
-        `SELECT d.status, d.attempts, (d.lease_expires_at - now())::text AS lease_left, (d.next_attempt_at - now())::text AS due_in,
+        `SELECT d.status, d.attempts, (l.expires_at - now())::text AS lease_left, (d.next_attempt_at - now())::text AS due_in,
                 (ds.ready_at - now())::text AS dest_ready_in, count(*)::int AS n
-           FROM deliveries d JOIN destinations ds ON ds.id = d.destination_id WHERE d.event_id = ANY($1)
+           FROM deliveries d JOIN destinations ds ON ds.id = d.destination_id
+           LEFT JOIN leases l ON l.destination_id = d.destination_id AND l.delivery_id = d.id WHERE d.event_id = ANY($1)
           GROUP BY 1, 2, 3, 4, 5 ORDER BY n DESC LIMIT 10`,
         [stillMissing],
       );

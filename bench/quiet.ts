@@ -153,18 +153,17 @@ async function drain(o: {
 }
 
 /**
- * Logs every lease (a delivery going to 'delivering') with the id of the transaction that made
+ * Logs every lease (a row inserted into leases) with the id of the transaction that made
  * it: one claim transaction = one grant. A bench-only trigger in the drain's database.
  */
 const LEASE_LOG = `
   CREATE TABLE bench_lease_log (seq bigserial PRIMARY KEY, destination_id text NOT NULL, delivery_id text NOT NULL, xid bigint NOT NULL, at timestamptz NOT NULL);
   CREATE FUNCTION bench_log_lease() RETURNS trigger LANGUAGE plpgsql AS $$
   BEGIN
-    INSERT INTO bench_lease_log (destination_id, delivery_id, xid, at) VALUES (NEW.destination_id, NEW.id, txid_current(), clock_timestamp());
+    INSERT INTO bench_lease_log (destination_id, delivery_id, xid, at) VALUES (NEW.destination_id, NEW.delivery_id, txid_current(), clock_timestamp());
     RETURN NULL;
   END $$;
-  CREATE TRIGGER bench_lease_log AFTER UPDATE OF status ON deliveries
-    FOR EACH ROW WHEN (NEW.status = 'delivering' AND OLD.status IS DISTINCT FROM 'delivering') EXECUTE FUNCTION bench_log_lease();`;
+  CREATE TRIGGER bench_lease_log AFTER INSERT ON leases FOR EACH ROW EXECUTE FUNCTION bench_log_lease();`;
 
 async function main(): Promise<void> {
   const f = parseFlags("npm run bench:quiet", {

@@ -2,9 +2,15 @@
 // migrations/0005_checks.sql holds the database to the same sets with CHECK constraints, and
 // test/unit/statuses.test.ts keeps the two in step.
 
-/** A delivery's stored status. Waiting: queued, retry_scheduled; final: delivered, dead, discarded. */
+/**
+ * A delivery's status as read. Waiting: queued, retry_scheduled; in flight: delivering (a row in
+ * `leases`, not a stored status since migrations/0014); final: delivered, dead, discarded.
+ */
 export const DELIVERY_STATUSES = ["queued", "retry_scheduled", "delivering", "delivered", "dead", "discarded"] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+/** The statuses deliveries.status may hold (migrations/0014_leases.sql's CHECK). */
+export const STORED_DELIVERY_STATUSES = DELIVERY_STATUSES.filter((s) => s !== "delivering");
 
 /** Stored statuses of deliveries that wait for a claim (the partial indexes of 0001 list the same). */
 export const WAITING_STATUSES = ["queued", "retry_scheduled"] as const satisfies readonly DeliveryStatus[];

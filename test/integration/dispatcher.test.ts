@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { IDLE_RECHECK_MS, claim } from "../../src/dispatch/claim.js";
-import { abandonClaims } from "../../src/db/queries/results.js";
+import { abandonClaims, finishDeliveries, type DeliveryUpdate } from "../../src/db/queries/results.js";
 import { withRetry } from "../../src/db/db.js";
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -173,6 +173,91 @@ for (const backend of BACKENDS) {
         const again = await claim(s.running.db, { ...opts, leaseToken: randomUUID() });
         assert.equal(again.deliveries.length, 3);
         assert.ok(again.deliveries.every((x) => x.attempts === 1));
+      } finally {
+        await s.stop();
+      }
+    });
+  });
+}
+
+for (const backend of BACKENDS) {
+  describe(`leases on ${backend} Postgres`, () => {
+    test("a lease is a row of its own: the delivery row is not rewritten; an expired one is reclaimed, counted, and its late result refused", async () => {
+      const s = await startSluice(backend, { worker: false });
+      try {
+        const db = s.running.db;
+        const d = (await s.api<Destination>("POST", "/v1/destinations", { url: "http://127.0.0.1:9/never", event_types: ["lease.*"] }))
+          .body;
+        await s.api("POST", "/v1/events/batch", { events: [0, 1].map((i) => ({ type: "lease.x", payload: { i } })) });
+        const versions = () =>
+          db.query<{ id: string; v: string }>("SELECT id, xmin::text AS v FROM deliveries WHERE destination_id = $1 ORDER BY id", [d.id]);
+        const before = await versions();
+        const opts = { capacity: 10, batchSize: 10, grantCap: 10, leaseMarginSeconds: 10, rateSendJitterMs: 0, shard: null };
+        const first = randomUUID();
+        const got = await claim(db, { ...opts, leaseToken: first });
+        assert.equal(got.deliveries.length, 2);
+        assert.ok(got.deliveries.every((x) => x.attempts === 1 && x.lease_token === first));
+        assert.deepEqual(await versions(), before, "leasing wrote no new version of a delivery row");
+        const leases = await db.query<{ token: string }>("SELECT token::text AS token FROM leases WHERE destination_id = $1", [d.id]);
+        assert.deepEqual(
+          leases.map((l) => l.token),
+          [first, first],
+        );
+        const shown = (await s.api<Page<Delivery>>("GET", `/v1/deliveries?destination_id=${d.id}&status=delivering`)).body.data;
+        assert.deepEqual(
+          shown.map((x) => [x.status, x.attempts]),
+          [
+            ["delivering", 1],
+            ["delivering", 1],
+          ],
+        );
+        assert.equal((await s.api<Page<Delivery>>("GET", `/v1/deliveries?destination_id=${d.id}&status=queued`)).body.data.length, 0);
+
+        // The worker died: its leases expire, and the next claim of the destination takes them back.
+        await db.query("UPDATE leases SET expires_at = now() - interval '1 second' WHERE destination_id = $1", [d.id]);
+        await db.query("UPDATE destinations SET ready_at = now() WHERE id = $1", [d.id]);
+        const second = randomUUID();
+        const again = await claim(db, { ...opts, leaseToken: second });
+        assert.equal(again.deliveries.length, 2);
+        assert.ok(
+          again.deliveries.every((x) => x.attempts === 2),
+          "the lost attempt counts: its request may have been made",
+        );
+        const late = (x: { id: string }, leaseToken: string): DeliveryUpdate => ({
+          destinationId: d.id,
+          id: x.id,
+          leaseToken,
+          status: "delivered",
+          delaySeconds: null,
+          failed: false,
+          error: null,
+          statusCode: 200,
+        });
+        const refused = await withRetry(db, (q) =>
+          finishDeliveries(
+            q,
+            again.deliveries.map((x) => late(x, first)),
+            [],
+          ),
+        );
+        assert.equal(refused.size, 0, "a result under the expired lease does not land");
+        const landed = await withRetry(db, (q) =>
+          finishDeliveries(
+            q,
+            again.deliveries.map((x) => late(x, second)),
+            [],
+          ),
+        );
+        assert.equal(landed.size, 2);
+        const end = (await s.api<Page<Delivery>>("GET", `/v1/deliveries?destination_id=${d.id}`)).body.data;
+        assert.deepEqual(
+          end.map((x) => [x.status, x.attempts]),
+          [
+            ["delivered", 2],
+            ["delivered", 2],
+          ],
+        );
+        assert.equal((await db.query("SELECT 1 FROM leases WHERE destination_id = $1", [d.id])).length, 0, "no lease is left behind");
       } finally {
         await s.stop();
       }

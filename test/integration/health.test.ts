@@ -253,7 +253,9 @@ describe("health alerts", () => {
             [d.id],
           );
           const dls = await s.running.db.query(
-            "SELECT status, attempts, failures, next_attempt_at, lease_expires_at, last_error FROM deliveries WHERE destination_id = $1",
+            `SELECT status, attempts, failures, next_attempt_at, last_error,
+                    (SELECT l.expires_at FROM leases l WHERE l.destination_id = x.destination_id AND l.delivery_id = x.id) AS lease_expires_at
+               FROM deliveries x WHERE destination_id = $1`,
             [d.id],
           );
           throw new Error(

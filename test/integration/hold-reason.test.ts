@@ -58,13 +58,19 @@ async function seed(db: Db, destinations: [Dst, Dlv[]][]): Promise<string[]> {
     );
     for (const [status, attempts, dueInS, quietHold] of dls) {
       const id = `dlv_${String(++n).padStart(3, "0")}`;
+      // In flight: a waiting row with a lease (migrations/0014_leases.sql); its attempt under way is not counted yet.
+      const leased = status === "delivering";
       await db.query(
-        `INSERT INTO deliveries (destination_id, id, event_id, tenant_id, status, attempts, occurred_at, next_attempt_at, quiet_hold,
-                                 lease_token, lease_expires_at)
-         VALUES ($1, $2, 'evt_1', 'ten_1', $3, $4, now() - make_interval(secs => 1000 - $5::int), now() + make_interval(secs => $6::int), $7,
-                 CASE WHEN $3 = 'delivering' THEN gen_random_uuid() END, CASE WHEN $3 = 'delivering' THEN now() + interval '1 minute' END)`,
-        [d.id, id, status, attempts, n, dueInS, quietHold ?? false],
+        `INSERT INTO deliveries (destination_id, id, event_id, tenant_id, status, attempts, occurred_at, next_attempt_at, quiet_hold)
+         VALUES ($1, $2, 'evt_1', 'ten_1', $3, $4, now() - make_interval(secs => 1000 - $5::int), now() + make_interval(secs => $6::int), $7)`,
+        [d.id, id, leased ? "queued" : status, leased ? attempts - 1 : attempts, n, dueInS, quietHold ?? false],
       );
+      if (leased) {
+        await db.query(
+          "INSERT INTO leases (destination_id, delivery_id, token, expires_at) VALUES ($1, $2, gen_random_uuid(), now() + interval '1 minute')",
+          [d.id, id],
+        );
+      }
       ids.push(id);
     }
   }

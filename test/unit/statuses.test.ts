@@ -10,6 +10,7 @@ import {
   HEALTH_STATUSES,
   HOLD_REASONS,
   PAUSE_CAUSES,
+  STORED_DELIVERY_STATUSES,
   SYSTEM_EVENT_TYPES,
   WAITING_STATUSES,
 } from "../../src/policy/statuses.js";
@@ -39,6 +40,11 @@ describe("statuses", () => {
     assert.deepEqual(checkList(sql, "alerts", "type"), ALERT_TYPES.slice(0, 3));
     assert.deepEqual(checkList(sql, "alerts", "email_state"), [...EMAIL_STATES]);
     assert.equal([...sql.matchAll(/ADD CONSTRAINT/g)].length, 6, "a new CHECK needs its list compared here");
+  });
+
+  test("the latest deliveries.status CHECK lists the stored statuses: delivering is a lease since 0014", () => {
+    assert.deepEqual(checkList(read("0014_leases.sql"), "deliveries", "status"), [...STORED_DELIVERY_STATUSES]);
+    assert.deepEqual(STORED_DELIVERY_STATUSES, ["queued", "retry_scheduled", "delivered", "dead", "discarded"]);
   });
 
   test("the latest alerts.type CHECK lists exactly the system event types", () => {

@@ -3,6 +3,7 @@ import { jsonRows, recordset } from "../json-rows.js";
 import type { RateLimit, StoredBuckets } from "../../policy/token-bucket.js";
 import type { DeliverySchedule } from "../../policy/quiet-hours.js";
 import type { AdaptiveConfig, PaceState } from "../../policy/adaptive-pace.js";
+import { UNLEASED } from "./leases.js";
 
 // The claim transaction: four statements inside one transaction that holds the claimed
 // destinations' row locks, so limits hold across all worker processes.
@@ -72,13 +73,19 @@ export async function lockReadyDestinations(q: Queryable, limit: number, shard: 
         LIMIT $1
         FOR UPDATE SKIP LOCKED
      ), reclaimed AS (
-       -- No join: by (destination_id = ANY(array), expiry) the lease index is searched per locked
+       -- No join: by (destination_id = ANY(array)) the lease key is searched per locked
        -- destination. Joined to "locked" (even LATERAL, which the planner flattens), Postgres
-       -- walked the whole lease index by expiry (2.3 ms of this statement at 100k destinations).
+       -- walked a whole lease index by expiry (2.3 ms of this statement at 100k destinations).
+       DELETE FROM leases l
+        WHERE l.destination_id = ANY(ARRAY(SELECT id FROM locked)) AND l.expires_at <= now()
+       RETURNING l.destination_id, l.delivery_id
+     ), lapsed AS (
+       -- The attempt counts: its request may have been made.
        UPDATE deliveries x
-          SET status = 'queued', lease_token = NULL, lease_expires_at = NULL, updated_at = now(),
+          SET attempts = x.attempts + 1, updated_at = now(),
               last_error = 'lease expired: the worker stopped before recording a result'
-        WHERE x.destination_id = ANY(ARRAY(SELECT id FROM locked)) AND x.status = 'delivering' AND x.lease_expires_at <= now()
+         FROM reclaimed r
+        WHERE x.destination_id = r.destination_id AND x.id = r.delivery_id
      )
      SELECT id FROM locked ORDER BY ready_at`,
     params,
@@ -97,25 +104,24 @@ export async function lockReadyDestinations(q: Queryable, limit: number, shard: 
             l.inflight, l.next_lease_expiry,
             CASE WHEN d.ordered THEN
               (SELECT x.next_attempt_at FROM deliveries x
-                WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled')
+                WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled') AND ${UNLEASED("x")}
                 ORDER BY x.occurred_at, x.id LIMIT 1)
             ELSE
               (SELECT min(x.next_attempt_at) FROM deliveries x
                 WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled') AND x.next_attempt_at > now())
             END AS next_waiting,
             CASE WHEN d.delivery_schedule IS NOT NULL THEN
-              EXISTS (SELECT 1 FROM deliveries x WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled'))
+              EXISTS (SELECT 1 FROM deliveries x WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled') AND ${UNLEASED("x")})
             END AS has_waiting,
             CASE WHEN d.delivery_schedule IS NOT NULL AND d.ordered THEN
               (SELECT x.quiet_hold FROM deliveries x
-                WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled')
+                WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled') AND ${UNLEASED("x")}
                 ORDER BY x.occurred_at, x.id LIMIT 1)
             END AS head_quiet_hold
        FROM unnest($1::text[]) WITH ORDINALITY AS g(id, pos) JOIN destinations d ON d.id = g.id
-       -- Live leases: their count and the earliest expiry, in one pass over the lease index.
+       -- Live leases: their count and the earliest expiry, in one pass over the destination's leases.
        CROSS JOIN LATERAL (
-         SELECT count(*)::int AS inflight, min(x.lease_expires_at) AS next_lease_expiry
-           FROM deliveries x WHERE x.destination_id = d.id AND x.status = 'delivering'
+         SELECT count(*)::int AS inflight, min(l.expires_at) AS next_lease_expiry FROM leases l WHERE l.destination_id = d.id
        ) l
       ORDER BY g.pos`,
     [locked.map((l) => l.id)],
@@ -165,22 +171,24 @@ export const LEASE_SQL = `WITH g AS (
                     WHERE dl.destination_id = g.destination_id
                       AND dl.status IN ('queued', 'retry_scheduled')
                       AND (g.ordered OR (dl.next_attempt_at <= now() AND NOT (g.quiet AND dl.quiet_hold)))
+                      AND ${UNLEASED("dl")}
                     ORDER BY dl.occurred_at, dl.id
                     LIMIT g.n + 1) w
          ) p
         WHERE p.next_attempt_at <= now() AND NOT (g.quiet AND p.quiet_hold)
      ), leased AS (
-       UPDATE deliveries d
-          SET status = 'delivering', attempts = d.attempts + 1, lease_token = $6::uuid,
-              lease_expires_at = now() + make_interval(secs => picked.lease_seconds), updated_at = now()
-         FROM picked, events e
-        WHERE picked.rn <= picked.n AND d.destination_id = picked.destination_id AND d.id = picked.id AND e.id = d.event_id
-       RETURNING d.id, d.destination_id, d.event_id, d.attempts, d.failures, d.lease_token::text AS lease_token,
-                 e.type, e.payload::text AS payload,
-                 to_char(e.occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS occurred_at,
-                 (extract(epoch FROM e.created_at) * 1000)::float8 AS created_ms
+       -- A row of its own per lease: the delivery row is not rewritten (migrations/0014_leases.sql).
+       INSERT INTO leases (destination_id, delivery_id, token, expires_at)
+       SELECT picked.destination_id, picked.id, $6::uuid, now() + make_interval(secs => picked.lease_seconds)
+         FROM picked WHERE picked.rn <= picked.n
+       RETURNING destination_id, delivery_id
      )
-     SELECT leased.*, false AS more FROM leased
+     SELECT d.id, d.destination_id, d.event_id, d.attempts + 1 AS attempts, d.failures, $6::uuid::text AS lease_token,
+            e.type, e.payload::text AS payload,
+            to_char(e.occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS occurred_at,
+            (extract(epoch FROM e.created_at) * 1000)::float8 AS created_ms, false AS more
+       FROM leased JOIN deliveries d ON d.destination_id = leased.destination_id AND d.id = leased.delivery_id
+       JOIN events e ON e.id = d.event_id
      UNION ALL
      SELECT NULL, picked.destination_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM picked WHERE picked.rn > picked.n`;
 

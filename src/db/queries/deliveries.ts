@@ -31,15 +31,22 @@ export interface DeliveryRow {
   now: Date;
 }
 
-const SELECT = `SELECT dl.*, d.paused_at AS d_paused_at, d.throttled_until AS d_throttled_until, d.rate_limited AS d_rate_limited,
+// A leased delivery (a row in leases) shows as `delivering`, with the attempt under way counted.
+const SHOWN_STATUS = "CASE WHEN ls.token IS NOT NULL THEN 'delivering' ELSE dl.status END";
+const SELECT = `SELECT dl.destination_id, dl.id, dl.event_id, dl.tenant_id, ${SHOWN_STATUS} AS status,
+                       dl.attempts + (ls.token IS NOT NULL)::int AS attempts, dl.failures, dl.occurred_at, dl.next_attempt_at,
+                       ls.expires_at AS lease_expires_at, dl.last_error, dl.last_status_code, dl.finished_at, dl.created_at,
+                       dl.updated_at, dl.quiet_hold,
+                       d.paused_at AS d_paused_at, d.throttled_until AS d_throttled_until, d.rate_limited AS d_rate_limited,
                        d.delivery_schedule AS d_delivery_schedule, now() AS now,
-                       (dl.status IN ('queued', 'retry_scheduled') AND
-                        (SELECT count(*) FROM deliveries x WHERE x.destination_id = dl.destination_id AND x.status = 'delivering')
+                       (dl.status IN ('queued', 'retry_scheduled') AND ls.token IS NULL AND
+                        (SELECT count(*) FROM leases x WHERE x.destination_id = dl.destination_id)
                           >= CASE WHEN d.ordered THEN 1 ELSE least(d.max_concurrency, coalesce(d.ramp_limit, d.max_concurrency)) END) AS at_cap,
-                       (d.ordered AND dl.status IN ('queued', 'retry_scheduled') AND EXISTS (
+                       (d.ordered AND dl.status IN ('queued', 'retry_scheduled') AND ls.token IS NULL AND EXISTS (
                           SELECT 1 FROM deliveries x WHERE x.destination_id = dl.destination_id
-                             AND x.status IN ('queued', 'retry_scheduled', 'delivering') AND (x.occurred_at, x.id) < (dl.occurred_at, dl.id))) AS behind
-                  FROM deliveries dl JOIN destinations d ON d.id = dl.destination_id`;
+                             AND x.status IN ('queued', 'retry_scheduled') AND (x.occurred_at, x.id) < (dl.occurred_at, dl.id))) AS behind
+                  FROM deliveries dl JOIN destinations d ON d.id = dl.destination_id
+                  LEFT JOIN leases ls ON ls.destination_id = dl.destination_id AND ls.delivery_id = dl.id`;
 
 export async function getDelivery(q: Queryable, tenantId: string, id: string): Promise<DeliveryRow | null> {
   return (await q.query<DeliveryRow>(`${SELECT} WHERE dl.id = $1 AND dl.tenant_id = $2`, [id, tenantId]))[0] ?? null;
@@ -48,7 +55,7 @@ export async function getDelivery(q: Queryable, tenantId: string, id: string): P
 export interface DeliveryFilter {
   destinationId?: string | undefined;
   eventId?: string | undefined;
-  /** Stored statuses to include (the API's "held" maps onto queued). */
+  /** Statuses to include, as shown (`delivering`: leased; the API's "held" maps onto the waiting ones). */
   statuses?: readonly DeliveryStatus[] | undefined;
   /** Only deliveries to these destinations (a portal session's scope); null/absent: any. */
   destinationIds?: readonly string[] | null | undefined;
@@ -74,7 +81,7 @@ export async function listDeliveries(
   }
   if (f.statuses) {
     params.push(f.statuses);
-    where.push(`dl.status = ANY($${params.length}::text[])`);
+    where.push(`${SHOWN_STATUS} = ANY($${params.length}::text[])`);
   }
   if (f.destinationIds) {
     params.push(f.destinationIds);

@@ -5,6 +5,7 @@ import { bumpRoutingVersion } from "./events.js";
 import { emptyHealth } from "../../policy/health.js";
 import { setHealth } from "./health.js";
 import { READY_AT_IDLE, READY_AT_NOW, readyAtNoLaterThan, readyAtOutsideHold } from "./ready-at.js";
+import { UNLEASED } from "./leases.js";
 import type { HealthStatus, PauseCauseStored } from "../../policy/statuses.js";
 import type { PaceState } from "../../policy/adaptive-pace.js";
 import type { BacklogWatch } from "../../policy/backlog-alerts.js";
@@ -153,11 +154,10 @@ export async function liveDestinationIds(q: Queryable, tenantId: string, ids: re
 /** Unfinished and in-flight deliveries per destination. */
 export async function destinationCounts(q: Queryable, ids: string[]): Promise<Map<string, DestinationCounts>> {
   const rows = await q.query<{ destination_id: string; queued: number; inflight: number }>(
-    `SELECT destination_id, count(*)::int AS queued,
-            (count(*) FILTER (WHERE status = 'delivering' AND lease_expires_at > now()))::int AS inflight
-       FROM deliveries
-      WHERE destination_id = ANY($1::text[]) AND status IN ('queued', 'retry_scheduled', 'delivering')
-      GROUP BY destination_id`,
+    `SELECT g.id AS destination_id,
+            (SELECT count(*) FROM deliveries x WHERE x.destination_id = g.id AND x.status IN ('queued', 'retry_scheduled'))::int AS queued,
+            (SELECT count(*) FROM leases l WHERE l.destination_id = g.id AND l.expires_at > now())::int AS inflight
+       FROM unnest($1::text[]) AS g(id)`,
     [ids],
   );
   return new Map(rows.map((r) => [r.destination_id, { queued: r.queued, inflight: r.inflight }]));
@@ -188,7 +188,7 @@ export async function updateDestinationConfig(
   return rows[0]!;
 }
 
-/** Soft-deletes; waiting deliveries are discarded (in-flight ones finish). */
+/** Soft-deletes; waiting deliveries are discarded (in-flight ones finish). The caller holds the row lock. */
 export async function deleteDestination(q: Queryable, id: string): Promise<void> {
   const [d] = await q.query<{ tenant_id: string }>(
     `UPDATE destinations SET deleted_at = now(), ready_at = ${READY_AT_IDLE}, updated_at = now() WHERE id = $1 RETURNING tenant_id`,
@@ -196,8 +196,8 @@ export async function deleteDestination(q: Queryable, id: string): Promise<void>
   );
   if (d) await bumpRoutingVersion(q, d.tenant_id);
   await q.query(
-    `UPDATE deliveries SET status = 'discarded', finished_at = now(), updated_at = now(), last_error = 'destination deleted'
-      WHERE destination_id = $1 AND status IN ('queued', 'retry_scheduled')`,
+    `UPDATE deliveries x SET status = 'discarded', finished_at = now(), updated_at = now(), last_error = 'destination deleted'
+      WHERE x.destination_id = $1 AND x.status IN ('queued', 'retry_scheduled') AND ${UNLEASED("x")}`,
     [id],
   );
 }
@@ -216,9 +216,9 @@ export async function resumeDestination(q: Queryable, id: string, replay: boolea
   if (!replay) {
     const rows = await q.query<{ n: number }>(
       `WITH d AS (
-         UPDATE deliveries SET status = 'discarded', finished_at = now(), updated_at = now(),
+         UPDATE deliveries x SET status = 'discarded', finished_at = now(), updated_at = now(),
                 last_error = 'discarded when the destination was resumed without replay'
-          WHERE destination_id = $1 AND status IN ('queued', 'retry_scheduled') RETURNING 1)
+          WHERE x.destination_id = $1 AND x.status IN ('queued', 'retry_scheduled') AND ${UNLEASED("x")} RETURNING 1)
        SELECT count(*)::int AS n FROM d`,
       [id],
     );
@@ -253,14 +253,14 @@ export async function lockDestination(q: Queryable, id: string): Promise<void> {
 export async function recomputeQuietHold(q: Queryable, id: string, schedule: DeliverySchedule | null): Promise<void> {
   const types = await q.query<{ type: string }>(
     `SELECT DISTINCT e.type FROM deliveries dl JOIN events e ON e.id = dl.event_id
-      WHERE dl.destination_id = $1 AND dl.status IN ('queued', 'retry_scheduled', 'delivering')`,
+      WHERE dl.destination_id = $1 AND dl.status IN ('queued', 'retry_scheduled')`,
     [id],
   );
   const held = schedule ? types.map((t) => t.type).filter((t) => scheduleApplies(schedule, t)) : [];
   await q.query(
     `UPDATE deliveries dl SET quiet_hold = (e.type = ANY($2::text[]))
        FROM events e
-      WHERE e.id = dl.event_id AND dl.destination_id = $1 AND dl.status IN ('queued', 'retry_scheduled', 'delivering')
+      WHERE e.id = dl.event_id AND dl.destination_id = $1 AND dl.status IN ('queued', 'retry_scheduled')
         AND dl.quiet_hold IS DISTINCT FROM (e.type = ANY($2::text[]))`,
     [id, held],
   );

@@ -2,6 +2,7 @@ import type { Queryable } from "../db.js";
 import { jsonRows, recordset } from "../json-rows.js";
 import type { DeliverySchedule } from "../../policy/quiet-hours.js";
 import { READY_AT_NOW, readyAtLaterThan, readyAtOutsideHold, wakeable } from "./ready-at.js";
+import { UNLEASED } from "./leases.js";
 
 // Durable ingest: events, their fan-out into deliveries, and waking the destinations — one
 // transaction, so a 202 means every delivery exists.
@@ -223,7 +224,8 @@ export async function wakeStranded(q: Queryable): Promise<number> {
     `UPDATE destinations d SET ready_at = ${READY_AT_NOW}
       WHERE d.ready_at IS NULL AND ${wakeable("d.")}
         AND EXISTS (SELECT 1 FROM deliveries x
-                     WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled') AND x.next_attempt_at <= now())
+                     WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled') AND x.next_attempt_at <= now()
+                       AND ${UNLEASED("x")})
      RETURNING d.id`,
   );
   return rows.length;

@@ -84,17 +84,22 @@ export async function finishDeliveries(q: Queryable, updates: DeliveryUpdate[], 
   const rows = await q.query<{ id: string }>(
     `WITH u AS (
        SELECT * FROM ${recordset("$1", `"destinationId" text, id text, "leaseToken" uuid, status text, "delaySeconds" float8, failed bool, error text, "statusCode" int`, updates.length)} AS x
+     ), held AS (
+       -- Compare-and-set: the result lands only while its lease is still the delivery's.
+       DELETE FROM leases l USING u
+        WHERE l.destination_id = u."destinationId" AND l.delivery_id = u.id AND l.token = u."leaseToken"
+       RETURNING l.destination_id, l.delivery_id
      ), upd AS (
        UPDATE deliveries d
           SET status = u.status,
+              attempts = d.attempts + 1,
               failures = d.failures + CASE WHEN u.failed THEN 1 ELSE 0 END,
               next_attempt_at = CASE WHEN u."delaySeconds" IS NULL THEN now() ELSE now() + make_interval(secs => u."delaySeconds") END,
               last_error = u.error, last_status_code = u."statusCode",
-              lease_token = NULL, lease_expires_at = NULL,
               finished_at = CASE WHEN u.status IN ('delivered', 'dead') THEN now() END,
               updated_at = now()
-         FROM u
-        WHERE d.destination_id = u."destinationId" AND d.id = u.id AND d.lease_token = u."leaseToken" AND d.status = 'delivering'
+         FROM u JOIN held h ON h.destination_id = u."destinationId" AND h.delivery_id = u.id
+        WHERE d.destination_id = u."destinationId" AND d.id = u.id AND d.status IN ('queued', 'retry_scheduled')
        RETURNING d.id
      ), ins AS (
        INSERT INTO attempts (destination_id, delivery_id, attempt_no, started_at, latency_ms, outcome,
@@ -183,11 +188,15 @@ export async function updateDestinationsAfterResults(q: Queryable, updates: Dest
 /** Puts deliveries whose sends never finished (shutdown) back in the queue, unspent. */
 export async function releaseLeases(q: Queryable, leases: { destinationId: string; id: string; leaseToken: string }[]): Promise<number> {
   if (leases.length === 0) return 0;
+  // Their requests may have started: each counts as an attempt, as a lost lease's does.
   const rows = await q.query<{ id: string }>(
-    `UPDATE deliveries d
-        SET status = 'queued', lease_token = NULL, lease_expires_at = NULL, next_attempt_at = now(), updated_at = now()
-       FROM unnest($1::text[], $2::text[], $3::uuid[]) AS u(destination_id, id, token)
-      WHERE d.destination_id = u.destination_id AND d.id = u.id AND d.lease_token = u.token AND d.status = 'delivering'
+    `WITH gone AS (
+       DELETE FROM leases l USING unnest($1::text[], $2::text[], $3::uuid[]) AS u(destination_id, id, token)
+        WHERE l.destination_id = u.destination_id AND l.delivery_id = u.id AND l.token = u.token
+       RETURNING l.destination_id, l.delivery_id
+     )
+     UPDATE deliveries d SET attempts = d.attempts + 1, next_attempt_at = now(), updated_at = now()
+       FROM gone WHERE d.destination_id = gone.destination_id AND d.id = gone.delivery_id
      RETURNING d.id`,
     [leases.map((l) => l.destinationId), leases.map((l) => l.id), leases.map((l) => l.leaseToken)],
   );
@@ -200,20 +209,15 @@ export async function releaseLeases(q: Queryable, leases: { destinationId: strin
 
 /**
  * Undoes claims whose commit the worker never saw confirmed (the store went away during it): if
- * they committed, their deliveries are leased to requests that were never made. They go back to
- * waiting as they were — the attempt the claim counted taken back — instead of sitting out their
- * leases. Reads only live leases (the `delivering` partial index); a no-op for claims that did not commit.
+ * they committed, their deliveries are leased to requests that were never made. Their leases are
+ * deleted, so the deliveries wait again as they were (a lease counts no attempt until it ends)
+ * instead of sitting out their leases. A no-op for claims that did not commit.
  */
 export async function abandonClaims(q: Queryable, leaseTokens: string[]): Promise<number> {
   if (leaseTokens.length === 0) return 0;
-  const rows = await q.query<{ destination_id: string }>(
-    `UPDATE deliveries d
-        SET status = CASE WHEN d.failures > 0 THEN 'retry_scheduled' ELSE 'queued' END, attempts = d.attempts - 1,
-            lease_token = NULL, lease_expires_at = NULL, updated_at = now()
-      WHERE d.status = 'delivering' AND d.lease_token = ANY($1::uuid[])
-     RETURNING d.destination_id`,
-    [leaseTokens],
-  );
+  const rows = await q.query<{ destination_id: string }>("DELETE FROM leases WHERE token = ANY($1::uuid[]) RETURNING destination_id", [
+    leaseTokens,
+  ]);
   await wakeDestinations(
     q,
     rows.map((r) => r.destination_id),

@@ -4,6 +4,7 @@ import type { RateLimit, StoredBuckets } from "../../policy/token-bucket.js";
 import { holdReason, type HoldFacts } from "../../policy/hold-reason.js";
 import { HOLD_REASONS, type HoldReason } from "../../policy/statuses.js";
 import type { PacedDestination } from "../../policy/adaptive-pace.js";
+import { UNLEASED } from "./leases.js";
 
 // Read-only aggregates for metrics and audits, and the readiness probe.
 
@@ -14,7 +15,7 @@ export async function ping(q: Queryable): Promise<void> {
 
 /** Live leases, all destinations and workers. */
 export async function inflightTotal(q: Queryable): Promise<number> {
-  const rows = await q.query<{ n: number }>("SELECT count(*)::int AS n FROM deliveries WHERE status = 'delivering'");
+  const rows = await q.query<{ n: number }>("SELECT count(*)::int AS n FROM leases");
   return rows[0]?.n ?? 0;
 }
 
@@ -55,12 +56,12 @@ export async function heldGroups(q: Queryable, quietDestinationIds: string[], de
     // once per delivery: live leases per destination, and each ordered destination's first
     // unfinished delivery (every later waiting one is behind it).
     `WITH inflight AS (
-       SELECT destination_id, count(*) AS n FROM deliveries WHERE status = 'delivering' ${only("destination_id")} GROUP BY destination_id
+       SELECT destination_id, count(*) AS n FROM leases WHERE true ${only("destination_id")} GROUP BY destination_id
      ), first_unfinished AS (
        SELECT d.id AS destination_id, f.occurred_at, f.id
          FROM destinations d
          CROSS JOIN LATERAL (SELECT x.occurred_at, x.id FROM deliveries x
-                              WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled', 'delivering')
+                              WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled')
                               ORDER BY x.occurred_at, x.id LIMIT 1) f
         WHERE d.ordered ${only("d.id")}
      )
@@ -79,7 +80,7 @@ export async function heldGroups(q: Queryable, quietDestinationIds: string[], de
        JOIN destinations d ON d.id = dl.destination_id
        LEFT JOIN inflight c ON c.destination_id = dl.destination_id
        LEFT JOIN first_unfinished f ON f.destination_id = dl.destination_id
-      WHERE dl.status IN ('queued', 'retry_scheduled') ${only("dl.destination_id")}
+      WHERE dl.status IN ('queued', 'retry_scheduled') AND ${UNLEASED("dl")} ${only("dl.destination_id")}
       GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11`,
     destinationIds === null ? [quietDestinationIds] : [quietDestinationIds, destinationIds],
   );
