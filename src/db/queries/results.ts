@@ -85,21 +85,23 @@ export async function finishDeliveries(q: Queryable, updates: DeliveryUpdate[], 
     `WITH u AS (
        SELECT * FROM ${recordset("$1", `"destinationId" text, id text, "leaseToken" uuid, status text, "delaySeconds" float8, failed bool, error text, "statusCode" int`, updates.length)} AS x
      ), held AS (
-       -- Compare-and-set: the result lands only while its lease is still the delivery's.
+       -- Compare-and-set: the result lands only while its lease is still the delivery's. Returns
+       -- the result itself, so the update below joins only to deliveries (by key): joining u to
+       -- this again would be a nested loop over both, row by row (the write-back runs without hash joins).
        DELETE FROM leases l USING u
         WHERE l.destination_id = u."destinationId" AND l.delivery_id = u.id AND l.token = u."leaseToken"
-       RETURNING l.destination_id, l.delivery_id
+       RETURNING u.*
      ), upd AS (
        UPDATE deliveries d
-          SET status = u.status,
+          SET status = h.status,
               attempts = d.attempts + 1,
-              failures = d.failures + CASE WHEN u.failed THEN 1 ELSE 0 END,
-              next_attempt_at = CASE WHEN u."delaySeconds" IS NULL THEN now() ELSE now() + make_interval(secs => u."delaySeconds") END,
-              last_error = u.error, last_status_code = u."statusCode",
-              finished_at = CASE WHEN u.status IN ('delivered', 'dead') THEN now() END,
+              failures = d.failures + CASE WHEN h.failed THEN 1 ELSE 0 END,
+              next_attempt_at = CASE WHEN h."delaySeconds" IS NULL THEN now() ELSE now() + make_interval(secs => h."delaySeconds") END,
+              last_error = h.error, last_status_code = h."statusCode",
+              finished_at = CASE WHEN h.status IN ('delivered', 'dead') THEN now() END,
               updated_at = now()
-         FROM u JOIN held h ON h.destination_id = u."destinationId" AND h.delivery_id = u.id
-        WHERE d.destination_id = u."destinationId" AND d.id = u.id AND d.status IN ('queued', 'retry_scheduled')
+         FROM held h
+        WHERE d.destination_id = h."destinationId" AND d.id = h.id AND d.status IN ('queued', 'retry_scheduled')
        RETURNING d.id
      ), ins AS (
        INSERT INTO attempts (destination_id, delivery_id, attempt_no, started_at, latency_ms, outcome,
