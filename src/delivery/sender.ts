@@ -1,7 +1,7 @@
 // The HTTP request of one delivery attempt. Every outcome — an HTTP status or a network failure —
 // comes back as data (SendResult); send() does not throw for anything the destination does.
 import { performance } from "node:perf_hooks";
-import { Agent } from "undici";
+import { Agent, type Dispatcher } from "undici";
 import { BlockedAddressError, checkLiteralHost, guardedLookup, type NetworkPolicy } from "./network-guard.js";
 import { signatureHeader } from "./sign.js";
 
@@ -87,7 +87,7 @@ export class Sender {
     this.maxResponseBytes = Math.min(opts.maxResponseBytes ?? 1024, MAX_READ_BYTES);
     this.agent = new Agent({
       connect: { lookup: guardedLookup(opts.network), timeout: CONNECT_TIMEOUT_MS },
-      // The per-request AbortController owns the whole budget; undici's own timers would only add work.
+      // The per-request timer owns the whole budget; undici's own timers would only add work.
       headersTimeout: 0,
       bodyTimeout: 0,
       pipelining: 1,
@@ -113,60 +113,92 @@ export class Sender {
       headers = { ...headers, "user-agent": this.userAgent };
     }
 
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), req.timeoutMs);
-    timer.unref();
-    let statusCode: number | null = null;
-    let retryAfter: string | null = null;
-    try {
-      const res = await this.agent.request({
-        origin: target.origin,
-        path: target.path,
-        method: "POST",
-        headers,
-        body: req.body,
-        signal: controller.signal,
-      });
-      statusCode = res.statusCode;
-      const ra = res.headers["retry-after"];
-      retryAfter = ra === undefined ? null : Array.isArray(ra) ? (ra[0] ?? null) : ra;
-
+    return new Promise<SendResult>((resolve) => {
+      const max = this.maxResponseBytes;
       const kept: Buffer[] = [];
       let keptBytes = 0;
       let readBytes = 0;
       let truncated = false;
-      let bodyError: string | null = null;
-      try {
-        for await (const chunk of res.body as AsyncIterable<Buffer>) {
-          readBytes += chunk.length;
-          if (keptBytes < this.maxResponseBytes) {
-            const part = chunk.length + keptBytes > this.maxResponseBytes ? chunk.subarray(0, this.maxResponseBytes - keptBytes) : chunk;
-            kept.push(part);
-            keptBytes += part.length;
-          }
-          if (keptBytes < readBytes) truncated = true;
-          // Leaving the loop destroys the body, which closes this connection instead of returning it to the pool.
-          if (readBytes >= MAX_READ_BYTES) break;
-        }
-      } catch (err) {
-        // The status already arrived, so it stands (a 2xx was processed); the body problem is only noted.
-        bodyError = `reading response body: ${controller.signal.aborted ? `timed out after ${req.timeoutMs} ms` : messageOf(err)}`;
-      }
-      return {
+      let statusCode: number | null = null;
+      let retryAfter: string | null = null;
+      let abort: ((err: Error) => void) | null = null;
+      let timedOut = false;
+      let settled = false;
+      const timeoutMessage = `timed out after ${req.timeoutMs} ms`;
+      const settle = (r: SendResult): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(r);
+      };
+      const answered = (bodyError: string | null): SendResult => ({
         statusCode,
         errorClass: null,
         errorMessage: bodyError,
         retryAfter,
-        responseBody: decodeCapped(kept, keptBytes, this.maxResponseBytes, truncated),
+        responseBody: decodeCapped(kept, keptBytes, max, truncated),
         latencyMs: elapsed(started),
+      });
+      // The whole budget: connect, request, response headers and body. A request still waiting
+      // for a connection is aborted as soon as it gets one.
+      const timer = setTimeout(() => {
+        timedOut = true;
+        abort?.(new Error(timeoutMessage));
+      }, req.timeoutMs);
+      timer.unref();
+      // undici's dispatch API with a handler of our own, not request(): no response stream, no
+      // AbortController and no async iteration per request — the bytes come to these callbacks.
+      const handler: Dispatcher.DispatchHandler = {
+        onConnect: (a: (err?: Error) => void) => {
+          abort = a;
+          if (timedOut) a(new Error(timeoutMessage));
+        },
+        onHeaders: (code: number, raw: Buffer[]) => {
+          if (code < 200) return true; // 1xx: the final answer is still to come
+          statusCode = code;
+          retryAfter = rawHeader(raw, "retry-after");
+          return true;
+        },
+        onData: (chunk: Buffer) => {
+          readBytes += chunk.length;
+          if (keptBytes < max) {
+            const part = chunk.length + keptBytes > max ? chunk.subarray(0, max - keptBytes) : chunk;
+            kept.push(part);
+            keptBytes += part.length;
+          }
+          if (keptBytes < readBytes) truncated = true;
+          if (readBytes < MAX_READ_BYTES) return true;
+          // Past the read limit the connection is dropped rather than drained. Paused here (false),
+          // and aborted after this callback returns: undici must not be re-entered from inside it.
+          settle(answered(null));
+          const a = abort;
+          if (a !== null) queueMicrotask(() => a(new Error("response body past the read limit: connection closed")));
+          return false;
+        },
+        onComplete: () => settle(answered(null)),
+        onError: (err: Error) => {
+          if (statusCode !== null) {
+            // The status already arrived, so it stands (a 2xx was processed); the body problem is only noted.
+            settle(answered(`reading response body: ${timedOut ? timeoutMessage : messageOf(err)}`));
+          } else {
+            const errorMessage = timedOut ? timeoutMessage : messageOf(err);
+            settle({
+              statusCode: null,
+              errorClass: timedOut ? "timeout" : classifyError(err),
+              errorMessage,
+              retryAfter: null,
+              responseBody: "",
+              latencyMs: elapsed(started),
+            });
+          }
+        },
       };
-    } catch (err) {
-      const errorClass = controller.signal.aborted ? "timeout" : classifyError(err);
-      const message = controller.signal.aborted ? `timed out after ${req.timeoutMs} ms` : messageOf(err);
-      return { statusCode, errorClass, errorMessage: message, retryAfter, responseBody: "", latencyMs: elapsed(started) };
-    } finally {
-      clearTimeout(timer);
-    }
+      try {
+        this.agent.dispatch({ origin: target.origin, path: target.path, method: "POST", headers, body: req.body }, handler);
+      } catch (err) {
+        handler.onError!(err as Error);
+      }
+    });
   }
 
   /** Waits for in-flight requests, then closes every connection. */
@@ -217,6 +249,15 @@ function parseTarget(url: string, policy: NetworkPolicy): Target {
     authorization = `Basic ${Buffer.from(creds).toString("base64")}`;
   }
   return { origin: parsed.origin, path: parsed.pathname + parsed.search, authorization, refusal: null };
+}
+
+/** The first value of header `name` (lower case) in undici's raw [name, value, …] list. */
+function rawHeader(raw: Buffer[], name: string): string | null {
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const k = raw[i]!;
+    if (k.length === name.length && k.toString("latin1").toLowerCase() === name) return raw[i + 1]!.toString("latin1");
+  }
+  return null;
 }
 
 function failure(errorClass: ErrorClass, message: string, started: number): SendResult {
