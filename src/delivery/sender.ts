@@ -114,89 +114,11 @@ export class Sender {
     }
 
     return new Promise<SendResult>((resolve) => {
-      const max = this.maxResponseBytes;
-      const kept: Buffer[] = [];
-      let keptBytes = 0;
-      let readBytes = 0;
-      let truncated = false;
-      let statusCode: number | null = null;
-      let retryAfter: string | null = null;
-      let abort: ((err: Error) => void) | null = null;
-      let timedOut = false;
-      let settled = false;
-      const timeoutMessage = `timed out after ${req.timeoutMs} ms`;
-      const settle = (r: SendResult): void => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        resolve(r);
-      };
-      const answered = (bodyError: string | null): SendResult => ({
-        statusCode,
-        errorClass: null,
-        errorMessage: bodyError,
-        retryAfter,
-        responseBody: decodeCapped(kept, keptBytes, max, truncated),
-        latencyMs: elapsed(started),
-      });
-      // The whole budget: connect, request, response headers and body. A request still waiting
-      // for a connection is aborted as soon as it gets one.
-      const timer = setTimeout(() => {
-        timedOut = true;
-        abort?.(new Error(timeoutMessage));
-      }, req.timeoutMs);
-      timer.unref();
-      // undici's dispatch API with a handler of our own, not request(): no response stream, no
-      // AbortController and no async iteration per request — the bytes come to these callbacks.
-      const handler: Dispatcher.DispatchHandler = {
-        onConnect: (a: (err?: Error) => void) => {
-          abort = a;
-          if (timedOut) a(new Error(timeoutMessage));
-        },
-        onHeaders: (code: number, raw: Buffer[]) => {
-          if (code < 200) return true; // 1xx: the final answer is still to come
-          statusCode = code;
-          retryAfter = rawHeader(raw, "retry-after");
-          return true;
-        },
-        onData: (chunk: Buffer) => {
-          readBytes += chunk.length;
-          if (keptBytes < max) {
-            const part = chunk.length + keptBytes > max ? chunk.subarray(0, max - keptBytes) : chunk;
-            kept.push(part);
-            keptBytes += part.length;
-          }
-          if (keptBytes < readBytes) truncated = true;
-          if (readBytes < MAX_READ_BYTES) return true;
-          // Past the read limit the connection is dropped rather than drained. Paused here (false),
-          // and aborted after this callback returns: undici must not be re-entered from inside it.
-          settle(answered(null));
-          const a = abort;
-          if (a !== null) queueMicrotask(() => a(new Error("response body past the read limit: connection closed")));
-          return false;
-        },
-        onComplete: () => settle(answered(null)),
-        onError: (err: Error) => {
-          if (statusCode !== null) {
-            // The status already arrived, so it stands (a 2xx was processed); the body problem is only noted.
-            settle(answered(`reading response body: ${timedOut ? timeoutMessage : messageOf(err)}`));
-          } else {
-            const errorMessage = timedOut ? timeoutMessage : messageOf(err);
-            settle({
-              statusCode: null,
-              errorClass: timedOut ? "timeout" : classifyError(err),
-              errorMessage,
-              retryAfter: null,
-              responseBody: "",
-              latencyMs: elapsed(started),
-            });
-          }
-        },
-      };
+      const exchange = new Exchange(resolve, started, req.timeoutMs, this.maxResponseBytes);
       try {
-        this.agent.dispatch({ origin: target.origin, path: target.path, method: "POST", headers, body: req.body }, handler);
+        this.agent.dispatch({ origin: target.origin, path: target.path, method: "POST", headers, body: req.body }, exchange);
       } catch (err) {
-        handler.onError!(err as Error);
+        exchange.onError(err as Error);
       }
     });
   }
@@ -249,6 +171,115 @@ function parseTarget(url: string, policy: NetworkPolicy): Target {
     authorization = `Basic ${Buffer.from(creds).toString("base64")}`;
   }
   return { origin: parsed.origin, path: parsed.pathname + parsed.search, authorization, refusal: null };
+}
+
+/**
+ * One request's exchange, as the handler of undici's dispatch API (not request(): no response
+ * stream, AbortController or async iteration per request — the bytes come to these methods). It
+ * owns the whole time budget (connect, request, response headers and body) and settles exactly once.
+ */
+class Exchange implements Dispatcher.DispatchHandler {
+  private readonly kept: Buffer[] = [];
+  private keptBytes = 0;
+  private readBytes = 0;
+  private truncated = false;
+  private statusCode: number | null = null;
+  private retryAfter: string | null = null;
+  private abort: ((err: Error) => void) | null = null;
+  private timedOut = false;
+  private settled = false;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly resolve: (r: SendResult) => void,
+    private readonly started: number,
+    private readonly timeoutMs: number,
+    private readonly maxBytes: number,
+  ) {
+    this.timer = setTimeout(onTimeout, timeoutMs, this);
+    this.timer.unref();
+  }
+
+  /** The budget ran out: abort now, or as soon as the request gets a connection. */
+  expire(): void {
+    this.timedOut = true;
+    this.abort?.(new Error(this.timeoutMessage()));
+  }
+
+  onConnect(abort: (err?: Error) => void): void {
+    this.abort = abort;
+    if (this.timedOut) abort(new Error(this.timeoutMessage()));
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
+    if (statusCode < 200) return true; // 1xx: the final answer is still to come
+    this.statusCode = statusCode;
+    this.retryAfter = rawHeader(rawHeaders, "retry-after");
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    this.readBytes += chunk.length;
+    if (this.keptBytes < this.maxBytes) {
+      const part = chunk.length + this.keptBytes > this.maxBytes ? chunk.subarray(0, this.maxBytes - this.keptBytes) : chunk;
+      this.kept.push(part);
+      this.keptBytes += part.length;
+    }
+    if (this.keptBytes < this.readBytes) this.truncated = true;
+    if (this.readBytes < MAX_READ_BYTES) return true;
+    // Past the read limit the connection is dropped rather than drained. Paused here (false) and
+    // aborted once this callback has returned: undici must not be re-entered from inside it.
+    this.settle(this.answered(null));
+    const abort = this.abort;
+    if (abort !== null) queueMicrotask(() => abort(new Error("response body past the read limit: connection closed")));
+    return false;
+  }
+
+  onComplete(): void {
+    this.settle(this.answered(null));
+  }
+
+  onError(err: Error): void {
+    if (this.statusCode !== null) {
+      // The status already arrived, so it stands (a 2xx was processed); the body problem is only noted.
+      this.settle(this.answered(`reading response body: ${this.timedOut ? this.timeoutMessage() : messageOf(err)}`));
+      return;
+    }
+    this.settle({
+      statusCode: null,
+      errorClass: this.timedOut ? "timeout" : classifyError(err),
+      errorMessage: this.timedOut ? this.timeoutMessage() : messageOf(err),
+      retryAfter: null,
+      responseBody: "",
+      latencyMs: elapsed(this.started),
+    });
+  }
+
+  private answered(bodyError: string | null): SendResult {
+    return {
+      statusCode: this.statusCode,
+      errorClass: null,
+      errorMessage: bodyError,
+      retryAfter: this.retryAfter,
+      responseBody: decodeCapped(this.kept, this.keptBytes, this.maxBytes, this.truncated),
+      latencyMs: elapsed(this.started),
+    };
+  }
+
+  private settle(r: SendResult): void {
+    if (this.settled) return;
+    this.settled = true;
+    clearTimeout(this.timer);
+    this.resolve(r);
+  }
+
+  private timeoutMessage(): string {
+    return `timed out after ${this.timeoutMs} ms`;
+  }
+}
+
+function onTimeout(exchange: Exchange): void {
+  exchange.expire();
 }
 
 /** The first value of header `name` (lower case) in undici's raw [name, value, …] list. */
