@@ -103,6 +103,45 @@ for (const backend of BACKENDS) {
       }
     });
 
+    test("0014 moves the leases live at the upgrade into the leases table, as they were", async () => {
+      const { db, close } = await openTestStore(backend);
+      try {
+        await migrate(
+          db,
+          loadMigrations().filter((m) => m.version < 14),
+        );
+        await db.query("INSERT INTO tenants (id, name) VALUES ('ten_1', 't')");
+        await db.query(
+          `INSERT INTO destinations (id, tenant_id, url, secrets, timeout_seconds, max_concurrency, ordered, retry_schedule_seconds,
+                                     throttle_schedule_seconds, probe_interval_seconds, replay_on_resume)
+           VALUES ('dst_1', 'ten_1', 'http://x', '[]', 5, 1, false, '{60}', '{60}', 60, true)`,
+        );
+        // In flight on its third attempt (two failed before), and one waiting.
+        await db.query(
+          `INSERT INTO deliveries (destination_id, id, event_id, tenant_id, status, attempts, failures, occurred_at, next_attempt_at,
+                                   lease_token, lease_expires_at)
+           VALUES ('dst_1', 'dlv_1', 'evt_1', 'ten_1', 'delivering', 3, 2, now(), now(),
+                   '00000000-0000-4000-8000-000000000001', now() + interval '1 minute'),
+                  ('dst_1', 'dlv_2', 'evt_2', 'ten_1', 'queued', 0, 0, now(), now(), NULL, NULL)`,
+        );
+        assert.deepEqual(await migrate(db), ["0014_leases.sql", ...ALL.slice(ALL.indexOf("0014_leases.sql") + 1)]);
+        const leases = await db.query<{ delivery_id: string; token: string; live: boolean }>(
+          "SELECT delivery_id, token::text AS token, expires_at > now() AS live FROM leases",
+        );
+        assert.deepEqual(leases, [{ delivery_id: "dlv_1", token: "00000000-0000-4000-8000-000000000001", live: true }]);
+        const rows = await db.query<{ id: string; status: string; attempts: number }>(
+          "SELECT id, status, attempts FROM deliveries ORDER BY id",
+        );
+        assert.deepEqual(rows, [
+          { id: "dlv_1", status: "retry_scheduled", attempts: 2 }, // the attempt under way counts when it ends
+          { id: "dlv_2", status: "queued", attempts: 0 },
+        ]);
+        await assert.rejects(db.query("UPDATE deliveries SET status = 'delivering' WHERE id = 'dlv_2'"), /deliveries_status_check/);
+      } finally {
+        await close();
+      }
+    });
+
     test("CHECK constraints refuse a status Sluice does not know", async () => {
       const { db, close } = await openTestStore(backend);
       try {
