@@ -4,31 +4,35 @@ import { randomBytes } from "node:crypto";
 // creation time, which cursor pagination relies on (newest first = id descending).
 let lastMs = 0;
 let seq = 0;
+let msHex = "";
 
 export function newId(prefix: string): string {
-  let ms = Date.now();
+  const ms = Date.now();
   if (ms <= lastMs) {
-    // Same millisecond (or clock stepped back): keep ids from one process strictly increasing.
-    ms = lastMs;
+    // Same millisecond (or clock stepped back): keep ids from one process increasing, on lastMs.
     seq++;
   } else {
     lastMs = ms;
     seq = 0;
+    msHex = ms.toString(16).padStart(12, "0");
   }
-  const time = ms.toString(16).padStart(12, "0") + (seq & 0xfff).toString(16).padStart(3, "0");
-  return `${prefix}_${time}${randomHex12()}`;
+  return `${prefix}_${msHex}${SEQ_HEX[seq & 0xfff]}${randomHex12()}`;
 }
 
-// One getrandom call per 682 ids instead of one per id: ids are minted in bulk by batch ingest.
-let pool = Buffer.alloc(0);
+/** "000" … "fff": the sequence part of an id. */
+const SEQ_HEX = Array.from({ length: 4096 }, (_, i) => i.toString(16).padStart(3, "0"));
+
+// One getrandom call and one hex encoding per 682 ids instead of one of each per id: ids are
+// minted in bulk by batch ingest.
+let pool = "";
 let offset = 0;
 function randomHex12(): string {
-  if (offset + 6 > pool.length) {
-    pool = randomBytes(4096);
+  if (offset + 12 > pool.length) {
+    pool = randomBytes(4096).toString("hex");
     offset = 0;
   }
-  const hex = pool.toString("hex", offset, offset + 6);
-  offset += 6;
+  const hex = pool.slice(offset, offset + 12);
+  offset += 12;
   return hex;
 }
 
