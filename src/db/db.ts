@@ -27,13 +27,18 @@ export interface TxOptions {
    * right — but a generic plan cannot see how small the batch is. Once the tables had statistics
    * it guessed 10 % of a destination's backlog per grant, and hashed all of `deliveries` (35 ms
    * at 85,000 rows, growing with the table) to update a dozen rows (1 ms by index).
+   *
+   * Sequential scans are off as well, for `leases`: small and volatile, it may hold nothing when a
+   * connection plans these statements (an idle start; vacuum truncates it) and thousands of rows
+   * under load, while the plans stay cached for the connection's life. Planned as a one-row
+   * table, every lookup in it would be a scan of it. (No statement here wants a sequential scan.)
    */
   genericPlans?: boolean;
 }
 
 /** BEGIN for TxOptions.genericPlans: the settings ride along, in the same round trip. */
 export const BEGIN_GENERIC =
-  "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off";
+  "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; SET LOCAL enable_seqscan = off";
 
 export interface Db extends Queryable {
   readonly kind: "embedded" | "server";

@@ -75,34 +75,39 @@ export interface AttemptRow {
 }
 
 /**
- * Applies results whose lease still holds (compare-and-set on the lease token) and records
- * every attempt — even one whose result came too late to land, since the request was made.
- * Returns the ids of the deliveries whose result landed.
+ * The write-back statement for `count` results: $1 the results (DeliveryUpdate JSON), $2 the
+ * attempts (AttemptRow JSON). Exported for its plan test (test/integration/claim-plans.test.ts).
+ *
+ * `leases` is only ever read through a lookup per result (a correlated subquery, by key), never
+ * joined: a join's order would follow the statistics of that small, volatile table, and with
+ * them wrong it scanned every lease once per result. Nor are the results joined to anything but
+ * `deliveries` by key (no hash joins here: two batches joined to each other would be a nested
+ * loop over both).
  */
-export async function finishDeliveries(q: Queryable, updates: DeliveryUpdate[], attempts: AttemptRow[]): Promise<Set<string>> {
-  if (updates.length === 0) return new Set();
-  const rows = await q.query<{ id: string }>(
-    `WITH u AS (
-       SELECT * FROM ${recordset("$1", `"destinationId" text, id text, "leaseToken" uuid, status text, "delaySeconds" float8, failed bool, error text, "statusCode" int`, updates.length)} AS x
-     ), held AS (
-       -- Compare-and-set: the result lands only while its lease is still the delivery's. Returns
-       -- the result itself, so the update below joins only to deliveries (by key): joining u to
-       -- this again would be a nested loop over both, row by row (the write-back runs without hash joins).
-       DELETE FROM leases l USING u
-        WHERE l.destination_id = u."destinationId" AND l.delivery_id = u.id AND l.token = u."leaseToken"
-       RETURNING u.*
+export const finishSql = (count: number): string =>
+  `WITH u AS (
+       SELECT * FROM ${recordset("$1", `"destinationId" text, id text, "leaseToken" uuid, status text, "delaySeconds" float8, failed bool, error text, "statusCode" int`, count)} AS x
      ), upd AS (
        UPDATE deliveries d
-          SET status = h.status,
+          SET status = u.status,
               attempts = d.attempts + 1,
-              failures = d.failures + CASE WHEN h.failed THEN 1 ELSE 0 END,
-              next_attempt_at = CASE WHEN h."delaySeconds" IS NULL THEN now() ELSE now() + make_interval(secs => h."delaySeconds") END,
-              last_error = h.error, last_status_code = h."statusCode",
-              finished_at = CASE WHEN h.status IN ('delivered', 'dead') THEN now() END,
+              failures = d.failures + CASE WHEN u.failed THEN 1 ELSE 0 END,
+              next_attempt_at = CASE WHEN u."delaySeconds" IS NULL THEN now() ELSE now() + make_interval(secs => u."delaySeconds") END,
+              last_error = u.error, last_status_code = u."statusCode",
+              finished_at = CASE WHEN u.status IN ('delivered', 'dead') THEN now() END,
               updated_at = now()
-         FROM held h
-        WHERE d.destination_id = h."destinationId" AND d.id = h.id AND d.status IN ('queued', 'retry_scheduled')
+         FROM u
+        WHERE d.destination_id = u."destinationId" AND d.id = u.id AND d.status IN ('queued', 'retry_scheduled')
+          -- Compare-and-set: the result lands only while its lease is still the delivery's.
+          AND (SELECT l.token FROM leases l WHERE l.destination_id = u."destinationId" AND l.delivery_id = u.id) = u."leaseToken"
        RETURNING d.id
+     ), released AS (
+       -- The leases these results end (the same snapshot as the update above; the destinations'
+       -- row locks keep anything else from changing them meanwhile).
+       DELETE FROM leases l
+        WHERE l.ctid = ANY (ARRAY(
+          SELECT (SELECT x.ctid FROM leases x WHERE x.destination_id = u."destinationId" AND x.delivery_id = u.id AND x.token = u."leaseToken")
+            FROM u))
      ), ins AS (
        INSERT INTO attempts (destination_id, delivery_id, attempt_no, started_at, latency_ms, outcome,
                              status_code, error_class, class, error_message, response_body)
@@ -113,9 +118,16 @@ export async function finishDeliveries(q: Queryable, updates: DeliveryUpdate[], 
            "statusCode" int, "errorClass" text, "healthClass" text, "errorMessage" text, "responseBody" text)
        ON CONFLICT DO NOTHING
      )
-     SELECT id FROM upd`,
-    [jsonRows(updates), jsonRows(attempts)],
-  );
+     SELECT id FROM upd`;
+
+/**
+ * Applies results whose lease still holds (compare-and-set on the lease token) and records
+ * every attempt — even one whose result came too late to land, since the request was made.
+ * Returns the ids of the deliveries whose result landed.
+ */
+export async function finishDeliveries(q: Queryable, updates: DeliveryUpdate[], attempts: AttemptRow[]): Promise<Set<string>> {
+  if (updates.length === 0) return new Set();
+  const rows = await q.query<{ id: string }>(finishSql(updates.length), [jsonRows(updates), jsonRows(attempts)]);
   return new Set(rows.map((r) => r.id));
 }
 
