@@ -8,29 +8,41 @@ import {
   pruneDeliveries,
   pruneEvents,
   discardHeldPastPausedRetention,
+  discardLeftOfDeleted,
   pruneIdempotencyKeys,
   pruneAlerts,
 } from "../db/queries/retention.js";
 import { startStatsRollup } from "./stats-rollup.js";
 
 // Retention: finished deliveries, their attempts, events with nothing left to deliver, settled
-// alerts and old idempotency keys are pruned; deliveries held too long for a paused destination are discarded in small batches, by one worker at a time (advisory lock).
+// alerts and old idempotency keys are pruned; deliveries held too long for a paused destination,
+// and those a deleted destination left waiting, are discarded — in small batches, by one worker
+// at a time (advisory lock).
 
 const BATCH = 5_000;
 
 export async function pruneOnce(
   db: Db,
   retentionHours: number,
-): Promise<{ deliveries: number; attempts: number; events: number; keys: number; pausedDiscarded: number; alerts: number } | null> {
+): Promise<{
+  deliveries: number;
+  attempts: number;
+  events: number;
+  keys: number;
+  pausedDiscarded: number;
+  deletedDiscarded: number;
+  alerts: number;
+} | null> {
   return db.tx(async (q) => {
     if (!(await tryRetentionLock(q))) return null;
     const attempts = await pruneAttempts(q, retentionHours, BATCH);
     const deliveries = await pruneDeliveries(q, retentionHours, BATCH);
     const events = await pruneEvents(q, retentionHours, BATCH);
     const pausedDiscarded = await discardHeldPastPausedRetention(q);
+    const deletedDiscarded = await discardLeftOfDeleted(q);
     const keys = await pruneIdempotencyKeys(q);
     const alerts = await pruneAlerts(q, retentionHours, BATCH);
-    return { deliveries, attempts, events, keys, pausedDiscarded, alerts };
+    return { deliveries, attempts, events, keys, pausedDiscarded, deletedDiscarded, alerts };
   });
 }
 
@@ -43,7 +55,8 @@ export function startJanitor(db: Db, retentionHours: number, log: Logger, everyM
       for (let i = 0; i < 20 && !stopped; i++) {
         const r = await pruneOnce(db, retentionHours);
         if (!r) break;
-        if (r.deliveries || r.attempts || r.events || r.keys || r.pausedDiscarded || r.alerts) log.info(r, "pruned past retention");
+        if (r.deliveries || r.attempts || r.events || r.keys || r.pausedDiscarded || r.deletedDiscarded || r.alerts)
+          log.info(r, "pruned past retention");
         if (r.deliveries < BATCH && r.attempts < BATCH && r.events < BATCH && r.alerts < BATCH) break;
       }
     } catch (err) {

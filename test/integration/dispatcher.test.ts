@@ -262,5 +262,47 @@ for (const backend of BACKENDS) {
         await s.stop();
       }
     });
+
+    test("a deleted destination's leftovers are discarded by the janitor; a live lease is left to finish", async () => {
+      const s = await startSluice(backend, { worker: false });
+      try {
+        const db = s.running.db;
+        const d = (await s.api<Destination>("POST", "/v1/destinations", { url: "http://127.0.0.1:9/never", event_types: ["left.*"] })).body;
+        await s.api("POST", "/v1/events/batch", { events: [0, 1, 2].map((i) => ({ type: "left.x", payload: { i } })) });
+        const opts = { capacity: 10, batchSize: 10, grantCap: 10, leaseMarginSeconds: 10, rateSendJitterMs: 0, shard: null };
+        const token = randomUUID();
+        const [expired, live, retried] = (await claim(db, { ...opts, leaseToken: token })).deliveries.map((x) => x.id);
+        assert.ok(expired && live && retried);
+        // Deleted while all three are in flight: nothing waiting to discard yet.
+        assert.equal((await s.api("DELETE", `/v1/destinations/${d.id}`)).status, 204);
+        // Then one worker dies (its lease expires) and one result schedules a retry.
+        await db.query("UPDATE leases SET expires_at = now() - interval '1 second' WHERE delivery_id = $1", [expired]);
+        const retry: DeliveryUpdate = {
+          destinationId: d.id,
+          id: retried,
+          leaseToken: token,
+          status: "retry_scheduled",
+          delaySeconds: 60,
+          failed: true,
+          error: "HTTP 500",
+          statusCode: 500,
+        };
+        assert.equal((await withRetry(db, (q) => finishDeliveries(q, [retry], []))).size, 1);
+        const r = await pruneOnce(db, 168);
+        assert.equal(r?.deletedDiscarded, 2);
+        const rows = await db.query<{ id: string; status: string; attempts: number; leased: boolean }>(
+          `SELECT x.id, x.status, x.attempts, EXISTS (SELECT 1 FROM leases l WHERE l.delivery_id = x.id) AS leased
+             FROM deliveries x WHERE x.destination_id = $1`,
+          [d.id],
+        );
+        const by = new Map(rows.map((x) => [x.id, x]));
+        assert.deepEqual(by.get(expired), { id: expired, status: "discarded", attempts: 1, leased: false }, "its attempt counts");
+        assert.deepEqual(by.get(retried), { id: retried, status: "discarded", attempts: 1, leased: false });
+        assert.deepEqual(by.get(live), { id: live, status: "queued", attempts: 0, leased: true }, "still in flight: left to finish");
+        assert.equal((await pruneOnce(db, 168))?.deletedDiscarded, 0);
+      } finally {
+        await s.stop();
+      }
+    });
   });
 }

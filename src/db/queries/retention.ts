@@ -1,10 +1,12 @@
 import type { Queryable } from "../db.js";
 import { RETENTION_LOCK } from "../locks.js";
+import { UNLEASED } from "./leases.js";
 
 // Retention, run by dispatch/janitor.ts: attempts, finished deliveries and events with nothing
 // left to deliver are deleted past retention in batches of `batch` rows, idempotency keys after
-// 24 h, settled alerts past retention, and deliveries held too long for a paused destination are discarded. Each statement
-// returns how many rows it removed or changed.
+// 24 h, settled alerts past retention; deliveries held too long for a paused destination, and
+// those a deleted destination left waiting, are discarded. Each statement returns how many rows
+// it removed or changed.
 
 const cutoff = `now() - make_interval(hours => $1)`;
 
@@ -64,8 +66,36 @@ export async function discardHeldPastPausedRetention(q: Queryable): Promise<numb
           SET status = 'discarded', finished_at = now(), updated_at = now(),
               last_error = 'discarded: held for over ' || p.paused_retention_hours || ' h while the destination was paused'
          FROM p
-        WHERE dl.destination_id = p.id AND dl.status IN ('queued', 'retry_scheduled')
+        WHERE dl.destination_id = p.id AND dl.status IN ('queued', 'retry_scheduled') AND ${UNLEASED("dl")}
           AND greatest(dl.created_at, p.paused_at) < now() - make_interval(hours => p.paused_retention_hours)
+       RETURNING 1)
+     SELECT count(*)::int AS n FROM d`,
+  );
+  return rows[0]!.n;
+}
+
+/**
+ * What a deleted destination leaves behind, discarded as its waiting deliveries were at the
+ * delete: deliveries in flight then that came back waiting (a result that scheduled a retry, or a
+ * lease that expired with its worker — a deleted destination is never claimed again, so nothing
+ * else would reclaim it). Live leases are left to finish. Destination rows are locked first.
+ */
+export async function discardLeftOfDeleted(q: Queryable): Promise<number> {
+  const rows = await q.query<{ n: number }>(
+    `WITH p AS (
+       SELECT id FROM destinations WHERE deleted_at IS NOT NULL ORDER BY id FOR UPDATE SKIP LOCKED
+     ), expired AS (
+       DELETE FROM leases l USING p WHERE l.destination_id = p.id AND l.expires_at <= now()
+       RETURNING l.destination_id, l.delivery_id
+     ), d AS (
+       UPDATE deliveries x
+          SET status = 'discarded', finished_at = now(), updated_at = now(), last_error = 'destination deleted',
+              -- an expired lease's attempt counts: its request may have been made
+              attempts = x.attempts + CASE WHEN EXISTS (
+                SELECT 1 FROM expired e WHERE e.destination_id = x.destination_id AND e.delivery_id = x.id) THEN 1 ELSE 0 END
+         FROM p
+        WHERE x.destination_id = p.id AND x.status IN ('queued', 'retry_scheduled')
+          AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.destination_id = x.destination_id AND l.delivery_id = x.id AND l.expires_at > now())
        RETURNING 1)
      SELECT count(*)::int AS n FROM d`,
   );
