@@ -36,7 +36,7 @@ describe("the claim's plans on server Postgres, with statistics", () => {
     await drop?.();
   });
 
-  test("the lease statement's generic plan finds the rows it updates by index, not by scanning deliveries", async () => {
+  test("the lease statement's generic plan finds the rows it leases by index, not by scanning deliveries", async () => {
     const plan = await db.tx(
       async (q) => {
         await q.exec(`PREPARE lease_plan(text[], int[], bool[], int[], bool[], uuid) AS ${LEASE_SQL}`);
@@ -51,7 +51,11 @@ describe("the claim's plans on server Postgres, with statistics", () => {
     );
     assert.doesNotMatch(plan, /Seq Scan on (deliveries|leases)/, plan);
     assert.doesNotMatch(plan, /Hash Join|Merge Join/, plan);
-    assert.match(plan, /Index Scan using deliveries_pkey on deliveries d/, plan);
+    // It reads each delivery once, through the waiting index (it no longer updates deliveries,
+    // and no longer reads back the ones it leased by primary key), and each event by key.
+    assert.match(plan, /Index Scan using deliveries_waiting_idx on deliveries dl/, plan);
+    assert.doesNotMatch(plan, /on deliveries d\b/, plan);
+    assert.match(plan, /Index Scan using events_pkey on events e/, plan);
     assert.match(plan, /Index Only Scan using leases_pkey on leases|Index Scan using leases_pkey on leases/, plan);
   });
 

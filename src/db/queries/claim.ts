@@ -163,10 +163,10 @@ export interface LeaseResult {
 export const LEASE_SQL = `WITH g AS (
        SELECT * FROM unnest($1::text[], $2::int[], $3::bool[], $4::int[], $5::bool[]) AS g(destination_id, n, ordered, lease_seconds, quiet)
      ), picked AS (
-       SELECT p.id, p.destination_id, p.rn, g.n, g.lease_seconds
+       SELECT p.id, p.destination_id, p.event_id, p.attempts, p.failures, p.rn, g.n, g.lease_seconds
          FROM g CROSS JOIN LATERAL (
-           SELECT w.id, w.destination_id, w.next_attempt_at, w.quiet_hold, row_number() OVER (ORDER BY w.occurred_at, w.id) AS rn
-             FROM (SELECT dl.id, dl.destination_id, dl.next_attempt_at, dl.occurred_at, dl.quiet_hold
+           SELECT w.*, row_number() OVER (ORDER BY w.occurred_at, w.id) AS rn
+             FROM (SELECT dl.id, dl.destination_id, dl.event_id, dl.attempts, dl.failures, dl.next_attempt_at, dl.occurred_at, dl.quiet_hold
                      FROM deliveries dl
                     WHERE dl.destination_id = g.destination_id
                       AND dl.status IN ('queued', 'retry_scheduled')
@@ -178,17 +178,17 @@ export const LEASE_SQL = `WITH g AS (
         WHERE p.next_attempt_at <= now() AND NOT (g.quiet AND p.quiet_hold)
      ), leased AS (
        -- A row of its own per lease: the delivery row is not rewritten (migrations/0014_leases.sql).
+       -- All or nothing (a second lease of a delivery breaks the key), so what is picked is leased.
        INSERT INTO leases (destination_id, delivery_id, token, expires_at)
        SELECT picked.destination_id, picked.id, $6::uuid, now() + make_interval(secs => picked.lease_seconds)
          FROM picked WHERE picked.rn <= picked.n
-       RETURNING destination_id, delivery_id
      )
-     SELECT d.id, d.destination_id, d.event_id, d.attempts + 1 AS attempts, d.failures, $6::uuid::text AS lease_token,
+     SELECT p.id, p.destination_id, p.event_id, p.attempts + 1 AS attempts, p.failures, $6::uuid::text AS lease_token,
             e.type, e.payload::text AS payload,
             to_char(e.occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS occurred_at,
             (extract(epoch FROM e.created_at) * 1000)::float8 AS created_ms, false AS more
-       FROM leased JOIN deliveries d ON d.destination_id = leased.destination_id AND d.id = leased.delivery_id
-       JOIN events e ON e.id = d.event_id
+       FROM picked p JOIN events e ON e.id = p.event_id
+      WHERE p.rn <= p.n
      UNION ALL
      SELECT NULL, picked.destination_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM picked WHERE picked.rn > picked.n`;
 
