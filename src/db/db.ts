@@ -14,6 +14,34 @@ export interface Queryable {
   exec(sql: string): Promise<void>;
 }
 
+/**
+ * What a transaction's function (Db.tx) runs its statements through. On the server store the
+ * connection is pipelined: statements issued without waiting for the one before go out at once,
+ * one round trip for all (Postgres still runs them one after the other, each with a snapshot of
+ * its own). Await them together (Promise.all), so that a failure of one never goes unhandled; a
+ * statement behind a failed one fails too (the transaction is aborted). BEGIN rides along with
+ * the first statement in the same way.
+ */
+export interface TxQueryable extends Queryable {
+  /**
+   * Runs the transaction's last statement and commits: on the server store the COMMIT goes out
+   * right behind it, in the same round trip. Nothing may run in the transaction after it.
+   */
+  queryAndCommit<R = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<R[]>;
+}
+
+/**
+ * `q` for a function that runs the transaction's last statement: its one statement commits the
+ * transaction as it runs (TxQueryable.queryAndCommit). A function that runs no statement leaves
+ * the commit to Db.tx, as usual.
+ */
+export function lastStatement(q: TxQueryable): Queryable {
+  return {
+    query: (sql, params) => q.queryAndCommit(sql, params),
+    exec: () => Promise.reject(new Error("exec cannot be a transaction's last statement: use query")),
+  };
+}
+
 export interface TxOptions {
   /**
    * Plan each statement once per connection and reuse the plan whatever the parameters
@@ -48,8 +76,8 @@ export interface Db extends Queryable {
   readonly available: boolean;
   /** Called with the new value each time `available` changes; the returned function unsubscribes. */
   onAvailability(cb: (available: boolean, err?: StoreUnavailableError) => void): () => void;
-  /** Runs `fn` in one transaction; commits when it resolves, rolls back when it throws. */
-  tx<T>(fn: (q: Queryable) => Promise<T>, opts?: TxOptions): Promise<T>;
+  /** Runs `fn` in one transaction; commits when it resolves (or at q.queryAndCommit), rolls back when it throws. */
+  tx<T>(fn: (q: TxQueryable) => Promise<T>, opts?: TxOptions): Promise<T>;
   /** Signals listeners in every process sharing this store (call after commit). */
   notify(channel: string, payload?: string): Promise<void>;
   /**
@@ -218,7 +246,7 @@ class ServerDb implements Db {
     return this.guard(async () => (await this.pool.query(this.statements.config(sql, params))).rows as R[]);
   }
 
-  async tx<T>(fn: (q: Queryable) => Promise<T>, opts: TxOptions = {}): Promise<T> {
+  async tx<T>(fn: (q: TxQueryable) => Promise<T>, opts: TxOptions = {}): Promise<T> {
     let client: pg.PoolClient;
     try {
       client = await this.pool.connect();
@@ -232,23 +260,46 @@ class ServerDb implements Db {
       broken = err;
     };
     client.on("error", onError);
+    /** COMMIT sent (the outcome is unknown should the connection die now); ended: the transaction is over. */
     let committing = false;
+    let ended = false;
+    // Not awaited: the first statement goes out right behind it (the client is pipelined). Every
+    // statement's answer comes after BEGIN's, and each waits for it too, so a failed BEGIN shows.
+    const begun = client.query(opts.genericPlans ? BEGIN_GENERIC : "BEGIN");
+    begun.catch(() => undefined);
+    const send = async (query: string | pg.QueryConfig): Promise<pg.QueryResult> => {
+      if (committing) throw new Error("a statement after queryAndCommit: the transaction is already over");
+      const [res] = await Promise.all([client.query(query), begun]);
+      return res;
+    };
+    const run = async <R>(sql: string, params: unknown[]): Promise<R[]> => (await send(this.statements.config(sql, params))).rows as R[];
     try {
-      // One round trip either way: the setting rides along with BEGIN.
-      await client.query(opts.genericPlans ? BEGIN_GENERIC : "BEGIN");
-      const q: Queryable = {
-        query: async <R>(sql: string, params: unknown[] = []) => (await client.query(this.statements.config(sql, params))).rows as R[],
+      const q: TxQueryable = {
+        query: run,
         exec: async (sql: string) => {
-          await client.query(sql);
+          await send(sql);
+        },
+        queryAndCommit: async <R>(sql: string, params: unknown[] = []) => {
+          const statement = run<R>(sql, params);
+          committing = true;
+          const commit = client.query("COMMIT");
+          // A failed statement aborts the transaction, and COMMIT then ends it as a rollback.
+          const [rows, done] = await Promise.allSettled([statement, commit]);
+          ended = true;
+          if (rows.status === "rejected") throw rows.reason;
+          if (done.status === "rejected") throw done.reason;
+          return rows.value;
         },
       };
       const out = await fn(q);
-      committing = true;
-      await client.query("COMMIT");
+      if (!ended) {
+        committing = true;
+        await client.query("COMMIT");
+      }
       this.availability.up();
       return out;
     } catch (err) {
-      if (!broken && !isStoreUnavailable(err)) await client.query("ROLLBACK").catch(() => undefined);
+      if (!broken && !ended && !isStoreUnavailable(err)) await client.query("ROLLBACK").catch(() => undefined);
       throw this.failed(err, committing);
     } finally {
       client.removeListener("error", onError);
@@ -354,12 +405,24 @@ class EmbeddedDb implements Db {
     return res.rows;
   }
 
-  async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
+  async tx<T>(fn: (q: TxQueryable) => Promise<T>): Promise<T> {
     return this.pglite.transaction(async (t) => {
-      const q: Queryable = {
-        query: async <R>(sql: string, params: unknown[] = []) => (await t.query<R>(sql, params)).rows,
+      let over = false;
+      const query = async <R>(sql: string, params: unknown[] = []): Promise<R[]> => {
+        if (over) throw new Error("a statement after queryAndCommit: the transaction is already over");
+        return (await t.query<R>(sql, params)).rows;
+      };
+      const q: TxQueryable = {
+        query,
         exec: async (sql: string) => {
+          if (over) throw new Error("a statement after queryAndCommit: the transaction is already over");
           await t.exec(sql);
+        },
+        // One session in process: no round trips to save. The transaction commits as fn returns.
+        queryAndCommit: async <R>(sql: string, params: unknown[] = []) => {
+          const rows = await query<R>(sql, params);
+          over = true;
+          return rows;
         },
       };
       return fn(q);
@@ -401,6 +464,9 @@ export async function openDb(opts: OpenOptions): Promise<Db> {
       max: opts.poolSize ?? 10,
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
       keepAlive: true,
+      // Statements issued without waiting go out together (TxQueryable); one at a time, as
+      // everywhere else, nothing changes.
+      pipeline: true,
     });
     const db = new ServerDb(pool, opts.databaseUrl);
     try {
@@ -418,7 +484,7 @@ export async function openDb(opts: OpenOptions): Promise<Db> {
 }
 
 /** Runs `fn` in a transaction, retrying on serialization failures and deadlocks. */
-export async function withRetry<T>(db: Db, fn: (q: Queryable) => Promise<T>, opts: TxOptions & { attempts?: number } = {}): Promise<T> {
+export async function withRetry<T>(db: Db, fn: (q: TxQueryable) => Promise<T>, opts: TxOptions & { attempts?: number } = {}): Promise<T> {
   return retrying(() => db.tx(fn, opts), opts.attempts);
 }
 

@@ -1,5 +1,5 @@
 import type { Db } from "../db/db.js";
-import { withRetry } from "../db/db.js";
+import { withRetry, lastStatement } from "../db/db.js";
 import { lockReadyDestinations, leaseDeliveries, setReadyAt, type ClaimedDestination, type LeasedDelivery } from "../db/queries/claim.js";
 import { planGrants, planAfterClaim, leasedPerDestination, type HoldTransition, type PlanOptions } from "./claim-plan.js";
 
@@ -61,7 +61,8 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
       result.slotDenied = after.slotDenied;
       result.transitions = after.transitions;
       result.again ||= after.readyAgain;
-      await setReadyAt(q, after.updates);
+      // Its commit goes out with it (one round trip): nothing is left to do in the transaction.
+      await setReadyAt(lastStatement(q), after.updates);
       return result;
     },
     // The claim's statements plan in ~0.4–1 ms and run in well under 0.1 ms (db.ts TxOptions).

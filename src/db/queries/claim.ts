@@ -61,10 +61,13 @@ export interface ClaimedDestination {
 export async function lockReadyDestinations(q: Queryable, limit: number, shard: [number, number] | null): Promise<ClaimedDestination[]> {
   const shardSql = shard ? "AND abs(hashtext(d.id)) % $3 = $2" : "";
   const params: unknown[] = shard ? [limit, shard[0], shard[1]] : [limit];
-  // Only ids come out of this statement. Under READ COMMITTED it reads with a snapshot taken
-  // BEFORE its FOR UPDATE got each lock, so anything else it read (a lease count, token state)
-  // could predate another claim's commit and over-grant.
-  const locked = await q.query<{ id: string }>(
+  // Two statements, sent together (one round trip on the server store, see TxQueryable). The
+  // first only locks: under READ COMMITTED a statement reads with a snapshot taken BEFORE its FOR
+  // UPDATE got each lock, so anything else it read (a lease count, token state) could predate
+  // another claim's commit and over-grant. It leaves the locked ids, oldest ready_at first, in a
+  // setting local to the transaction, where the second statement (a new snapshot, taken while we
+  // hold the locks: it sees every committed lease and token spend) picks them up.
+  const lock = q.query(
     `WITH locked AS (
        SELECT d.id, d.ready_at
          FROM destinations d
@@ -87,14 +90,12 @@ export async function lockReadyDestinations(q: Queryable, limit: number, shard: 
          FROM reclaimed r
         WHERE x.destination_id = r.destination_id AND x.id = r.delivery_id
      )
-     SELECT id FROM locked ORDER BY ready_at`,
+     SELECT set_config('${CLAIMED_SETTING}', ARRAY(SELECT id FROM locked ORDER BY ready_at)::text, true)`,
     params,
   );
-  if (locked.length === 0) return [];
-  // A new statement takes a new snapshot, while we hold the locks: it sees every committed lease
-  // and token spend. clock_timestamp(), not now(), so that the time the token buckets see only
-  // moves forward from one claim of a destination to the next.
-  const rows = await q.query<ClaimedDestination & { pos: number }>(
+  // clock_timestamp(), not now(), so that the time the token buckets see only moves forward from
+  // one claim of a destination to the next.
+  const read = q.query<ClaimedDestination & { pos: number }>(
     `SELECT d.id, d.url, d.secrets, d.headers, d.timeout_seconds, d.max_concurrency, d.ordered,
             d.retry_schedule_seconds, d.throttle_schedule_seconds, d.throttled_until, d.paused_at,
             d.rate_limit, d.bucket_state, d.delivery_schedule, d.ramp_limit, d.adaptive,
@@ -118,16 +119,19 @@ export async function lockReadyDestinations(q: Queryable, limit: number, shard: 
                 WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled') AND ${UNLEASED("x")}
                 ORDER BY x.occurred_at, x.id LIMIT 1)
             END AS head_quiet_hold
-       FROM unnest($1::text[]) WITH ORDINALITY AS g(id, pos) JOIN destinations d ON d.id = g.id
+       FROM unnest(current_setting('${CLAIMED_SETTING}')::text[]) WITH ORDINALITY AS g(id, pos) JOIN destinations d ON d.id = g.id
        -- Live leases: their count and the earliest expiry, in one pass over the destination's leases.
        CROSS JOIN LATERAL (
          SELECT count(*)::int AS inflight, min(l.expires_at) AS next_lease_expiry FROM leases l WHERE l.destination_id = d.id
        ) l
       ORDER BY g.pos`,
-    [locked.map((l) => l.id)],
   );
+  const [, rows] = await Promise.all([lock, read]);
   return rows;
 }
+
+/** Where the claim's lock statement leaves the ids it locked, for the statement behind it (transaction-local). */
+const CLAIMED_SETTING = "sluice.claimed";
 
 export interface Grant {
   destinationId: string;
