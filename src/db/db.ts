@@ -418,10 +418,12 @@ class EmbeddedDb implements Db {
           if (over) throw new Error("a statement after queryAndCommit: the transaction is already over");
           await t.exec(sql);
         },
-        // One session in process: no round trips to save. The transaction commits as fn returns.
+        // One session in process: no round trips to save, but the same outcome as on a server
+        // (committed here; PGlite's own COMMIT or ROLLBACK afterwards finds nothing to end).
         queryAndCommit: async <R>(sql: string, params: unknown[] = []) => {
           const rows = await query<R>(sql, params);
           over = true;
+          await t.exec("COMMIT");
           return rows;
         },
       };

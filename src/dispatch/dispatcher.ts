@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { Db } from "../db/db.js";
-import { withRetry, isStoreUnavailable, lastStatement } from "../db/db.js";
+import { withRetry, isStoreUnavailable } from "../db/db.js";
 import { WORK_CHANNEL } from "../db/channels.js";
 import { nextReadyDelayMs } from "../db/queries/claim.js";
 import type { ClaimedDestination, LeasedDelivery } from "../db/queries/claim.js";
@@ -408,16 +408,12 @@ export class Dispatcher {
     await withRetry(
       this.db,
       async (q) => {
-        // Sent together (one round trip): the locks are taken first all the same, and the writes
-        // do not depend on what the lock statement reads.
-        const [states, landed] = await Promise.all([
-          lockDestinationsForResults(q, destIds),
-          finishDeliveries(
-            q,
-            decisions.map((d) => d.delivery),
-            decisions.map((d) => d.attempt),
-          ),
-        ]);
+        const states = await lockDestinationsForResults(q, destIds);
+        const landed = await finishDeliveries(
+          q,
+          decisions.map((d) => d.delivery),
+          decisions.map((d) => d.attempt),
+        );
         const byDest = new Map<string, Parameters<typeof decideDestination>[1]>();
         for (const d of decisions) {
           if (!landed.has(d.f.deliveryId)) continue;
@@ -433,16 +429,14 @@ export class Dispatcher {
         }
         const touched = states.filter((s) => byDest.has(s.id));
         const updates = touched.map((s) => decideDestination(s, byDest.get(s.id)!, this.opts.health ?? DEFAULT_HEALTH_CONFIG));
+        await updateDestinationsAfterResults(q, updates);
         // Alerts on transitions only, written with the transition: never one per failure.
         const alerts = updates.flatMap((u, i) => (u.transition ? [transitionAlert(touched[i]!, u)] : []));
         // A death is an alert too, written with it — once, however often this write-back runs.
         const died = decisions
           .filter((d) => d.delivery.status === "dead" && landed.has(d.f.deliveryId))
           .map((d) => ({ destinationId: d.f.destinationId, id: d.f.deliveryId }));
-        // With no alert to write, the commit goes out with the update (one round trip).
-        const last = alerts.length === 0 && died.length === 0;
-        await updateDestinationsAfterResults(last ? lastStatement(q) : q, updates);
-        const recorded = last ? 0 : await recordAlerts(q, [...alerts, ...(await deathAlerts(q, died))]);
+        const recorded = await recordAlerts(q, [...alerts, ...(await deathAlerts(q, died))]);
         return { landed, updates, alerts: recorded, states };
       },
       { genericPlans: true },

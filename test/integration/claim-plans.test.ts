@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { openDb, BEGIN_GENERIC, type Db } from "../../src/db/db.js";
 import { migrate } from "../../src/db/migrate.js";
 import { insertDestination } from "../../src/db/queries/destinations.js";
-import { LEASE_SQL } from "../../src/db/queries/claim.js";
+import { LEASE_SQL, CLAIMED_STATE_SQL } from "../../src/db/queries/claim.js";
 import { finishSql } from "../../src/db/queries/results.js";
 import { withDefaults } from "../../src/api/destination-config.js";
 import { createTestDatabase } from "../helpers/db.js";
@@ -57,6 +57,25 @@ describe("the claim's plans on server Postgres, with statistics", () => {
     assert.doesNotMatch(plan, /on deliveries d\b/, plan);
     assert.match(plan, /Index Scan using events_pkey on events e/, plan);
     assert.match(plan, /Index Only Scan using leases_pkey on leases|Index Scan using leases_pkey on leases/, plan);
+  });
+
+  test("the claim's state read takes the locked ids from the transaction's setting and reads each destination by key", async () => {
+    const plan = await db.tx(
+      async (q) => {
+        // What the lock statement leaves behind it, in the same transaction.
+        await q.query("SELECT set_config('sluice.claimed', '{dst_plan1,dst_plan2}', true)");
+        await q.exec(`PREPARE state_plan AS ${CLAIMED_STATE_SQL}`);
+        const rows = await q.query<{ "QUERY PLAN": string }>("EXPLAIN EXECUTE state_plan");
+        const read = await q.query<{ id: string; inflight: number }>("EXECUTE state_plan");
+        await q.exec("DEALLOCATE state_plan");
+        return { text: rows.map((r) => r["QUERY PLAN"]).join("\n"), ids: read.map((r) => r.id) };
+      },
+      { genericPlans: true },
+    );
+    assert.deepEqual(plan.ids, ["dst_plan1", "dst_plan2"]);
+    assert.doesNotMatch(plan.text, /Seq Scan/, plan.text);
+    assert.doesNotMatch(plan.text, /Hash Join|Merge Join/, plan.text);
+    assert.match(plan.text, /Index Scan using destinations_pkey on destinations d/, plan.text);
   });
 
   test("the write-back's generic plan looks leases up by key and joins only deliveries, by key", async () => {

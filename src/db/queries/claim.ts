@@ -93,45 +93,49 @@ export async function lockReadyDestinations(q: Queryable, limit: number, shard: 
      SELECT set_config('${CLAIMED_SETTING}', ARRAY(SELECT id FROM locked ORDER BY ready_at)::text, true)`,
     params,
   );
-  // clock_timestamp(), not now(), so that the time the token buckets see only moves forward from
-  // one claim of a destination to the next.
-  const read = q.query<ClaimedDestination & { pos: number }>(
-    `SELECT d.id, d.url, d.secrets, d.headers, d.timeout_seconds, d.max_concurrency, d.ordered,
-            d.retry_schedule_seconds, d.throttle_schedule_seconds, d.throttled_until, d.paused_at,
-            d.rate_limit, d.bucket_state, d.delivery_schedule, d.ramp_limit, d.adaptive,
-            CASE WHEN (d.adaptive->>'enabled')::boolean THEN d.pace_state END AS pace_state, d.pause_cause, d.next_probe_at,
-            d.probe_interval_seconds, d.tenant_id, d.idle_recheck, d.rate_limited, d.quiet_holding, d.ready_at,
-            clock_timestamp() AS now, g.pos,
-            l.inflight, l.next_lease_expiry,
-            CASE WHEN d.ordered THEN
-              (SELECT x.next_attempt_at FROM deliveries x
-                WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled') AND ${UNLEASED("x")}
-                ORDER BY x.occurred_at, x.id LIMIT 1)
-            ELSE
-              (SELECT min(x.next_attempt_at) FROM deliveries x
-                WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled') AND x.next_attempt_at > now())
-            END AS next_waiting,
-            CASE WHEN d.delivery_schedule IS NOT NULL THEN
-              EXISTS (SELECT 1 FROM deliveries x WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled') AND ${UNLEASED("x")})
-            END AS has_waiting,
-            CASE WHEN d.delivery_schedule IS NOT NULL AND d.ordered THEN
-              (SELECT x.quiet_hold FROM deliveries x
-                WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled') AND ${UNLEASED("x")}
-                ORDER BY x.occurred_at, x.id LIMIT 1)
-            END AS head_quiet_hold
-       FROM unnest(current_setting('${CLAIMED_SETTING}')::text[]) WITH ORDINALITY AS g(id, pos) JOIN destinations d ON d.id = g.id
-       -- Live leases: their count and the earliest expiry, in one pass over the destination's leases.
-       CROSS JOIN LATERAL (
-         SELECT count(*)::int AS inflight, min(l.expires_at) AS next_lease_expiry FROM leases l WHERE l.destination_id = d.id
-       ) l
-      ORDER BY g.pos`,
-  );
+  const read = q.query<ClaimedDestination & { pos: number }>(CLAIMED_STATE_SQL);
   const [, rows] = await Promise.all([lock, read]);
   return rows;
 }
 
 /** Where the claim's lock statement leaves the ids it locked, for the statement behind it (transaction-local). */
 const CLAIMED_SETTING = "sluice.claimed";
+
+/**
+ * The claim's second statement: the state of the destinations the lock statement just locked
+ * (their ids in CLAIMED_SETTING), in the order it locked them. clock_timestamp(), not now(), so
+ * that the time the token buckets see only moves forward from one claim of a destination to the
+ * next. Exported for its plan test.
+ */
+export const CLAIMED_STATE_SQL = `SELECT d.id, d.url, d.secrets, d.headers, d.timeout_seconds, d.max_concurrency, d.ordered,
+  d.retry_schedule_seconds, d.throttle_schedule_seconds, d.throttled_until, d.paused_at,
+  d.rate_limit, d.bucket_state, d.delivery_schedule, d.ramp_limit, d.adaptive,
+  CASE WHEN (d.adaptive->>'enabled')::boolean THEN d.pace_state END AS pace_state, d.pause_cause, d.next_probe_at,
+  d.probe_interval_seconds, d.tenant_id, d.idle_recheck, d.rate_limited, d.quiet_holding, d.ready_at,
+  clock_timestamp() AS now, g.pos,
+  l.inflight, l.next_lease_expiry,
+  CASE WHEN d.ordered THEN
+    (SELECT x.next_attempt_at FROM deliveries x
+      WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled') AND ${UNLEASED("x")}
+      ORDER BY x.occurred_at, x.id LIMIT 1)
+  ELSE
+    (SELECT min(x.next_attempt_at) FROM deliveries x
+      WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled') AND x.next_attempt_at > now())
+  END AS next_waiting,
+  CASE WHEN d.delivery_schedule IS NOT NULL THEN
+    EXISTS (SELECT 1 FROM deliveries x WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled') AND ${UNLEASED("x")})
+  END AS has_waiting,
+  CASE WHEN d.delivery_schedule IS NOT NULL AND d.ordered THEN
+    (SELECT x.quiet_hold FROM deliveries x
+      WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled') AND ${UNLEASED("x")}
+      ORDER BY x.occurred_at, x.id LIMIT 1)
+  END AS head_quiet_hold
+  FROM unnest(current_setting('${CLAIMED_SETTING}')::text[]) WITH ORDINALITY AS g(id, pos) JOIN destinations d ON d.id = g.id
+  -- Live leases: their count and the earliest expiry, in one pass over the destination's leases.
+  CROSS JOIN LATERAL (
+    SELECT count(*)::int AS inflight, min(l.expires_at) AS next_lease_expiry FROM leases l WHERE l.destination_id = d.id
+  ) l
+  ORDER BY g.pos`;
 
 export interface Grant {
   destinationId: string;
