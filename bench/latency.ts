@@ -298,7 +298,7 @@ async function main(): Promise<void> {
   // Measured once: the performance and wall clocks drift apart by far less than a microsecond per second.
   const offsetMs = wallClockOffsetMs();
   const results: ScenarioResult[] = [];
-  const pgs = kinds.includes("server") ? await bench.postgres(fsync) : null;
+  const pgs = kinds.includes("server") ? await bench.postgres(fsync, false, f["pg-icu-locale"]) : null;
   for (const kind of kinds) {
     const r =
       kind === "server"

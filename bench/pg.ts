@@ -7,8 +7,8 @@ import { startThrowawayPostgres, type ThrowawayPostgres } from "../scripts/pg-se
 import { registerPostgres } from "./procs.js";
 
 /** A throwaway server, stopped (and its data deleted) with the bench's children on any exit. */
-export async function startPostgres(fsync: boolean, statStatements = false): Promise<ThrowawayPostgres> {
-  const server = await startThrowawayPostgres({ fsync, statStatements, log: () => undefined });
+export async function startPostgres(fsync: boolean, statStatements = false, icuLocale?: string): Promise<ThrowawayPostgres> {
+  const server = await startThrowawayPostgres({ fsync, statStatements, icuLocale, log: () => undefined });
   registerPostgres(server);
   return server;
 }

@@ -51,6 +51,11 @@ export const clusterFlags = (timeoutS: number) => ({
   "timeout-s": { def: timeoutS, help: "per run, for the deliveries to arrive" },
   "wait-quiet-s": { def: 60, min: 0, help: "before each timed run, wait up to N s for other processes to leave the CPU (0 = don't)" },
   "no-fsync": { type: "bool" as const, help: "Postgres with fsync=off (default: durable)" },
+  "pg-icu-locale": {
+    type: "str" as const,
+    arg: "LOCALE",
+    help: "initdb the throwaway Postgres with this ICU locale as its default collation (e.g. en-US, as most servers are); default C",
+  },
 });
 
 /**

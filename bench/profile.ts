@@ -23,6 +23,11 @@ const flags = () =>
     "timeout-s": { def: 600, help: "for the deliveries to arrive" },
     "wait-quiet-s": { def: 60, min: 0, help: "before the run, wait up to N s for other processes to leave the CPU (0 = don't)" },
     "no-fsync": { type: "bool", help: "Postgres with fsync=off (default: durable)" },
+    "pg-icu-locale": {
+      type: "str",
+      arg: "LOCALE",
+      help: "initdb the throwaway Postgres with this ICU locale as its default collation (e.g. en-US, as most servers are); default C",
+    },
   });
 
 /** Monotonic clock in µs: the clock V8 stamps CPU profiles with, so samples can be cut to the load. */
@@ -172,7 +177,7 @@ async function main(): Promise<void> {
   const { out } = bench;
   const idleBusy = await machineBusyPct(2000);
   out(`machine load before starting: ${idleBusy}% of one core busy over 2 s${idleBusy > 25 ? " — NOT idle" : " (quiet)"}`);
-  const pgs = await bench.postgres(fsync, true);
+  const pgs = await bench.postgres(fsync, true, f["pg-icu-locale"]);
   out(
     `workload: ${fmt(destinations)} destinations, ${fmt(events)} events (after ${fmt(f.warmup)} to warm up) in batches of 1,000, round-robin; ` +
       `sluice api + ${f.workers} × sluice worker; ` +

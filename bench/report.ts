@@ -110,13 +110,14 @@ export function benchStart(title: string, sluiceDir = REPO) {
   return {
     out,
     log: (name: string): string => join(logDir, name),
-    async postgres(fsync: boolean, statStatements = false) {
-      const server = await startPostgres(fsync, statStatements);
+    async postgres(fsync: boolean, statStatements = false, icuLocale?: string) {
+      const server = await startPostgres(fsync, statStatements, icuLocale || undefined);
       const s = await serverSettings(server.url);
       const durable = s.fsync === "on" && s.synchronous_commit === "on";
       out(
         `Postgres ${s.server_version} (throwaway, started by scripts/pg-server.mjs): fsync=${s.fsync}, synchronous_commit=${s.synchronous_commit}, ` +
-          `full_page_writes=${s.full_page_writes}, wal_sync_method=${s.wal_sync_method}, shared_buffers=${s.shared_buffers}, max_connections=${s.max_connections}` +
+          `full_page_writes=${s.full_page_writes}, wal_sync_method=${s.wal_sync_method}, shared_buffers=${s.shared_buffers}, max_connections=${s.max_connections}, ` +
+          `default collation ${icuLocale ? `ICU ${icuLocale}` : "C"}` +
           (durable ? " — durable defaults: every commit is flushed to disk" : " — NOT durable"),
       );
       return { server, settings: s, postmaster: () => postmasterPid(server.dataDir) };

@@ -408,6 +408,11 @@ const flags = () =>
     destinations: { def: 1000, quick: 100, help: "destinations" },
     scenarios: { type: "str", arg: "LIST", def: "0ms,50ms,embedded", help: "any of 0ms,50ms,embedded" },
     "skip-baseline": { type: "bool", help: "Sluice only (neither graphile-worker nor pg-boss)" },
+    "pg-icu-locale": {
+      type: "str",
+      arg: "LOCALE",
+      help: "initdb the throwaway Postgres with this ICU locale as its default collation (e.g. en-US, as most servers are); default C",
+    },
     "skip-sluice": { type: "bool", help: "the baselines only (for tuning them)" },
     "skip-graphile": { type: "bool", help: "no graphile-worker run" },
     "skip-pgboss": { type: "bool", help: "no pg-boss run" },
@@ -461,7 +466,7 @@ async function main(): Promise<void> {
       (idleBusy > 25 ? " — NOT idle: other processes are competing for the cores, figures will be low" : " (quiet)"),
   );
   const serverScenarios = scenarios.filter((s) => s !== "embedded");
-  const pgs = serverScenarios.length > 0 ? await bench.postgres(fsync) : null;
+  const pgs = serverScenarios.length > 0 ? await bench.postgres(fsync, false, f["pg-icu-locale"]) : null;
   const pc = f["publish-concurrency"];
   out(
     `workload: ${fmt(destinations)} destinations, ${fmt(events)} events in batches of ${batchSize} (${pc} batch${pc > 1 ? "es" : ""} in flight), ` +

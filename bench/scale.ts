@@ -53,7 +53,7 @@ async function main(): Promise<void> {
     `seeding: destinations (but one, created through the API), events and deliveries are INSERTed with SQL — the same rows ` +
       `POST /v1/events/batch writes — because ingest is not what is measured; then VACUUM ANALYZE and CHECKPOINT.`,
   );
-  const { server, settings, postmaster } = await bench.postgres(!f["no-fsync"]);
+  const { server, settings, postmaster } = await bench.postgres(!f["no-fsync"], false, f["pg-icu-locale"]);
   const receiver = await Receiver.start(bench.log("scale-receiver.log"));
 
   const results: ScaleOutcome[] = [];

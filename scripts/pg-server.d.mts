@@ -13,11 +13,13 @@ export interface ThrowawayPostgres {
 /**
  * fsync: durable against a machine crash (slow). crashSafe: acknowledged commits survive crash() (synchronous_commit on).
  * statStatements: shared_preload_libraries=pg_stat_statements, pg_stat_statements.track=all, track_io_timing=on.
+ * icuLocale: the databases' default collation is this ICU locale (e.g. "en-US"), not C.
  */
 export function startThrowawayPostgres(opts?: {
   fsync?: boolean;
   crashSafe?: boolean;
   statStatements?: boolean;
+  icuLocale?: string;
   log?: (line: string) => void;
 }): Promise<ThrowawayPostgres>;
 export function waitForChild(child: import("node:child_process").ChildProcess, errorPrefix: string, errorCode: number): Promise<number>;

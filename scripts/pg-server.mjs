@@ -90,6 +90,8 @@ function tryKill(pid, signal) {
  * Starts a private Postgres server in a new temp dir.
  * fsync=false trades crash safety for speed (fine for data that is deleted at stop()).
  * statStatements=true loads pg_stat_statements (track=all) and turns on track_io_timing.
+ * icuLocale (e.g. "en-US"): the databases' default collation is that ICU locale, as on most servers
+ * outside tests (default: C).
  * Returns { url, port, dataDir, version, stop }; url connects as superuser `postgres`, no password.
  */
 /**
@@ -111,7 +113,13 @@ export async function waitForChild(child, errorPrefix, errorCode) {
   });
 }
 
-export async function startThrowawayPostgres({ fsync = false, crashSafe = false, statStatements = false, log = console.error } = {}) {
+export async function startThrowawayPostgres({
+  fsync = false,
+  crashSafe = false,
+  statStatements = false,
+  icuLocale = undefined,
+  log = console.error,
+} = {}) {
   const binDir = findPostgresBinDir();
   if (binDir === undefined) {
     throw new Error(
@@ -144,8 +152,10 @@ export async function startThrowawayPostgres({ fsync = false, crashSafe = false,
       "-E",
       "UTF8",
       "--no-sync",
-      // C locale: no dependency on generated OS locales, and deterministic sort order.
+      // C locale: no dependency on generated OS locales, and deterministic sort order. An ICU
+      // locale needs none either (Debian's Postgres is built with ICU).
       "--locale=C",
+      ...(icuLocale ? ["--locale-provider=icu", `--icu-locale=${icuLocale}`] : []),
     ]);
     const init = spawnSync(initFile, initArgs, { cwd: baseDir, encoding: "utf8" });
     if (init.error || init.status !== 0) {

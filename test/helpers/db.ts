@@ -33,12 +33,18 @@ export async function onServer<T>(url: string, fn: (client: pg.Client) => Promis
   }
 }
 
-/** Creates `sluice_test_<random>` on the test server. */
-export async function createTestDatabase(): Promise<TestDatabase> {
+/**
+ * Creates `sluice_test_<random>` on the test server. `icuLocale` (e.g. "en-US", [A-Za-z-] only):
+ * its default collation is that ICU locale instead of the server's C (Postgres ≥ 15).
+ */
+export async function createTestDatabase(opts: { icuLocale?: string } = {}): Promise<TestDatabase> {
   const base = serverUrl();
   const name = `sluice_test_${randomBytes(6).toString("hex")}`;
-  // name is [a-z0-9_] only, so interpolating it is safe; CREATE DATABASE takes no parameters.
-  await onServer(base, (c) => c.query(`CREATE DATABASE ${name}`));
+  const icu = opts.icuLocale;
+  if (icu !== undefined && !/^[A-Za-z-]+$/.test(icu)) throw new Error(`not an ICU locale name: ${icu}`);
+  // name and icu are checked above, so interpolating them is safe; CREATE DATABASE takes no parameters.
+  const locale = icu ? ` TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE '${icu}'` : "";
+  await onServer(base, (c) => c.query(`CREATE DATABASE ${name}${locale}`));
   const url = new URL(base);
   url.pathname = `/${name}`;
   let dropped = false;
