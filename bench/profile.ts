@@ -117,7 +117,7 @@ function shortUrl(url: string, line: number): string {
   const path = url.replace(/^file:\/\//, "");
   const nm = path.lastIndexOf("node_modules/");
   const short = nm >= 0 ? path.slice(nm + "node_modules/".length) : path.startsWith(REPO) ? relative(REPO, path) : path;
-  // Code compiled by tsx reports line 1 for everything in the module: the file alone says more.
+  // Line 0: not known (code compiled by a loader reports it for a whole module); the file alone says more.
   return line === 0 ? short : `${short}:${line + 1}`;
 }
 

@@ -3,7 +3,7 @@
 // like any client; its own /metrics figures; and which source was measured.
 import { spawnSync, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -49,9 +49,12 @@ export class SluiceCluster {
       DATABASE_URL: this.o.databaseUrl ?? undefined, // undefined: not passed on
       SLUICE_DATA_DIR: this.o.dataDir ?? process.env.SLUICE_DATA_DIR,
     };
-    return spawnLogged(process.execPath, [...(this.o.nodeArgs ?? []), "--import", "tsx", "src/cli/main.ts", command], {
+    const dir = this.o.dir ?? REPO;
+    ensureBuilt(dir);
+    // As users run it: compiled (bin/sluice.js → dist/), not from source through a loader.
+    return spawnLogged(process.execPath, [...(this.o.nodeArgs ?? []), "bin/sluice.js", command], {
       env,
-      cwd: this.o.dir ?? REPO,
+      cwd: dir,
       logFile,
     });
   }
@@ -217,6 +220,39 @@ function summariseMetrics(text: string): Record<string, number> {
   };
 }
 
+const built = new Set<string>();
+
+/**
+ * Builds `dir`'s dist/ (`npm run build`) unless it was built from this very source: the benches
+ * measure the compiled Sluice that `npm start` runs. The source's hash is kept in dist/ after a
+ * build, so a checkout whose code changed is built again before it is measured.
+ */
+export function ensureBuilt(dir: string): void {
+  if (built.has(dir)) return;
+  const stamp = join(dir, "dist", ".bench-source");
+  const h = createHash("sha256");
+  for (const sub of ["src", "sdk/src", "ui", "package.json", "tsconfig.json", "tsconfig.build.json"]) hashTree(h, join(dir, sub));
+  const want = h.digest("hex");
+  const have = existsSync(stamp) ? readFileSync(stamp, "utf8") : "";
+  if (have !== want || !existsSync(join(dir, "dist", "src", "cli", "main.js"))) {
+    process.stderr.write(`building ${dir === REPO ? "Sluice" : dir} (npm run build) — the benches run the compiled dist/ …\n`);
+    const r = spawnSync("npm", ["run", "build", "--silent"], { cwd: dir, stdio: ["ignore", "inherit", "inherit"] });
+    if (r.status !== 0) throw new Error(`npm run build failed in ${dir} (${r.error?.message ?? `exit code ${r.status}`})`);
+    writeFileSync(stamp, want);
+  }
+  built.add(dir);
+}
+
+/** Feeds every file under `p` (or `p` itself), by path and content, into `h`; nothing if it does not exist. */
+function hashTree(h: ReturnType<typeof createHash>, p: string): void {
+  if (!existsSync(p)) return;
+  if (!statSync(p).isDirectory()) {
+    h.update(p).update(readFileSync(p));
+    return;
+  }
+  for (const name of readdirSync(p).sort()) if (name !== "node_modules") hashTree(h, join(p, name));
+}
+
 /** Which Sluice was measured: the commit, whether src/ or migrations/ differ from it, and a hash of those files. */
 export function sourceState(repo: string): { commit: string; localChanges: string[]; fingerprint: string } {
   // --no-optional-locks: status must not refresh (write) the index of a repo others work in.
@@ -225,16 +261,8 @@ export function sourceState(repo: string): { commit: string; localChanges: strin
     return r.status === 0 ? r.stdout.trim() : "";
   };
   const h = createHash("sha256");
-  const walk = (dir: string): void => {
-    for (const p of readdirSync(dir)
-      .sort()
-      .map((name) => join(dir, name))) {
-      if (statSync(p).isDirectory()) walk(p);
-      else h.update(p).update(readFileSync(p));
-    }
-  };
-  walk(join(repo, "src"));
-  walk(join(repo, "migrations"));
+  hashTree(h, join(repo, "src"));
+  hashTree(h, join(repo, "migrations"));
   return {
     commit: git("rev-parse", "--short", "HEAD") || "unknown",
     localChanges: git("status", "--porcelain", "--", "src", "migrations", "package.json").split("\n").filter(Boolean),
