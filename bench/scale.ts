@@ -5,7 +5,7 @@
 // plans sampled again half-way). Targets (the issue): deliveries/s ratio ≥ 0.8; claim cost flat.
 import { randomUUID } from "node:crypto";
 import pg from "pg";
-import type { Queryable } from "../src/db/db.js";
+import { BEGIN_GENERIC, type Queryable } from "../src/db/db.js";
 import { lockReadyDestinations, leaseDeliveries, setReadyAt } from "../src/db/queries/claim.js";
 import { connect, deliveriesByStatus, withDatabase } from "./pg.js";
 import { clusterFlags, CpuSampler, parseFlags, runBench, sleep, waitQuiet } from "./procs.js";
@@ -316,29 +316,38 @@ async function explainClaim(db: pg.Client, o: ClaimSettings & { phase: "before" 
   let emptyTries = 0;
   while (runs.length < o.reps) {
     const captured: Captured[] = [];
+    // One statement at a time: the claim sends some together (Promise.all), and each one here is
+    // several statements on one connection (savepoint, explain, rollback, the statement itself).
+    let last: Promise<unknown> = Promise.resolve();
+    const serial = <T>(run: () => Promise<T>): Promise<T> => {
+      const next = last.then(run, run);
+      last = next.catch(() => undefined);
+      return next;
+    };
     const q: Queryable = {
-      async query<R>(sql: string, params: unknown[] = []): Promise<R[]> {
-        await db.query("SAVEPOINT explain");
-        // EXPLAIN of a statement with bound parameters plans it for those values (a custom plan)
-        // whatever plan_cache_mode says; EXPLAIN EXECUTE of a prepared statement shows the plan the
-        // worker runs — the generic one. EXECUTE takes no bound parameters: the values go inline.
-        await db.query(`PREPARE explain_claim AS ${sql}`);
-        const args = params.map((v) => (v === null || v === undefined ? "NULL" : escapeLiteral(String(prepareValue(v)))));
-        const ex = await db.query<{ "QUERY PLAN": string }>(
-          `EXPLAIN (ANALYZE, BUFFERS) EXECUTE explain_claim${args.length ? `(${args.join(", ")})` : ""}`,
-        );
-        await db.query("ROLLBACK TO SAVEPOINT explain");
-        await db.query("DEALLOCATE explain_claim");
-        const plan = ex.rows.map((r) => r["QUERY PLAN"]).join("\n");
-        const time = (what: string): number => Number(new RegExp(`${what} Time: ([\\d.]+) ms`).exec(plan)?.[1] ?? NaN);
-        const res = await db.query(sql, params);
-        captured.push({ sql, plan, rows: res.rowCount ?? res.rows.length, executionMs: time("Execution"), planningMs: time("Planning") });
-        return res.rows as R[];
-      },
+      query: <R>(sql: string, params: unknown[] = []): Promise<R[]> => serial(() => explainOne<R>(sql, params)),
       exec: async (sql: string): Promise<void> => void (await db.query(sql)),
     };
+    const explainOne = async <R>(sql: string, params: unknown[]): Promise<R[]> => {
+      await db.query("SAVEPOINT explain");
+      // EXPLAIN of a statement with bound parameters plans it for those values (a custom plan)
+      // whatever plan_cache_mode says; EXPLAIN EXECUTE of a prepared statement shows the plan the
+      // worker runs — the generic one. EXECUTE takes no bound parameters: the values go inline.
+      await db.query(`PREPARE explain_claim AS ${sql}`);
+      const args = params.map((v) => (v === null || v === undefined ? "NULL" : escapeLiteral(String(prepareValue(v)))));
+      const ex = await db.query<{ "QUERY PLAN": string }>(
+        `EXPLAIN (ANALYZE, BUFFERS) EXECUTE explain_claim${args.length ? `(${args.join(", ")})` : ""}`,
+      );
+      await db.query("ROLLBACK TO SAVEPOINT explain");
+      await db.query("DEALLOCATE explain_claim");
+      const plan = ex.rows.map((r) => r["QUERY PLAN"]).join("\n");
+      const time = (what: string): number => Number(new RegExp(`${what} Time: ([\\d.]+) ms`).exec(plan)?.[1] ?? NaN);
+      const res = await db.query(sql, params);
+      captured.push({ sql, plan, rows: res.rowCount ?? res.rows.length, executionMs: time("Execution"), planningMs: time("Planning") });
+      return res.rows as R[];
+    };
     // As the worker's claim transaction (db.ts TxOptions.genericPlans): the generic plans are the ones that run.
-    await db.query("BEGIN; SET LOCAL plan_cache_mode = force_generic_plan");
+    await db.query(BEGIN_GENERIC);
     try {
       // As the worker: LIMIT min(claim batch, free capacity) — an idle worker's capacity is its concurrency.
       const dests = await lockReadyDestinations(q, Math.max(1, Math.min(o.claimBatch, o.workerConcurrency)), null);
