@@ -232,6 +232,71 @@ test("the rate-limit form refuses a bad value with the API's message, and a save
   await context.close();
 });
 
+test("the settings form turns adaptive pace on with bounds, shows the API's word on a bad bound, and turns it off", async () => {
+  const rx = await receiver({ status: 200 });
+  const d = await createDestination({ name: "ledger-to-adapt", url: `${rx.url}/hooks` });
+  assert.equal(d.adaptive, null);
+  const { page, context, errors } = await dashboard(`/destinations/${d.id}`);
+  await page.getByRole("heading", { level: 1, name: "ledger-to-adapt" }).waitFor();
+  await page.getByRole("button", { name: "Edit settings" }).click();
+  const form = page.locator("form", { has: page.getByRole("heading", { name: "Settings" }) });
+  await form.getByLabel("Find the pace it can take").check();
+  const fastest = form.getByLabel(/^Fastest \(per second\)/);
+  // A bound the API refuses: its message next to the field, nothing saved.
+  const refused = await s.api<ValidationFailed>("PATCH", `/v1/destinations/${d.id}`, { adaptive: { enabled: true, max_per_second: 0 } });
+  assert.equal(refused.status, 422);
+  const apiMessage = refused.body.error.details.find((f) => f.field.includes("max_per_second"))?.message;
+  assert.ok(apiMessage, JSON.stringify(refused.body));
+  await fastest.fill("0");
+  await form.getByRole("button", { name: "Save changes" }).click();
+  await waitFor(async () => (await fieldMessage(fastest)).includes(apiMessage), { message: () => `no "${apiMessage}" next to Fastest` });
+  assert.equal((await getDestination(d.id)).adaptive, null, "a refused form saved something");
+
+  await fastest.fill("300");
+  await form.getByLabel(/^Target latency \(ms\)/).fill("400");
+  await form.getByRole("button", { name: "Save changes" }).click();
+  await page.getByText("Saved", { exact: true }).waitFor();
+  const on = await getDestination(d.id);
+  assert.equal(on.adaptive?.enabled, true);
+  assert.equal(on.adaptive?.max_per_second, 300);
+  assert.equal(on.adaptive?.target_latency_ms, 400);
+  await region(page, "Rate limit")
+    .getByText(/^Adaptive pace$/)
+    .waitFor();
+  await assertAccessible(page, "the settings form with adaptive pace on");
+
+  // The form stays open after a save.
+  await form.getByLabel("Find the pace it can take").uncheck();
+  await form.getByRole("button", { name: "Save changes" }).click();
+  await page.getByText("Saved", { exact: true }).waitFor();
+  await waitFor(async () => (await getDestination(d.id)).adaptive === null, { message: "adaptive pace stayed on" });
+  assert.deepEqual(unexpected(errors, 422), []);
+  await context.close();
+});
+
+test("a page opened the moment the dashboard first renders is the page shown (the route hears a fragment changed before it listened)", async () => {
+  const d = await createDestination({ name: "route-race", url: "https://example.com/hooks" });
+  const { page, context, errors } = await openPage(browser(), DESKTOP);
+  // As the signed-in shell first appears, and before its effects run (they wait for a paint), the
+  // fragment moves to a destination: what a quick click, or a test's goto, can do. It used to
+  // leave the list on screen under the destination's URL.
+  await page.addInitScript((target: string) => {
+    const seen = new MutationObserver(() => {
+      if ([...document.querySelectorAll("h1")].some((h) => h.textContent === "Destinations")) {
+        seen.disconnect();
+        location.hash = target;
+      }
+    });
+    addEventListener("DOMContentLoaded", () => seen.observe(document.body, { childList: true, subtree: true }));
+  }, `#/destinations/${d.id}`);
+  await page.goto(`${s.url}/`);
+  await page.getByLabel("API key").fill(s.apiKey);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("heading", { level: 1, name: "route-race" }).waitFor({ timeout: 5000 });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 /** The text that belongs to an input: what its aria-describedby/aria-errormessage name, and its field wrapper's text. */
 async function fieldMessage(input: Locator): Promise<string> {
   return input.evaluate((el) => {
@@ -291,7 +356,11 @@ test("events and deliveries: search by type, see the delivery per destination, r
   await page.getByRole("button", { name: "Search" }).click();
   await page.getByRole("link", { name: eventId }).waitFor();
   assert.match(page.url(), /type=invoice\.failed/, "the search is not in the URL");
-  assert.equal(await page.getByRole("cell", { name: "contact.updated" }).count(), 0, "the search showed other types");
+  // The previous list stays on screen until the search's answer replaces it (nothing flickers),
+  // and this event is in both: wait for the others to go.
+  await waitFor(async () => (await page.getByRole("cell", { name: "contact.updated" }).count()) === 0, {
+    message: "the search showed other types",
+  });
   await settled(page);
   await assertAccessible(page, "the events page with results");
 

@@ -16,13 +16,16 @@ function current(): Route {
 }
 
 export function useRoute(): Route {
-  const [route, setRoute] = useState(current);
+  const [state, setState] = useState(() => ({ hash: location.hash, route: current() }));
   useEffect(() => {
-    const on = () => setRoute(current());
+    const on = () => setState({ hash: location.hash, route: current() });
     addEventListener("hashchange", on);
+    // The effect runs after the first paint: a fragment that changed in between (a link followed,
+    // or a page opened at once after signing in) had no listener to hear it.
+    if (location.hash !== state.hash) on();
     return () => removeEventListener("hashchange", on);
   }, []);
-  return route;
+  return state.route;
 }
 
 export function href(path: string, query?: Record<string, string | undefined>): string {

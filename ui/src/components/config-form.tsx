@@ -29,6 +29,10 @@ interface FormState {
   per_second: string;
   per_minute: string;
   burst: string;
+  adaptive: boolean;
+  adaptive_min: string;
+  adaptive_max: string;
+  adaptive_target: string;
   quiet: boolean;
   timezone: string;
   quiet_start: string;
@@ -60,6 +64,10 @@ function fromDestination(d: Destination): FormState {
     per_second: str(d.rate_limit?.max_per_second),
     per_minute: str(d.rate_limit?.max_per_minute),
     burst: str(d.rate_limit?.burst_capacity),
+    adaptive: d.adaptive?.enabled === true,
+    adaptive_min: str(d.adaptive?.min_per_second),
+    adaptive_max: str(d.adaptive?.max_per_second),
+    adaptive_target: str(d.adaptive?.target_latency_ms),
     quiet: q !== null,
     timezone: q?.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
     quiet_start: q?.quiet_start ?? "22:00",
@@ -114,6 +122,14 @@ function toConfig(f: FormState, problems: Problem[] = []): Record<string, unknow
   if (f.per_second.trim()) rate.max_per_second = num(f.per_second);
   if (f.per_minute.trim()) rate.max_per_minute = num(f.per_minute);
   if (f.burst.trim()) rate.burst_capacity = num(f.burst);
+  // Off is null (the API forgets the pace); on, only the bounds that were typed (the rest default).
+  let adaptive: Record<string, unknown> | null = null;
+  if (f.adaptive) {
+    adaptive = { enabled: true };
+    if (f.adaptive_min.trim()) adaptive.min_per_second = num(f.adaptive_min);
+    if (f.adaptive_max.trim()) adaptive.max_per_second = num(f.adaptive_max);
+    if (f.adaptive_target.trim()) adaptive.target_latency_ms = num(f.adaptive_target);
+  }
   let schedule: Record<string, unknown> | null = null;
   if (f.quiet) {
     schedule = { timezone: f.timezone.trim(), quiet_start: f.quiet_start, quiet_end: f.quiet_end };
@@ -130,6 +146,7 @@ function toConfig(f: FormState, problems: Problem[] = []): Record<string, unknow
     max_concurrency: num(f.max_concurrency),
     ordered: f.ordered,
     rate_limit: Object.keys(rate).length ? rate : null,
+    adaptive,
     delivery_schedule: schedule,
     retry_schedule_seconds: nums(f.retry),
     throttle_schedule_seconds: nums(f.throttle),
@@ -162,6 +179,10 @@ const FIELD_KEYS = new Set([
   "rate_limit.max_per_second",
   "rate_limit.max_per_minute",
   "rate_limit.burst_capacity",
+  "adaptive",
+  "adaptive.min_per_second",
+  "adaptive.max_per_second",
+  "adaptive.target_latency_ms",
   "delivery_schedule",
   "delivery_schedule.timezone",
   "delivery_schedule.quiet_start",
@@ -433,6 +454,37 @@ export function ConfigForm({ destination, onSaved }: { destination: Destination;
             {(a) => <input type="number" {...text("burst")} {...a} />}
           </Field>
         </div>
+      </fieldset>
+
+      <fieldset>
+        <legend>Adaptive pace</legend>
+        <FieldErrors k="adaptive" errors={errors} />
+        <label class="check">
+          <input type="checkbox" checked={f.adaptive} onChange={(e) => set("adaptive", (e.target as HTMLInputElement).checked)} />
+          <span>Find the pace it can take</span>
+        </label>
+        <p class="hint">
+          Slows down on 429, 503, timeouts and rising latency; speeds up while answers are fast. A rate limit above still caps it. Off
+          forgets the pace found.
+        </p>
+        {f.adaptive ? (
+          <div class="form-grid">
+            <Field label="Slowest (per second)" k="adaptive.min_per_second" errors={errors} hint="empty: 1">
+              {(a) => <input type="number" step="any" {...text("adaptive_min")} {...a} />}
+            </Field>
+            <Field label="Fastest (per second)" k="adaptive.max_per_second" errors={errors} hint="empty: 1000">
+              {(a) => <input type="number" step="any" {...text("adaptive_max")} {...a} />}
+            </Field>
+            <Field
+              label="Target latency (ms)"
+              k="adaptive.target_latency_ms"
+              errors={errors}
+              hint="empty: slow down when latency is well above its own baseline"
+            >
+              {(a) => <input type="number" {...text("adaptive_target")} {...a} />}
+            </Field>
+          </div>
+        ) : null}
       </fieldset>
 
       <fieldset>
