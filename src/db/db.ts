@@ -42,6 +42,9 @@ export function lastStatement(q: TxQueryable): Queryable {
   };
 }
 
+/** A transaction's function ran a statement after queryAndCommit: a bug in that function. */
+const afterCommit = (): Error => new Error("a statement after queryAndCommit: the transaction is already over");
+
 export interface TxOptions {
   /**
    * Plan each statement once per connection and reuse the plan whatever the parameters
@@ -268,7 +271,7 @@ class ServerDb implements Db {
     const begun = client.query(opts.genericPlans ? BEGIN_GENERIC : "BEGIN");
     begun.catch(() => undefined);
     const send = async (query: string | pg.QueryConfig): Promise<pg.QueryResult> => {
-      if (committing) throw new Error("a statement after queryAndCommit: the transaction is already over");
+      if (committing) throw afterCommit();
       const [res] = await Promise.all([client.query(query), begun]);
       return res;
     };
@@ -409,13 +412,13 @@ class EmbeddedDb implements Db {
     return this.pglite.transaction(async (t) => {
       let over = false;
       const query = async <R>(sql: string, params: unknown[] = []): Promise<R[]> => {
-        if (over) throw new Error("a statement after queryAndCommit: the transaction is already over");
+        if (over) throw afterCommit();
         return (await t.query<R>(sql, params)).rows;
       };
       const q: TxQueryable = {
         query,
         exec: async (sql: string) => {
-          if (over) throw new Error("a statement after queryAndCommit: the transaction is already over");
+          if (over) throw afterCommit();
           await t.exec(sql);
         },
         // One session in process: no round trips to save, but the same outcome as on a server

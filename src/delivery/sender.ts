@@ -245,14 +245,9 @@ class Exchange implements Dispatcher.DispatchHandler {
       this.settle(this.answered(`reading response body: ${this.timedOut ? this.timeoutMessage() : messageOf(err)}`));
       return;
     }
-    this.settle({
-      statusCode: null,
-      errorClass: this.timedOut ? "timeout" : classifyError(err),
-      errorMessage: this.timedOut ? this.timeoutMessage() : messageOf(err),
-      retryAfter: null,
-      responseBody: "",
-      latencyMs: elapsed(this.started),
-    });
+    this.settle(
+      this.timedOut ? failure("timeout", this.timeoutMessage(), this.started) : failure(classifyError(err), messageOf(err), this.started),
+    );
   }
 
   private answered(bodyError: string | null): SendResult {

@@ -91,15 +91,17 @@ for (const backend of BACKENDS) {
     });
 
     test("a transaction-local setting left by one statement is read by the next, sent with it, and gone after the commit", async () => {
-      const [value, after] = await db.tx(async (q) => {
+      const [value, later] = await db.tx(async (q) => {
         const [, read] = await Promise.all([
           q.query("SELECT set_config('sluice.tx_probe', '{a,b}', true)"),
           q.query<{ ids: string[] }>("SELECT current_setting('sluice.tx_probe')::text[] AS ids"),
         ]);
-        return [read[0]!.ids, null];
+        // Still there for a statement sent on its own afterwards, in the same transaction.
+        const again = await q.query<{ ids: string[] }>("SELECT current_setting('sluice.tx_probe')::text[] AS ids");
+        return [read[0]!.ids, again[0]!.ids];
       });
       assert.deepEqual(value, ["a", "b"]);
-      assert.equal(after, null);
+      assert.deepEqual(later, ["a", "b"]);
       const outside = await db.query<{ v: string | null }>("SELECT nullif(current_setting('sluice.tx_probe', true), '') AS v");
       assert.equal(outside[0]!.v, null);
     });
