@@ -23,6 +23,10 @@ const flags = () =>
     "timeout-s": { def: 600, help: "for the deliveries to arrive" },
     "wait-quiet-s": { def: 60, min: 0, help: "before the run, wait up to N s for other processes to leave the CPU (0 = don't)" },
     "no-fsync": { type: "bool", help: "Postgres with fsync=off (default: durable)" },
+    embedded: {
+      type: "bool",
+      help: "profile `sluice start` on the embedded store (PGlite in the one process): CPU and its profile, no statement or table figures",
+    },
     "pg-icu-locale": {
       type: "str",
       arg: "LOCALE",
@@ -109,7 +113,30 @@ type CpuProfile = {
   timeDeltas: number[];
 };
 type HotFunction = { fn: string; where: string; selfMs: number; pct: number };
-type ProcessProfile = { process: string; file: string; sampledMs: number; windowed: boolean; top: HotFunction[] };
+type ProcessProfile = {
+  process: string;
+  file: string;
+  sampledMs: number;
+  windowed: boolean;
+  top: HotFunction[];
+  /** Self time by where the code lives (see areaOf). */
+  areas: { area: string; selfMs: number; pct: number }[];
+};
+
+/** Which part of the process a frame belongs to: its package, Sluice's own code, Node, or the VM. */
+function areaOf(fn: string, url: string): string {
+  if (url.startsWith("wasm://")) return "Postgres in WebAssembly (PGlite)";
+  const nm = url.lastIndexOf("node_modules/");
+  if (nm >= 0) {
+    const rest = url.slice(nm + "node_modules/".length).split("/");
+    return `package ${rest[0]!.startsWith("@") ? `${rest[0]}/${rest[1]}` : rest[0]}`;
+  }
+  if (url.includes("/dist/") || url.includes("/src/")) return "Sluice";
+  if (url.startsWith("node:")) return "Node (JavaScript)";
+  if (fn === "(garbage collector)") return "garbage collector";
+  if (fn === "(program)") return "(program: V8 and native, unattributed)";
+  return "native (syscalls, built-ins)";
+}
 
 /** Where a frame's code lives, short: a path in the repo, or `pkg/file` in node_modules; with its line when known. */
 function shortUrl(url: string, line: number): string {
@@ -125,8 +152,8 @@ function shortUrl(url: string, line: number): string {
 function summariseProfile(name: string, file: string, fromUs: number, toUs: number, top: number): ProcessProfile {
   const prof = JSON.parse(readFileSync(file, "utf8")) as CpuProfile;
   const frames = new Map(prof.nodes.map((n) => [n.id, n.callFrame]));
-  const collect = (windowed: boolean): Map<string, { fn: string; where: string; us: number }> => {
-    const agg = new Map<string, { fn: string; where: string; us: number }>();
+  const collect = (windowed: boolean): Map<string, { fn: string; where: string; url: string; us: number }> => {
+    const agg = new Map<string, { fn: string; where: string; url: string; us: number }>();
     let t = prof.startTime;
     prof.samples.forEach((id, i) => {
       const dt = prof.timeDeltas[i] ?? 0;
@@ -137,7 +164,7 @@ function summariseProfile(name: string, file: string, fromUs: number, toUs: numb
       const where = shortUrl(f.url, f.lineNumber);
       const fn = f.functionName || "(anonymous)";
       const key = `${fn} ${where}`;
-      const a = agg.get(key) ?? { fn, where, us: 0 };
+      const a = agg.get(key) ?? { fn, where, url: f.url, us: 0 };
       a.us += dt;
       agg.set(key, a);
     });
@@ -150,11 +177,25 @@ function summariseProfile(name: string, file: string, fromUs: number, toUs: numb
     agg = collect(false);
   }
   const totalUs = [...agg.values()].reduce((n, a) => n + a.us, 0);
+  const areas = new Map<string, number>();
+  for (const a of agg.values()) {
+    const area = areaOf(a.fn, a.url);
+    areas.set(area, (areas.get(area) ?? 0) + a.us);
+  }
   const hot = [...agg.values()]
     .sort((a, b) => b.us - a.us)
     .slice(0, top)
     .map((a) => ({ fn: a.fn, where: a.where, selfMs: a.us / 1000, pct: (100 * a.us) / Math.max(1, totalUs) }));
-  return { process: name, file, sampledMs: totalUs / 1000, windowed, top: hot };
+  return {
+    process: name,
+    file,
+    sampledMs: totalUs / 1000,
+    windowed,
+    top: hot,
+    areas: [...areas]
+      .sort((a, b) => b[1] - a[1])
+      .map(([area, us]) => ({ area, selfMs: us / 1000, pct: (100 * us) / Math.max(1, totalUs) })),
+  };
 }
 
 /** The main-thread profile of each Sluice process (named CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile). */
@@ -177,25 +218,32 @@ async function main(): Promise<void> {
   const { out } = bench;
   const idleBusy = await machineBusyPct(2000);
   out(`machine load before starting: ${idleBusy}% of one core busy over 2 s${idleBusy > 25 ? " — NOT idle" : " (quiet)"}`);
-  const pgs = await bench.postgres(fsync, true, f["pg-icu-locale"]);
+  const embedded = f.embedded;
+  const pgs = embedded ? null : await bench.postgres(fsync, true, f["pg-icu-locale"]);
   out(
     `workload: ${fmt(destinations)} destinations, ${fmt(events)} events (after ${fmt(f.warmup)} to warm up) in batches of 1,000, round-robin; ` +
-      `sluice api + ${f.workers} × sluice worker; ` +
+      `${embedded ? "sluice start on the embedded store (PGlite)" : `sluice api + ${f.workers} × sluice worker`}; ` +
       `receiver answers at once; CPU profiles ${cpuProf ? "on (--cpu-prof; adds a little Sluice CPU)" : "off"}`,
   );
   const profDir = mkdtempSync(join(tmpdir(), "sluice-cpuprof-"));
   const nodeArgs = cpuProf ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : [];
 
-  const result = await withDatabase(pgs.server.url, "sluice_profile", async (databaseUrl) => {
+  // The embedded store: its data directory instead of a database on the throwaway server.
+  const inStore = <T>(f: (databaseUrl: string | null, dataDir?: string) => Promise<T>): Promise<T> => {
+    if (pgs) return withDatabase(pgs.server.url, "sluice_profile", (url) => f(url));
+    const dataDir = mkdtempSync(join(tmpdir(), "sluice-profile-pglite-"));
+    return f(null, dataDir).finally(() => rmSync(dataDir, { recursive: true, force: true }));
+  };
+  const result = await inStore(async (databaseUrl, dataDir) => {
     const rcv = await Receiver.start(bench.log("profile-receiver.log"), { delayMs: 0 });
-    const cluster = new SluiceCluster({ databaseUrl, logPrefix: bench.log("profile-sluice"), nodeArgs });
-    const db = await connect(databaseUrl);
+    const cluster = new SluiceCluster({ databaseUrl, dataDir, logPrefix: bench.log("profile-sluice"), nodeArgs });
+    const db = databaseUrl ? await connect(databaseUrl) : null;
     try {
-      await cluster.startApi("api");
-      await cluster.startWorkers(f.workers, true);
+      await cluster.startApi(db ? "api" : "start");
+      if (db) await cluster.startWorkers(f.workers, true);
       const ids = await cluster.createDestinations(destinations, (i) => ({ url: rcv.destUrl(i), name: `profile-${i}` }));
-      const procs = cluster.pids().map((pid, i) => ({ name: i === 0 ? "api" : `worker${i - 1}`, pid }));
-      await db.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+      const procs = cluster.pids().map((pid, i) => ({ name: !db ? "start" : i === 0 ? "api" : `worker${i - 1}`, pid }));
+      await db?.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
       // `n` events in batches of 1,000, one batch at a time, then the wait for all of them to arrive.
       const load = async (n: number, what: string, startedAt: number): Promise<number> => {
         await rcv.reset(n);
@@ -229,13 +277,13 @@ async function main(): Promise<void> {
       if (f["wait-quiet-s"] > 0) await waitQuiet(f["wait-quiet-s"] * 1000);
 
       // The counters start from zero just before the load: set-up and warm-up are not in the figures.
-      await db.query("SELECT pg_stat_statements_reset()");
-      await db.query("SELECT pg_stat_reset()");
-      const before = await counters(db);
+      await db?.query("SELECT pg_stat_statements_reset()");
+      await db?.query("SELECT pg_stat_reset()");
+      const before = db ? await counters(db) : null;
       const sampler = new CpuSampler({
         system: "sluice",
         pids: () => cluster.pids(),
-        postmaster: pgs.postmaster,
+        postmaster: pgs ? pgs.postmaster : () => null,
         receiver: rcv.pid,
         bench: "bench (publisher)",
       }).begin();
@@ -245,17 +293,17 @@ async function main(): Promise<void> {
       const toUs = monoUs();
       const wallMs = Date.now() - startedAt;
       const cpu = sampler.end();
-      const stmts = await statements(db);
-      const after = await counters(db);
-      const walBytes = await walBytesBetween(db, before.lsn, after.lsn);
+      const stmts = db ? await statements(db) : [];
+      const after = db ? await counters(db) : null;
+      const walBytes = db && before && after ? await walBytesBetween(db, before.lsn, after.lsn) : null;
 
       // Backends flush their table counters when idle for a while or when they exit: stop Sluice
       // (which also writes its CPU profiles) before reading them.
       await cluster.stop();
       await sleep(1000);
-      await db.query("SELECT pg_stat_clear_snapshot()");
-      const tbl = await tables(db);
-      const final = await counters(db);
+      await db?.query("SELECT pg_stat_clear_snapshot()");
+      const tbl = db ? await tables(db) : [];
+      const final = db ? await counters(db) : null;
       const profiles = cpuProf ? profilesOf(profDir, procs).map((x) => summariseProfile(x.name, x.file, fromUs, toUs, 15)) : [];
       return {
         delivered,
@@ -263,14 +311,14 @@ async function main(): Promise<void> {
         deliveriesPerSec: delivered / (wallMs / 1000),
         cpu,
         statements: stmts,
-        commits: final.commits - before.commits,
-        rollbacks: final.rollbacks - before.rollbacks,
+        commits: final && before ? final.commits - before.commits : null,
+        rollbacks: final && before ? final.rollbacks - before.rollbacks : null,
         walBytes,
         tables: tbl,
         profiles,
       };
     } finally {
-      await db.end().catch(() => undefined);
+      await db?.end().catch(() => undefined);
       await cluster.stop().catch(() => undefined);
       await rcv.stop();
     }
@@ -281,21 +329,27 @@ async function main(): Promise<void> {
   const per = (x: number, d = 2): string => fmt(x / n, d);
   const us = (cpuSeconds: number | undefined): number => ((cpuSeconds ?? 0) * 1e6) / n;
   out(`\ndelivered ${fmt(n)} in ${(result.wallMs / 1000).toFixed(1)} s (${fmt(result.deliveriesPerSec)}/s, first publish → last arrival)`);
+  const serverOnly = (rows: string[][]): string[][] => (pgs ? rows : []);
   const totals = [
     ["per delivery", "value"],
-    ["commits (pg_stat_database xact_commit)", per(result.commits)],
-    ["rollbacks", per(result.rollbacks)],
-    ["WAL bytes (pg_current_wal_lsn diff)", per(result.walBytes, 0)],
-    ["statement calls (pg_stat_statements)", per(result.statements.reduce((s, x) => s + x.calls, 0))],
+    ...serverOnly([
+      ["commits (pg_stat_database xact_commit)", per(result.commits ?? 0)],
+      ["rollbacks", per(result.rollbacks ?? 0)],
+      ["WAL bytes (pg_current_wal_lsn diff)", per(result.walBytes ?? 0, 0)],
+      ["statement calls (pg_stat_statements)", per(result.statements.reduce((s, x) => s + x.calls, 0))],
+      [
+        "statement exec time µs",
+        per(
+          result.statements.reduce((s, x) => s + x.total_ms * 1000, 0),
+          1,
+        ),
+      ],
+      ["Postgres CPU µs (postmaster + children, /proc)", fmt(us(result.cpu.postgres?.cpuSeconds), 1)],
+    ]),
     [
-      "statement exec time µs",
-      per(
-        result.statements.reduce((s, x) => s + x.total_ms * 1000, 0),
-        1,
-      ),
+      pgs ? "Sluice CPU µs (api + workers, /proc)" : "Sluice CPU µs (sluice start with PGlite in it, /proc)",
+      fmt(us(result.cpu.sluice?.cpuSeconds), 1),
     ],
-    ["Postgres CPU µs (postmaster + children, /proc)", fmt(us(result.cpu.postgres?.cpuSeconds), 1)],
-    ["Sluice CPU µs (api + workers, /proc)", fmt(us(result.cpu.sluice?.cpuSeconds), 1)],
     ["receiver CPU µs", fmt(us(result.cpu.receiver?.cpuSeconds), 1)],
     ["machine busy µs (all processes, kernel)", fmt(us(result.cpu["(machine busy)"]?.cpuSeconds), 1)],
   ];
@@ -306,38 +360,41 @@ async function main(): Promise<void> {
       .join(", ")}`,
   );
 
-  const stmtRows = [
-    ["statement (normalised)", "calls/dlv", "mean ms", "exec µs/dlv", "rows/dlv", "WAL B/dlv", "hit/dlv", "read/dlv"],
-    ...result.statements
-      .slice(0, 15)
-      .map((s) => [
-        `\`${s.query.length > 90 ? `${s.query.slice(0, 89)}…` : s.query}\``.replaceAll("|", "\\|"),
-        per(s.calls, 3),
-        fmt(s.mean_ms, 3),
-        per(s.total_ms * 1000, 1),
-        per(s.rows, 2),
-        per(s.wal_bytes, 0),
-        per(s.blks_hit, 1),
-        per(s.blks_read, 2),
-      ]),
-  ];
-  out(`\ntop 15 statements by total execution time (pg_stat_statements, track=all), per delivery:\n${table(stmtRows, true)}`);
+  if (pgs) printStoreFigures();
+  function printStoreFigures(): void {
+    const stmtRows = [
+      ["statement (normalised)", "calls/dlv", "mean ms", "exec µs/dlv", "rows/dlv", "WAL B/dlv", "hit/dlv", "read/dlv"],
+      ...result.statements
+        .slice(0, 15)
+        .map((s) => [
+          `\`${s.query.length > 90 ? `${s.query.slice(0, 89)}…` : s.query}\``.replaceAll("|", "\\|"),
+          per(s.calls, 3),
+          fmt(s.mean_ms, 3),
+          per(s.total_ms * 1000, 1),
+          per(s.rows, 2),
+          per(s.wal_bytes, 0),
+          per(s.blks_hit, 1),
+          per(s.blks_read, 2),
+        ]),
+    ];
+    out(`\ntop 15 statements by total execution time (pg_stat_statements, track=all), per delivery:\n${table(stmtRows, true)}`);
 
-  const tableRows = [
-    ["table", "indexes", "ins/dlv", "upd/dlv", "del/dlv", "HOT upd/dlv", "HOT %"],
-    ...result.tables
-      .filter((t) => t.ins + t.upd + t.del > 0)
-      .map((t) => [
-        t.table,
-        fmt(t.indexes),
-        per(t.ins, 3),
-        per(t.upd, 3),
-        per(t.del, 3),
-        per(t.hot_upd, 3),
-        t.upd > 0 ? `${fmt((100 * t.hot_upd) / t.upd)} %` : "–",
-      ]),
-  ];
-  out(`\nrow writes per table (pg_stat_user_tables), per delivery:\n${table(tableRows, true)}`);
+    const tableRows = [
+      ["table", "indexes", "ins/dlv", "upd/dlv", "del/dlv", "HOT upd/dlv", "HOT %"],
+      ...result.tables
+        .filter((t) => t.ins + t.upd + t.del > 0)
+        .map((t) => [
+          t.table,
+          fmt(t.indexes),
+          per(t.ins, 3),
+          per(t.upd, 3),
+          per(t.del, 3),
+          per(t.hot_upd, 3),
+          t.upd > 0 ? `${fmt((100 * t.hot_upd) / t.upd)} %` : "–",
+        ]),
+    ];
+    out(`\nrow writes per table (pg_stat_user_tables), per delivery:\n${table(tableRows, true)}`);
+  }
 
   for (const p of result.profiles) {
     out(
@@ -346,7 +403,11 @@ async function main(): Promise<void> {
         table(
           [["function", "where", "self ms", "self %"], ...p.top.map((h) => [`\`${h.fn}\``, h.where, fmt(h.selfMs), fmt(h.pct, 1)])],
           true,
-        ),
+        ) +
+        `\nby where the code lives: ${p.areas
+          .filter((a) => a.pct >= 0.5)
+          .map((a) => `${a.area} ${fmt(a.pct, 1)} %`)
+          .join(", ")}`,
     );
   }
   if (!cpuProf) out("\n(no CPU profiles: --no-cpu-prof)");
@@ -354,9 +415,9 @@ async function main(): Promise<void> {
   const stamp = new Date().toISOString().replace(/[:.]/g, "-");
   bench.finish(`profile-${stamp}`, {
     machineBusyBeforePct: idleBusy,
-    postgres: pgs.settings,
+    postgres: pgs?.settings ?? null,
     fsync,
-    options: { events, destinations, workers: f.workers, warmup: f.warmup, cpuProf, quick: f.quick },
+    options: { embedded, events, destinations, workers: f.workers, warmup: f.warmup, cpuProf, quick: f.quick },
     ...result,
   });
 }

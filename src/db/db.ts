@@ -1,8 +1,11 @@
 import { EventEmitter } from "node:events";
 import { mkdirSync } from "node:fs";
 import pg from "pg";
-import { PGlite } from "@electric-sql/pglite";
+import { PGlite, parse, protocol } from "@electric-sql/pglite";
 import { StoreUnavailableError } from "../errors.js";
+
+const { serialize } = protocol;
+type BackendMessage = Awaited<ReturnType<PGlite["execProtocolStream"]>>[number];
 
 // One small interface over both stores. Everything above it writes one SQL dialect; the two
 // implementations differ only in how they connect, run transactions and pass notifications.
@@ -178,20 +181,26 @@ export class StatementNames {
 
   /** The query config for `text`: named once it has earned a name, else plain. */
   config(text: string, values: unknown[]): pg.QueryConfig {
+    const name = this.name(text);
+    return name ? { name, text, values } : { text, values };
+  }
+
+  /** The name `text` runs under, counting this use; null while it has not earned one. */
+  name(text: string): string | null {
     const named = this.names.get(text);
-    if (named) return { name: named, text, values };
+    if (named) return named;
     if (this.names.size < this.max) {
       const uses = (this.seen.get(text) ?? 0) + 1;
       if (uses >= 3) {
         this.seen.delete(text);
         const name = `s${this.names.size + 1}`;
         this.names.set(text, name);
-        return { name, text, values };
+        return name;
       }
       // Texts seen once or twice: bounded too, so a stream of one-off texts cannot grow it.
       if (uses > 1 || this.seen.size < 10 * this.max) this.seen.set(text, uses);
     }
-    return { text, values };
+    return null;
   }
 }
 
@@ -384,6 +393,16 @@ const CONNECT_TIMEOUT_MS = 5_000;
 /** Longest wait between attempts to re-make the LISTEN connection: delivery resumes within about this of the store's return. */
 const LISTEN_RETRY_MAX_MS = 1_000;
 
+/** feature_not_supported: what Postgres answers a prepared statement whose rows changed shape. */
+const STALE_SHAPE = "0A000";
+
+/** A statement PGlite has parsed under a name: what binding it needs and what its rows look like. */
+interface Prepared {
+  paramTypes: number[];
+  /** Its RowDescription, sent once when prepared (null: it returns no rows). */
+  rows: BackendMessage | null;
+}
+
 class EmbeddedDb implements Db {
   readonly kind = "embedded" as const;
   readonly notifiesFromSql = false;
@@ -391,6 +410,16 @@ class EmbeddedDb implements Db {
   readonly available = true;
   // PGlite is one in-process session, so notifications are an in-process signal.
   private readonly emitter = new EventEmitter();
+  /**
+   * Statements that run again and again are parsed and planned once, as on the server store
+   * (StatementNames): PGlite's own query() parses, plans and describes every statement on every
+   * call, in six exchanges with the WebAssembly Postgres — for the claim's statements that was
+   * more than their execution. A named one runs in one exchange: bind, execute, sync.
+   */
+  private readonly statements = new StatementNames();
+  private readonly prepared = new Map<string, Prepared>();
+  /** The session's holder (a transaction, or a statement on its own): one at a time, in turn. */
+  private session: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly pglite: PGlite,
@@ -403,39 +432,130 @@ class EmbeddedDb implements Db {
     return () => undefined;
   }
 
-  async query<R>(sql: string, params: unknown[] = []): Promise<R[]> {
-    const res = await this.pglite.query<R>(sql, params);
-    return res.rows;
+  /** Runs `fn` once everything before it has, with the session to itself. */
+  private async exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const before = this.session;
+    let release!: () => void;
+    this.session = new Promise((r) => (release = r));
+    await before;
+    try {
+      return await fn();
+    } finally {
+      release();
+    }
   }
 
-  async tx<T>(fn: (q: TxQueryable) => Promise<T>): Promise<T> {
-    return this.pglite.transaction(async (t) => {
-      let over = false;
-      const query = async <R>(sql: string, params: unknown[] = []): Promise<R[]> => {
-        if (over) throw afterCommit();
-        return (await t.query<R>(sql, params)).rows;
-      };
-      const q: TxQueryable = {
-        query,
-        exec: async (sql: string) => {
-          if (over) throw afterCommit();
-          await t.exec(sql);
-        },
-        // One session in process: no round trips to save, but the same outcome as on a server
-        // (committed here; PGlite's own COMMIT or ROLLBACK afterwards finds nothing to end).
-        queryAndCommit: async <R>(sql: string, params: unknown[] = []) => {
-          const rows = await query<R>(sql, params);
-          over = true;
-          await t.exec("COMMIT");
-          return rows;
-        },
-      };
-      return fn(q);
+  /** One statement, inside the session's current holder (PGlite's own query() for a text not yet named). */
+  private async run<R>(sql: string, params: unknown[]): Promise<R[]> {
+    const name = this.statements.name(sql);
+    if (name === null) return (await this.pglite.query<R>(sql, params)).rows;
+    let p = this.prepared.get(name);
+    if (!p) {
+      const described = await this.exchange(
+        serialize.parse({ name, text: sql }),
+        serialize.describe({ type: "S", name }),
+        serialize.sync(),
+      );
+      p = { paramTypes: parse.parseDescribeStatementResults(described), rows: described.find((m) => m.name === "rowDescription") ?? null };
+      this.prepared.set(name, p);
+    }
+    const { paramTypes } = p;
+    // Each value as PGlite's query() serialises it, by the type Postgres gave the parameter.
+    const values = params.map((v, i) => (v === null || v === undefined ? null : (this.pglite.serializers[paramTypes[i]!] ?? String)(v)));
+    let messages: BackendMessage[];
+    try {
+      messages = await this.exchange(serialize.bind({ statement: name, values }), serialize.execute({}), serialize.sync());
+    } catch (err) {
+      // A table it reads changed shape (a migration): Postgres refuses the cached plan ("cached
+      // plan must not change result type"); prepare and describe it again next time.
+      if ((err as { code?: string }).code === STALE_SHAPE) await this.forget(name);
+      throw err;
+    }
+    return parse.parseResults(p.rows ? [p.rows, ...messages] : messages, this.pglite.parsers)[0]!.rows as R[];
+  }
+
+  private async forget(name: string): Promise<void> {
+    this.prepared.delete(name);
+    await this.exchange(serialize.close({ type: "S", name }), serialize.sync()).catch(() => undefined);
+  }
+
+  /** Protocol messages in, the answer's messages out; throws the first error Postgres reports. */
+  private exchange(...parts: Uint8Array[]): Promise<BackendMessage[]> {
+    const message = new Uint8Array(parts.reduce((n, b) => n + b.length, 0));
+    let at = 0;
+    for (const b of parts) {
+      message.set(b, at);
+      at += b.length;
+    }
+    return this.pglite.execProtocolStream(message, { syncToFs: false });
+  }
+
+  /** A script, in one exchange (the simple protocol); returns the command tags. */
+  private async script(sql: string): Promise<string[]> {
+    const messages = await this.exchange(serialize.query(sql));
+    return messages.flatMap((m) => (m.name === "commandComplete" ? [(m as BackendMessage & { text: string }).text] : []));
+  }
+
+  query<R>(sql: string, params: unknown[] = []): Promise<R[]> {
+    return this.exclusive(async () => {
+      // On its own a statement refused for a stale shape (see run) is simply run again.
+      const rows = await this.run<R>(sql, params).catch((err: { code?: string }) => {
+        if (err.code === STALE_SHAPE) return this.run<R>(sql, params);
+        throw err;
+      });
+      await this.pglite.syncToFs();
+      return rows;
     });
   }
 
-  async exec(sql: string): Promise<void> {
-    await this.pglite.exec(sql);
+  tx<T>(fn: (q: TxQueryable) => Promise<T>, opts: TxOptions = {}): Promise<T> {
+    return this.exclusive(async () => {
+      await this.script(opts.genericPlans ? BEGIN_GENERIC : "BEGIN");
+      /** Over: committed or rolled back (by queryAndCommit), nothing more may run. */
+      let over = false;
+      // Statements issued together run one after the other, in the order issued.
+      let last: Promise<unknown> = Promise.resolve();
+      const inTurn = <X>(step: () => Promise<X>): Promise<X> => {
+        if (over) return Promise.reject(afterCommit());
+        const next = last.then(step);
+        last = next.catch(() => undefined);
+        return next;
+      };
+      const end = async (command: "COMMIT" | "ROLLBACK"): Promise<void> => {
+        over = true;
+        await last;
+        const [tag] = await this.script(command);
+        await this.pglite.syncToFs();
+        // COMMIT of a transaction a failed statement aborted ends it as a rollback.
+        if (command === "COMMIT" && tag === "ROLLBACK") throw new Error("the transaction was rolled back: a statement in it failed");
+      };
+      const query = <R>(sql: string, params: unknown[] = []): Promise<R[]> => inTurn(() => this.run<R>(sql, params));
+      const q: TxQueryable = {
+        query,
+        exec: (sql: string) => inTurn(async () => void (await this.script(sql))),
+        // One session in process: no round trips to save, but the same outcome as on a server.
+        queryAndCommit: async <R>(sql: string, params: unknown[] = []) => {
+          const rows = query<R>(sql, params);
+          const settled = await Promise.allSettled([rows]);
+          await end(settled[0].status === "fulfilled" ? "COMMIT" : "ROLLBACK");
+          return rows;
+        },
+      };
+      try {
+        const out = await fn(q);
+        if (!over) await end("COMMIT");
+        return out;
+      } catch (err) {
+        if (!over) await end("ROLLBACK").catch(() => undefined);
+        throw err;
+      }
+    });
+  }
+
+  exec(sql: string): Promise<void> {
+    return this.exclusive(async () => {
+      await this.pglite.exec(sql);
+    });
   }
 
   async notify(channel: string, payload = ""): Promise<void> {
@@ -450,7 +570,7 @@ class EmbeddedDb implements Db {
   }
 
   async close(): Promise<void> {
-    await this.pglite.close();
+    await this.exclusive(() => this.pglite.close());
   }
 }
 

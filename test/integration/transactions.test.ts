@@ -105,5 +105,80 @@ for (const backend of BACKENDS) {
       const outside = await db.query<{ v: string | null }>("SELECT nullif(current_setting('sluice.tx_probe', true), '') AS v");
       assert.equal(outside[0]!.v, null);
     });
+
+    // A text run again and again is prepared once and from then on bound and executed by name
+    // (StatementNames; on the embedded store through PGlite's protocol, not its query()). The
+    // named runs must take the same parameters and give the same rows as the first, plain ones.
+    test("a statement run again and again, once named, takes the same parameters and gives the same rows", async () => {
+      const sql = `SELECT $1::text AS t, $2::int AS i, $3::bool AS b, $4::text[] AS ta, $5::int[] AS ia,
+                          $6::json->'k' AS j, $7::jsonb AS jb, $8::timestamptz AS ts, $9::text AS nothing,
+                          1.5::float8 AS f, '11111111-2222-3333-4444-555555555555'::uuid AS u, g AS n
+                     FROM generate_series(1, 2) g`;
+      const params = [
+        "ü'x",
+        42,
+        true,
+        ["a", "b,c"],
+        [1, 2],
+        '{"k":[1,"two"]}',
+        '{"a":{"b":null}}',
+        new Date("2026-01-02T03:04:05.678Z"),
+        null,
+      ];
+      const runs = [];
+      for (let i = 0; i < 5; i++) runs.push(await db.query(sql, params));
+      runs.push(await db.tx((q) => q.query(sql, params)));
+      for (const r of runs) assert.deepEqual(r, runs[0]);
+      assert.deepEqual(runs[0]![0], {
+        t: "ü'x",
+        i: 42,
+        b: true,
+        ta: ["a", "b,c"],
+        ia: [1, 2],
+        j: [1, "two"],
+        jb: { a: { b: null } },
+        ts: new Date("2026-01-02T03:04:05.678Z"),
+        nothing: null,
+        f: 1.5,
+        u: "11111111-2222-3333-4444-555555555555",
+        n: 1,
+      });
+      // A statement without rows, named, and its failure: the error Postgres gives, and the
+      // transaction it was in rolled back.
+      await reset();
+      for (let i = 0; i < 4; i++) await db.query("INSERT INTO tx_probe VALUES ($1)", [10 + i]);
+      const failed = await db
+        .tx(async (q) => {
+          await q.query("INSERT INTO tx_probe VALUES ($1)", [20]);
+          await q.query("INSERT INTO tx_probe VALUES ($1)", [10]);
+        })
+        .then(
+          () => "committed",
+          (err: { code?: string }) => err.code,
+        );
+      assert.equal(failed, "23505");
+      assert.deepEqual(await rows(), [10, 11, 12, 13]);
+    });
   });
 }
+
+describe("named statements on embedded Postgres", () => {
+  test("a named statement whose table changed shape is prepared again", async () => {
+    const { db, close } = await openTestStore("embedded");
+    try {
+      await db.exec("CREATE TABLE shape (a int); INSERT INTO shape VALUES (1)");
+      for (let i = 0; i < 4; i++) assert.deepEqual(await db.query("SELECT * FROM shape"), [{ a: 1 }]);
+      await db.exec("ALTER TABLE shape ADD COLUMN b text DEFAULT 'x'");
+      // Postgres refuses a prepared statement's cached plan once its rows change shape ("cached
+      // plan must not change result type"); on its own, the statement is prepared again and run.
+      assert.deepEqual(await db.query("SELECT * FROM shape"), [{ a: 1, b: "x" }]);
+      // In a transaction the refusal aborts it, so it is the caller's; the next one works.
+      await db.exec("ALTER TABLE shape ADD COLUMN c int DEFAULT 3");
+      const inTx = await db.tx((q) => q.query("SELECT * FROM shape")).catch((err: { code?: string }) => err.code);
+      assert.equal(inTx, "0A000");
+      assert.deepEqual(await db.tx((q) => q.query("SELECT * FROM shape")), [{ a: 1, b: "x", c: 3 }]);
+    } finally {
+      await close();
+    }
+  });
+});
