@@ -23,6 +23,7 @@ const flags = () =>
     "timeout-s": { def: 600, help: "for the deliveries to arrive" },
     "wait-quiet-s": { def: 60, min: 0, help: "before the run, wait up to N s for other processes to leave the CPU (0 = don't)" },
     "no-fsync": { type: "bool", help: "Postgres with fsync=off (default: durable)" },
+    "keep-cpu-prof": { type: "bool", help: "keep the .cpuprofile files (their folder is printed) instead of deleting them" },
     embedded: {
       type: "bool",
       help: "profile `sluice start` on the embedded store (PGlite in the one process): CPU and its profile, no statement or table figures",
@@ -323,7 +324,8 @@ async function main(): Promise<void> {
       await rcv.stop();
     }
   });
-  rmSync(profDir, { recursive: true, force: true });
+  if (f["keep-cpu-prof"]) out(`CPU profiles kept in ${profDir} (open them in Chrome DevTools or speedscope)`);
+  else rmSync(profDir, { recursive: true, force: true });
 
   const n = result.delivered;
   const per = (x: number, d = 2): string => fmt(x / n, d);
