@@ -70,9 +70,16 @@ export interface TxOptions {
   genericPlans?: boolean;
 }
 
+/** TxOptions.genericPlans: the settings of the transaction. */
+const GENERIC_SETTINGS = [
+  ["plan_cache_mode", "force_generic_plan"],
+  ["enable_hashjoin", "off"],
+  ["enable_mergejoin", "off"],
+  ["enable_seqscan", "off"],
+] as const;
+
 /** BEGIN for TxOptions.genericPlans: the settings ride along, in the same round trip. */
-export const BEGIN_GENERIC =
-  "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; SET LOCAL enable_seqscan = off";
+export const BEGIN_GENERIC = ["BEGIN", ...GENERIC_SETTINGS.map(([k, v]) => `SET LOCAL ${k} = ${v}`)].join("; ");
 
 export interface Db extends Queryable {
   readonly kind: "embedded" | "server";
@@ -396,6 +403,23 @@ const LISTEN_RETRY_MAX_MS = 1_000;
 /** feature_not_supported: what Postgres answers a prepared statement whose rows changed shape. */
 const STALE_SHAPE = "0A000";
 
+/** A transaction's own statements on the embedded store, prepared once like any other. */
+const TX_STEPS = {
+  BEGIN: "BEGIN",
+  COMMIT: "COMMIT",
+  ROLLBACK: "ROLLBACK",
+  // TxOptions.genericPlans: BEGIN_GENERIC's settings, as one statement.
+  GENERIC: `SELECT ${GENERIC_SETTINGS.map(([k, v]) => `set_config('${k}', '${v}', true)`).join(", ")}`,
+};
+type TxStep = keyof typeof TX_STEPS;
+
+/** The tag of the last CommandComplete among `messages` ("COMMIT", "ROLLBACK", …). */
+function lastTag(messages: BackendMessage[]): string {
+  for (let i = messages.length - 1; i >= 0; i--)
+    if (messages[i]!.name === "commandComplete") return (messages[i] as BackendMessage & { text: string }).text;
+  return "";
+}
+
 /** A statement PGlite has parsed under a name: what binding it needs and what its rows look like. */
 interface Prepared {
   paramTypes: number[];
@@ -445,33 +469,67 @@ class EmbeddedDb implements Db {
     }
   }
 
-  /** One statement, inside the session's current holder (PGlite's own query() for a text not yet named). */
-  private async run<R>(sql: string, params: unknown[]): Promise<R[]> {
-    const name = this.statements.name(sql);
-    if (name === null) return (await this.pglite.query<R>(sql, params)).rows;
+  /** `name` prepared from `text` (once: parsed, described, planned on first use). */
+  private async prepare(name: string, text: string): Promise<Prepared> {
     let p = this.prepared.get(name);
     if (!p) {
-      const described = await this.exchange(
-        serialize.parse({ name, text: sql }),
-        serialize.describe({ type: "S", name }),
-        serialize.sync(),
-      );
+      const described = await this.exchange(serialize.parse({ name, text }), serialize.describe({ type: "S", name }), serialize.sync());
       p = { paramTypes: parse.parseDescribeStatementResults(described), rows: described.find((m) => m.name === "rowDescription") ?? null };
       this.prepared.set(name, p);
     }
-    const { paramTypes } = p;
-    // Each value as PGlite's query() serialises it, by the type Postgres gave the parameter.
-    const values = params.map((v, i) => (v === null || v === undefined ? null : (this.pglite.serializers[paramTypes[i]!] ?? String)(v)));
+    return p;
+  }
+
+  /** Bind and execute of prepared statement `name` (its values serialised as PGlite's query() does, by parameter type). */
+  private call(name: string, p: Prepared, params: unknown[]): Uint8Array[] {
+    const values = params.map((v, i) => (v === null || v === undefined ? null : (this.pglite.serializers[p.paramTypes[i]!] ?? String)(v)));
+    return [serialize.bind({ statement: name, values }), serialize.execute({})];
+  }
+
+  /**
+   * One statement, inside the session's current holder, in one exchange with the statements of
+   * `before` ahead of it and, with `commit`, COMMIT behind it (the embedded form of the server's
+   * pipelining: BEGIN rides with a transaction's first statement, COMMIT with its last). A text
+   * not yet named runs through PGlite's own query(), on its own. Returns the rows, and the tag
+   * COMMIT answered with ("ROLLBACK" when the transaction had failed) when it was sent.
+   */
+  private async run<R>(sql: string, params: unknown[], before: TxStep[] = [], commit = false): Promise<{ rows: R[]; tag: string | null }> {
+    const name = this.statements.name(sql);
+    if (name === null) {
+      if (before.length > 0) await this.steps(before);
+      const rows = (await this.pglite.query<R>(sql, params)).rows;
+      return { rows, tag: commit ? await this.steps(["COMMIT"]) : null };
+    }
+    const p = await this.prepare(name, sql);
+    const parts: Uint8Array[] = [];
+    for (const step of before) parts.push(...this.call(step, await this.prepare(step, TX_STEPS[step]), []));
+    parts.push(...this.call(name, p, params));
+    if (commit) parts.push(...this.call("COMMIT", await this.prepare("COMMIT", TX_STEPS.COMMIT), []));
     let messages: BackendMessage[];
     try {
-      messages = await this.exchange(serialize.bind({ statement: name, values }), serialize.execute({}), serialize.sync());
+      messages = await this.exchange(...parts, serialize.sync());
     } catch (err) {
       // A table it reads changed shape (a migration): Postgres refuses the cached plan ("cached
       // plan must not change result type"); prepare and describe it again next time.
       if ((err as { code?: string }).code === STALE_SHAPE) await this.forget(name);
       throw err;
     }
-    return parse.parseResults(p.rows ? [p.rows, ...messages] : messages, this.pglite.parsers)[0]!.rows as R[];
+    // Each statement's answer ends with its CommandComplete: the ones before are skipped.
+    let from = 0;
+    for (let skip = before.length; skip > 0; from++) if (messages[from]!.name === "commandComplete") skip--;
+    let to = from;
+    while (messages[to]!.name !== "commandComplete") to++;
+    const own = messages.slice(from, to + 1);
+    const rows = parse.parseResults(p.rows ? [p.rows, ...own] : own, this.pglite.parsers)[0]!.rows as R[];
+    return { rows, tag: commit ? lastTag(messages) : null };
+  }
+
+  /** Runs transaction steps (BEGIN, COMMIT, …) alone, in one exchange; returns the last one's tag. */
+  private async steps(steps: TxStep[]): Promise<string> {
+    const parts: Uint8Array[] = [];
+    for (const step of steps) parts.push(...this.call(step, await this.prepare(step, TX_STEPS[step]), []));
+    const messages = await this.exchange(...parts, serialize.sync());
+    return lastTag(messages);
   }
 
   private async forget(name: string): Promise<void> {
@@ -490,16 +548,10 @@ class EmbeddedDb implements Db {
     return this.pglite.execProtocolStream(message, { syncToFs: false });
   }
 
-  /** A script, in one exchange (the simple protocol); returns the command tags. */
-  private async script(sql: string): Promise<string[]> {
-    const messages = await this.exchange(serialize.query(sql));
-    return messages.flatMap((m) => (m.name === "commandComplete" ? [(m as BackendMessage & { text: string }).text] : []));
-  }
-
   query<R>(sql: string, params: unknown[] = []): Promise<R[]> {
     return this.exclusive(async () => {
       // On its own a statement refused for a stale shape (see run) is simply run again.
-      const rows = await this.run<R>(sql, params).catch((err: { code?: string }) => {
+      const { rows } = await this.run<R>(sql, params).catch((err: { code?: string }) => {
         if (err.code === STALE_SHAPE) return this.run<R>(sql, params);
         throw err;
       });
@@ -510,7 +562,13 @@ class EmbeddedDb implements Db {
 
   tx<T>(fn: (q: TxQueryable) => Promise<T>, opts: TxOptions = {}): Promise<T> {
     return this.exclusive(async () => {
-      await this.script(opts.genericPlans ? BEGIN_GENERIC : "BEGIN");
+      /** BEGIN (and the generic-plan settings), until it goes out with the first statement. */
+      let opening: TxStep[] | null = opts.genericPlans ? ["BEGIN", "GENERIC"] : ["BEGIN"];
+      const begin = (): TxStep[] => {
+        const steps = opening ?? [];
+        opening = null;
+        return steps;
+      };
       /** Over: committed or rolled back (by queryAndCommit), nothing more may run. */
       let over = false;
       // Statements issued together run one after the other, in the order issued.
@@ -521,32 +579,52 @@ class EmbeddedDb implements Db {
         last = next.catch(() => undefined);
         return next;
       };
-      const end = async (command: "COMMIT" | "ROLLBACK"): Promise<void> => {
-        over = true;
-        await last;
-        const [tag] = await this.script(command);
+      const settled = async (tag: string | null): Promise<void> => {
         await this.pglite.syncToFs();
         // COMMIT of a transaction a failed statement aborted ends it as a rollback.
-        if (command === "COMMIT" && tag === "ROLLBACK") throw new Error("the transaction was rolled back: a statement in it failed");
+        if (tag === "ROLLBACK") throw new Error("the transaction was rolled back: a statement in it failed");
       };
-      const query = <R>(sql: string, params: unknown[] = []): Promise<R[]> => inTurn(() => this.run<R>(sql, params));
+      const rollback = async (): Promise<void> => {
+        over = true;
+        await last;
+        if (opening === null) await this.steps(["ROLLBACK"]);
+      };
       const q: TxQueryable = {
-        query,
-        exec: (sql: string) => inTurn(async () => void (await this.script(sql))),
-        // One session in process: no round trips to save, but the same outcome as on a server.
+        query: <R>(sql: string, params: unknown[] = []) => inTurn(async () => (await this.run<R>(sql, params, begin())).rows),
+        exec: (sql: string) =>
+          inTurn(async () => {
+            const steps = begin();
+            if (steps.length > 0) await this.steps(steps);
+            await this.exchange(serialize.query(sql));
+          }),
+        // One session in process: no round trips to save, but one exchange fewer, and the same
+        // outcome as on a server.
         queryAndCommit: async <R>(sql: string, params: unknown[] = []) => {
-          const rows = query<R>(sql, params);
-          const settled = await Promise.allSettled([rows]);
-          await end(settled[0].status === "fulfilled" ? "COMMIT" : "ROLLBACK");
-          return rows;
+          const statement = inTurn(() => this.run<R>(sql, params, begin(), true));
+          over = true;
+          let done: { rows: R[]; tag: string | null };
+          try {
+            done = await statement;
+          } catch (err) {
+            // It failed before COMMIT ran (Postgres skips the rest of the exchange): the
+            // transaction is still open, and aborted.
+            await this.steps(["ROLLBACK"]).catch(() => undefined);
+            throw err;
+          }
+          await settled(done.tag);
+          return done.rows;
         },
       };
       try {
         const out = await fn(q);
-        if (!over) await end("COMMIT");
+        if (!over) {
+          over = true;
+          await last;
+          if (opening === null) await settled(await this.steps(["COMMIT"]));
+        }
         return out;
       } catch (err) {
-        if (!over) await end("ROLLBACK").catch(() => undefined);
+        if (!over) await rollback().catch(() => undefined);
         throw err;
       }
     });

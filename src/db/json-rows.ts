@@ -4,16 +4,27 @@
 /** A JSON array text of `rows`; `raw` keys hold JSON text spliced in as is (already valid JSON). */
 export function jsonRows<T extends object>(rows: readonly T[], raw: readonly (keyof T)[] = []): string {
   if (raw.length === 0) return JSON.stringify(rows);
-  const parts: string[] = [];
-  for (const row of rows) {
-    const fields: string[] = [];
-    for (const [k, v] of Object.entries(row)) {
+  // By hand, as JSON.stringify would write it but for the raw values: one string built as it
+  // goes, each key's text made once (this is a publish's hot loop: ~1 µs an event with
+  // Object.entries and joins, a quarter of that so).
+  const rawKeys = new Set<PropertyKey>(raw);
+  const keyText = new Map<string, string>();
+  let out = "[";
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i] as Record<string, unknown>;
+    out += i === 0 ? "{" : ",{";
+    let sep = "";
+    for (const k in row) {
+      const v = row[k];
       if (v === undefined) continue;
-      fields.push(`${JSON.stringify(k)}:${raw.includes(k as keyof T) && v !== null ? (v as string) : JSON.stringify(v)}`);
+      let key = keyText.get(k);
+      if (key === undefined) keyText.set(k, (key = `${JSON.stringify(k)}:`));
+      out += sep + key + (v !== null && rawKeys.has(k) ? (v as string) : JSON.stringify(v));
+      sep = ",";
     }
-    parts.push(`{${fields.join(",")}}`);
+    out += "}";
   }
-  return `[${parts.join(",")}]`;
+  return `${out}]`;
 }
 
 /**

@@ -159,6 +159,43 @@ for (const backend of BACKENDS) {
       assert.equal(failed, "23505");
       assert.deepEqual(await rows(), [10, 11, 12, 13]);
     });
+
+    // Named, a transaction's first statement carries BEGIN (and its settings) and its last one
+    // COMMIT, in one exchange on the embedded store as in one round trip on the server.
+    test("named statements carry BEGIN, the generic-plan settings and COMMIT, and a failure among them rolls back", async () => {
+      await reset();
+      const setting = "SELECT current_setting('plan_cache_mode') AS mode, current_setting('enable_seqscan') AS seqscan";
+      for (let i = 0; i < 4; i++) {
+        const [inside] = await db.tx((q) => q.query<{ mode: string; seqscan: string }>(setting), { genericPlans: true });
+        assert.deepEqual(inside, { mode: "force_generic_plan", seqscan: "off" });
+        const [plain] = await db.tx((q) => q.query<{ mode: string; seqscan: string }>(setting));
+        assert.deepEqual(plain, { mode: "auto", seqscan: "on" });
+      }
+      const insert = "INSERT INTO tx_probe VALUES ($1) RETURNING n";
+      for (let i = 0; i < 4; i++) assert.deepEqual(await db.tx((q) => q.queryAndCommit(insert, [30 + i])), [{ n: 30 + i }]);
+      assert.deepEqual(await rows(), [30, 31, 32, 33]);
+      // The last statement fails: nothing of the transaction stays, and the next one works.
+      const failed = await db
+        .tx(async (q) => {
+          await q.query(insert, [40]);
+          return q.queryAndCommit(insert, [30]);
+        })
+        .then(
+          () => "committed",
+          (err: { code?: string }) => err.code,
+        );
+      assert.equal(failed, "23505");
+      // The first statement fails, with BEGIN in front of it.
+      const first = await db
+        .tx((q) => q.queryAndCommit(insert, [31]))
+        .then(
+          () => "committed",
+          (err: { code?: string }) => err.code,
+        );
+      assert.equal(first, "23505");
+      assert.deepEqual(await db.tx((q) => q.queryAndCommit(insert, [41])), [{ n: 41 }]);
+      assert.deepEqual(await rows(), [30, 31, 32, 33, 41]);
+    });
   });
 }
 
