@@ -82,6 +82,10 @@ const DESTINATION_FIELDS: Record<string, OptionSpec> = {
   "rate-per-minute": { type: "string", arg: "N", doc: "rate_limit.max_per_minute" },
   burst: { type: "string", arg: "N", doc: "rate_limit.burst_capacity" },
   "timeout-seconds": { type: "string", arg: "S", doc: "how long one request may take" },
+  adaptive: { type: "string", arg: "on|off", doc: "adaptive pace: Sluice finds the rate it can take from its answers" },
+  "pace-min": { type: "string", arg: "N", doc: "adaptive.min_per_second: never slower (merged into its adaptive pace)" },
+  "pace-max": { type: "string", arg: "N", doc: "adaptive.max_per_second: never faster" },
+  "target-latency-ms": { type: "string", arg: "MS", doc: "adaptive.target_latency_ms: slow down when latency is above it" },
   header: { type: "string", arg: "'NAME: VALUE'", multiple: true, doc: "a header sent on every request (repeatable)" },
   set: {
     type: "string",
@@ -114,7 +118,7 @@ export const CLIENT_GROUPS = {
         summary: "change a destination's fields (rate and header options are merged into what it has)",
         args: "ID",
         options: { url: { type: "string", arg: "URL", doc: "where deliveries are POSTed" }, ...DESTINATION_FIELDS },
-        example: "sluice destinations update dst_… --max-concurrency 4 --set ordered=true",
+        example: "sluice destinations update dst_… --max-concurrency 4 --adaptive on --pace-max 200",
       }),
       pause: call({
         summary: "stop delivering to it; deliveries wait",

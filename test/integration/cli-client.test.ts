@@ -207,6 +207,18 @@ describe("the API commands against a real Sluice (embedded store)", () => {
     assert.equal(updated.get("ordered"), "true");
     assert.equal(updated.get("name"), "shop-2");
 
+    // Adaptive pace: switched with --adaptive, its bounds merged into what it has; a bound alone
+    // does not switch it on, and no request is made for one (exit 2).
+    const refused = await cli(s, ["destinations", "update", id, "--pace-max", "200"]);
+    assert.equal(refused.code, 2, refused.stderr);
+    assert.match(refused.stderr, /adaptive pace is off for this destination: add --adaptive on/);
+    await ok(s, ["destinations", "update", id, "--adaptive", "on", "--pace-max", "200", "--target-latency-ms", "800"]);
+    const paced = json<Destination>(await ok(s, ["destinations", "update", id, "--pace-min", "2", "--json"]));
+    assert.deepEqual(paced.adaptive, { enabled: true, min_per_second: 2, max_per_second: 200, target_latency_ms: 800 });
+    const both = await cli(s, ["destinations", "update", id, "--adaptive", "off", "--pace-min", "3"]);
+    assert.equal(both.code, 2, both.stderr);
+    assert.equal(json<Destination>(await ok(s, ["destinations", "update", id, "--adaptive", "off", "--json"])).adaptive, null);
+
     const paused = await ok(s, ["destinations", "pause", id, "--reason", "maintenance"]);
     assert.match(paused.stdout, new RegExp(`^${id}  paused \\(.*maintenance\\)`));
     assert.equal((await s.api<Destination>("GET", `/v1/destinations/${id}`)).body.status, "paused");

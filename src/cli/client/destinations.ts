@@ -52,9 +52,45 @@ function fieldsFrom(ctx: ClientContext, current?: Destination): DestinationPatch
   const headers = o.many("header").map(parseHeader);
   // Secret header values come back as ••••••, which a PATCH keeps as they are stored.
   if (headers.length) body.headers = { ...current?.headers, ...Object.fromEntries(headers) };
+  const adaptive = adaptiveFrom(ctx, current);
+  if (adaptive !== undefined) body.adaptive = adaptive;
   for (const [field, value] of o.many("set").map(parseAssignment)) body[field] = value;
   // The API validates every field (unknown ones refused with 422): nothing is checked twice here.
   return body;
+}
+
+type Adaptive = NonNullable<Destination["adaptive"]>;
+
+/** The options that change adaptive pace: switched with --adaptive, bounds merged into what it has. */
+const PACE_OPTIONS = ["adaptive", "pace-min", "pace-max", "target-latency-ms"];
+
+/**
+ * `adaptive` from --adaptive on|off and its bounds (undefined: not given). PATCH replaces it
+ * whole, so a bound alone keeps the others; a bound for a destination whose pace is off needs
+ * --adaptive on, rather than switching it on unasked.
+ */
+function adaptiveFrom(ctx: ClientContext, current?: Destination): Adaptive | null | undefined {
+  const o = ctx.opts;
+  const mode = o.text("adaptive");
+  if (mode !== undefined && mode !== "on" && mode !== "off") throw new UsageError(`--adaptive takes on or off, not '${mode}'`);
+  const bounds: Partial<Adaptive> = {};
+  const min = o.int("pace-min", 1, 1_000_000);
+  const max = o.int("pace-max", 1, 1_000_000);
+  const latency = o.int("target-latency-ms", 1, 3_600_000);
+  if (min !== undefined) bounds.min_per_second = min;
+  if (max !== undefined) bounds.max_per_second = max;
+  if (latency !== undefined) bounds.target_latency_ms = latency;
+  const given = Object.keys(bounds).length > 0;
+  if (mode === "off") {
+    if (given) throw new UsageError("--pace-min, --pace-max and --target-latency-ms set adaptive pace: not with --adaptive off");
+    return null;
+  }
+  if (mode === undefined && !given) return undefined;
+  const on = current?.adaptive?.enabled ? current.adaptive : null;
+  if (mode === undefined && !on) {
+    throw new UsageError("adaptive pace is off for this destination: add --adaptive on to turn it on with these bounds");
+  }
+  return { ...on, ...bounds, enabled: true };
 }
 
 const id = (ctx: ClientContext) => ({ params: { path: { id: ctx.args[0]! } } });
@@ -74,7 +110,8 @@ export const destinationCommands = {
 
   "destinations update": async (ctx) => {
     const o = ctx.opts;
-    const merges = ["rate-per-second", "rate-per-minute", "burst"].some((n) => o.text(n) !== undefined) || o.many("header").length > 0;
+    const merges =
+      ["rate-per-second", "rate-per-minute", "burst", ...PACE_OPTIONS].some((n) => o.text(n) !== undefined) || o.many("header").length > 0;
     const current = merges ? await ctx.sluice.get("/v1/destinations/{id}", id(ctx)) : undefined;
     const body = fieldsFrom(ctx, current);
     if (Object.keys(body).length === 0) {
