@@ -682,7 +682,11 @@ export async function openDb(opts: OpenOptions): Promise<Db> {
   }
   const dir = opts.dataDir ?? "./.sluice";
   if (!dir.startsWith("memory://")) mkdirSync(dir, { recursive: true });
-  const pglite = await PGlite.create(dir.startsWith("memory://") ? undefined : dir);
+  // New WAL segments are not written full of zeros first: PGlite's file system writes through
+  // JavaScript, and a 16 MB segment's zeros every ~4,000 deliveries cost ~3 % of the CPU. (The
+  // setting exists for file systems where the zeros buy nothing; PGlite never flushes anyway.)
+  const startParams = [...PGlite.defaultStartParams, "-c", "wal_init_zero=off"];
+  const pglite = await PGlite.create(dir.startsWith("memory://") ? undefined : dir, { startParams });
   return new EmbeddedDb(pglite, dir.startsWith("memory://") ? "embedded Postgres in memory" : `embedded Postgres in ${dir}`);
 }
 

@@ -13,6 +13,8 @@ import {
   pruneAlerts,
 } from "../db/queries/retention.js";
 import { startStatsRollup } from "./stats-rollup.js";
+import { tableStats, vacuumTable } from "../db/queries/maintenance.js";
+import { DEFAULT_VACUUM_POLICY, vacuumPlan, type VacuumPolicy, type VacuumTask } from "../policy/vacuum.js";
 
 // Retention: finished deliveries, their attempts, events with nothing left to deliver, settled
 // alerts and old idempotency keys are pruned; deliveries held too long for a paused destination,
@@ -81,10 +83,54 @@ export function startJanitor(db: Db, retentionHours: number, log: Logger, everyM
   sweep.unref();
   // The dashboard's per-minute rollups (stats-rollup.ts) ride on the same workers.
   const stopStats = startStatsRollup(db, log);
+  // The embedded store has no autovacuum (policy/vacuum.ts): Sluice vacuums it.
+  const stopVacuum = db.kind === "embedded" ? startVacuum(db, log) : () => undefined;
   return () => {
     stopped = true;
     clearTimeout(timer);
     clearInterval(sweep);
     stopStats();
+    stopVacuum();
+  };
+}
+
+/** How often the embedded store's tables are looked at (each is vacuumed only when the policy says). */
+const VACUUM_EVERY_MS = 5_000;
+
+/**
+ * One round of vacuuming: every table the policy picks, one VACUUM at a time (on the embedded
+ * store each holds the one session while it runs, so other work goes between them).
+ */
+export async function vacuumOnce(db: Db, policy: VacuumPolicy = DEFAULT_VACUUM_POLICY): Promise<{ task: VacuumTask; ms: number }[]> {
+  const done: { task: VacuumTask; ms: number }[] = [];
+  for (const task of vacuumPlan(await tableStats(db), policy)) {
+    const startedAt = performance.now();
+    await vacuumTable(db, task);
+    done.push({ task, ms: Math.round(performance.now() - startedAt) });
+  }
+  return done;
+}
+
+function startVacuum(db: Db, log: Logger): () => void {
+  let stopped = false;
+  let timer: NodeJS.Timeout;
+  const tick = async () => {
+    try {
+      const done = await vacuumOnce(db);
+      if (done.length)
+        log.debug(
+          { vacuumed: done.map((d) => ({ table: d.task.table, ms: d.ms, analyze: d.task.analyze, freeze: d.task.freeze })) },
+          "vacuumed",
+        );
+    } catch (err) {
+      log.warn({ err }, "vacuuming the embedded store failed; will try again");
+    }
+    if (!stopped) timer = setTimeout(run, VACUUM_EVERY_MS);
+  };
+  const run = () => void tick();
+  timer = setTimeout(run, VACUUM_EVERY_MS);
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
   };
 }

@@ -1,0 +1,55 @@
+// Vacuuming the embedded store. PGlite runs Postgres in single-user mode, where no autovacuum
+// runs: without this, every finished delivery leaves its old row version and its entry in the
+// waiting index behind, and the claim's FIFO pick walks ever more of them — a 150,000-event run
+// fell from ~5,000 to ~2,800 deliveries/s — and transaction ids would run out in the end. Pure:
+// the tables' counters in, what to run out. The janitor (dispatch/janitor.ts) applies it.
+
+export interface TableStats {
+  /** Schema-qualified, as Postgres prints regclass. */
+  table: string;
+  /** One of Sluice's own tables (the public schema), not a system catalog. */
+  own: boolean;
+  live: number;
+  dead: number;
+  /** Rows changed since the table was last analyzed. */
+  changed: number;
+  /** Transactions since the table's oldest unfrozen row id (age(relfrozenxid)). */
+  xidAge: number;
+}
+
+export interface VacuumTask {
+  table: string;
+  analyze: boolean;
+  freeze: boolean;
+}
+
+export interface VacuumPolicy {
+  /** Vacuum once dead rows exceed base + share × live (autovacuum's rule, tighter: 50 + 5 %). */
+  deadBase: number;
+  deadShare: number;
+  /** Analyze once changed rows exceed base + share × live (autovacuum's default: 50 + 10 %). */
+  changedBase: number;
+  changedShare: number;
+  /** Freeze any table, system catalogs included, older than this many transactions. */
+  freezeAge: number;
+}
+
+export const DEFAULT_VACUUM_POLICY: VacuumPolicy = {
+  deadBase: 50,
+  deadShare: 0.05,
+  changedBase: 50,
+  changedShare: 0.1,
+  // Well before Postgres's own limits (vacuum_freeze_table_age 150 M, wraparound at ~2,000 M).
+  freezeAge: 100_000_000,
+};
+
+/** The tables to vacuum now, each once: Sluice's own first, then system catalogs due a freeze. */
+export function vacuumPlan(tables: readonly TableStats[], policy: VacuumPolicy = DEFAULT_VACUUM_POLICY): VacuumTask[] {
+  const ordered = [...tables.filter((t) => t.own), ...tables.filter((t) => !t.own)];
+  return ordered.flatMap((t) => {
+    const freeze = t.xidAge > policy.freezeAge;
+    const dead = t.own && t.dead > policy.deadBase + policy.deadShare * t.live;
+    const analyze = t.own && t.changed > policy.changedBase + policy.changedShare * t.live;
+    return freeze || dead || analyze ? [{ table: t.table, analyze, freeze }] : [];
+  });
+}

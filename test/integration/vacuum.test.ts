@@ -1,0 +1,51 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { openTestStore } from "../helpers/db.js";
+import { migrate } from "../../src/db/migrate.js";
+import { vacuumOnce } from "../../src/dispatch/janitor.js";
+import { tableStats } from "../../src/db/queries/maintenance.js";
+import { DEFAULT_VACUUM_POLICY } from "../../src/policy/vacuum.js";
+
+// The embedded store has no autovacuum (PGlite is Postgres in single-user mode), so the janitor
+// vacuums it: a table with many dead rows is vacuumed, and one without is left alone.
+
+test("on the embedded store the janitor vacuums the tables whose dead rows passed the threshold, and only those", async () => {
+  const { db, close } = await openTestStore("embedded");
+  try {
+    await migrate(db);
+    await db.exec("CREATE TABLE churn (id int PRIMARY KEY, n int); CREATE TABLE calm (id int PRIMARY KEY, n int)");
+    await db.query("INSERT INTO churn SELECT g, 0 FROM generate_series(1, 1000) g");
+    await db.query("INSERT INTO calm SELECT g, 0 FROM generate_series(1, 1000) g");
+    const stat = async (table: string) => (await tableStats(db)).find((t) => t.table === table)!;
+    const dead = async (table: string) => (await stat(table)).dead;
+    // The counters reach the views when the session reports them (at most once a second).
+    for (let i = 0; i < 30 && (await stat("calm")).changed < 1000; i++) await new Promise((r) => setTimeout(r, 100));
+    await vacuumOnce(db); // the inserts: analyzed, nothing dead
+    for (let i = 0; i < 5; i++) await db.query("UPDATE churn SET n = n + 1 WHERE id <= 200");
+    // (Page pruning already removes some of the 1,000 dead versions; the threshold is 50 + 5 % of 1,000.)
+    for (let i = 0; i < 30 && (await dead("churn")) < 200; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.ok((await dead("churn")) >= 200, `dead rows counted: ${await dead("churn")}`);
+    const done = await vacuumOnce(db);
+    const tables = done.map((d) => d.task.table);
+    assert.ok(tables.includes("churn"), JSON.stringify(done));
+    assert.ok(!tables.includes("calm"), JSON.stringify(done));
+    // Everything it picked is Sluice's own: no catalog is anywhere near the freeze age here.
+    const own = new Set((await tableStats(db)).filter((t) => t.own).map((t) => t.table));
+    assert.ok(
+      tables.every((t) => own.has(t)),
+      JSON.stringify(done),
+    );
+    for (let i = 0; i < 30 && (await dead("churn")) > 0; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(await dead("churn"), 0);
+    // A freeze round over everything (a policy whose age limit every table passes) runs too.
+    const frozen = await vacuumOnce(db, { ...DEFAULT_VACUUM_POLICY, freezeAge: -1 });
+    assert.ok(
+      frozen.some((d) => d.task.table === "pg_class" && d.task.freeze),
+      JSON.stringify(frozen.map((d) => d.task.table)),
+    );
+    // Statements prepared before it still run.
+    assert.deepEqual(await db.query("SELECT count(*)::int AS n FROM churn WHERE n = 5"), [{ n: 200 }]);
+  } finally {
+    await close();
+  }
+});
