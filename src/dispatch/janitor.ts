@@ -117,11 +117,7 @@ function startVacuum(db: Db, log: Logger): () => void {
   const tick = async () => {
     try {
       const done = await vacuumOnce(db);
-      if (done.length)
-        log.debug(
-          { vacuumed: done.map((d) => ({ table: d.task.table, ms: d.ms, analyze: d.task.analyze, freeze: d.task.freeze })) },
-          "vacuumed",
-        );
+      if (done.length) log.debug({ vacuumed: done.map((d) => ({ ...d.task, ms: d.ms })) }, "vacuumed");
     } catch (err) {
       log.warn({ err }, "vacuuming the embedded store failed; will try again");
     }

@@ -3,6 +3,12 @@
 // waiting index behind, and the claim's FIFO pick walks ever more of them — a 150,000-event run
 // fell from ~5,000 to ~2,800 deliveries/s — and transaction ids would run out in the end. Pure:
 // the tables' counters in, what to run out. The janitor (dispatch/janitor.ts) applies it.
+//
+// VACUUM only, never ANALYZE: the embedded store has always planned without column statistics,
+// and with them its statements did worse — `npm run bench:profile -- --embedded` fell from
+// ~4,400–4,800 to ~3,600–3,900 deliveries/s with ANALYZE at autovacuum's rule, and analyzing at
+// most every ten minutes (statistics from a nearly empty table, kept while it filled) stalled
+// delivery at ~60/s. VACUUM still keeps each table's size estimate (pg_class) current.
 
 export interface TableStats {
   /** Schema-qualified, as Postgres prints regclass. */
@@ -11,15 +17,12 @@ export interface TableStats {
   own: boolean;
   live: number;
   dead: number;
-  /** Rows changed since the table was last analyzed. */
-  changed: number;
   /** Transactions since the table's oldest unfrozen row id (age(relfrozenxid)). */
   xidAge: number;
 }
 
 export interface VacuumTask {
   table: string;
-  analyze: boolean;
   freeze: boolean;
 }
 
@@ -27,9 +30,6 @@ export interface VacuumPolicy {
   /** Vacuum once dead rows exceed base + share × live (autovacuum's rule, tighter: 50 + 5 %). */
   deadBase: number;
   deadShare: number;
-  /** Analyze once changed rows exceed base + share × live (autovacuum's default: 50 + 10 %). */
-  changedBase: number;
-  changedShare: number;
   /** Freeze any table, system catalogs included, older than this many transactions. */
   freezeAge: number;
 }
@@ -37,8 +37,6 @@ export interface VacuumPolicy {
 export const DEFAULT_VACUUM_POLICY: VacuumPolicy = {
   deadBase: 50,
   deadShare: 0.05,
-  changedBase: 50,
-  changedShare: 0.1,
   // Well before Postgres's own limits (vacuum_freeze_table_age 150 M, wraparound at ~2,000 M).
   freezeAge: 100_000_000,
 };
@@ -49,7 +47,6 @@ export function vacuumPlan(tables: readonly TableStats[], policy: VacuumPolicy =
   return ordered.flatMap((t) => {
     const freeze = t.xidAge > policy.freezeAge;
     const dead = t.own && t.dead > policy.deadBase + policy.deadShare * t.live;
-    const analyze = t.own && t.changed > policy.changedBase + policy.changedShare * t.live;
-    return freeze || dead || analyze ? [{ table: t.table, analyze, freeze }] : [];
+    return freeze || dead ? [{ table: t.table, freeze }] : [];
   });
 }

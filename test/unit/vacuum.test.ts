@@ -11,12 +11,11 @@ const stats = fc.record({
   own: fc.boolean(),
   live: count,
   dead: count,
-  changed: count,
   xidAge: fc.integer({ min: 0, max: 2_000_000_000 }),
 });
 const tables = fc.uniqueArray(stats, { selector: (t) => t.table, maxLength: 30 });
 
-test("a table is vacuumed for its dead rows, analyzed for its changes, frozen for its age — and only then", () => {
+test("a table is vacuumed for its dead rows (Sluice's own) or frozen for its age (any) — and only then", () => {
   fc.assert(
     fc.property(tables, (ts) => {
       const plan = vacuumPlan(ts);
@@ -24,11 +23,10 @@ test("a table is vacuumed for its dead rows, analyzed for its changes, frozen fo
       assert.equal(byTable.size, plan.length, "each table once");
       for (const t of ts) {
         const dead = t.own && t.dead > P.deadBase + P.deadShare * t.live;
-        const analyze = t.own && t.changed > P.changedBase + P.changedShare * t.live;
         const freeze = t.xidAge > P.freezeAge;
         const task = byTable.get(t.table);
-        assert.equal(task !== undefined, dead || analyze || freeze, JSON.stringify(t));
-        if (task) assert.deepEqual(task, { table: t.table, analyze, freeze });
+        assert.equal(task !== undefined, dead || freeze, JSON.stringify(t));
+        if (task) assert.deepEqual(task, { table: t.table, freeze });
       }
     }),
   );
@@ -41,26 +39,15 @@ test("Sluice's own tables come first; a system catalog only ever for its age", (
       const plan = vacuumPlan(ts);
       const firstSystem = plan.findIndex((t) => !own.get(t.table));
       if (firstSystem >= 0) assert.ok(plan.slice(firstSystem).every((t) => !own.get(t.table)));
-      for (const t of plan) if (!own.get(t.table)) assert.deepEqual(t, { table: t.table, analyze: false, freeze: true });
+      for (const t of plan) if (!own.get(t.table)) assert.deepEqual(t, { table: t.table, freeze: true });
     }),
   );
 });
 
-test("the thresholds: 50 + 5 % dead, 50 + 10 % changed, 100 M transactions", () => {
-  const t = (x: Partial<TableStats>): TableStats => ({
-    table: "deliveries",
-    own: true,
-    live: 10_000,
-    dead: 0,
-    changed: 0,
-    xidAge: 0,
-    ...x,
-  });
+test("the thresholds: 50 + 5 % of the live rows dead, 100 M transactions", () => {
+  const t = (x: Partial<TableStats>): TableStats => ({ table: "deliveries", own: true, live: 10_000, dead: 0, xidAge: 0, ...x });
   assert.deepEqual(vacuumPlan([t({ dead: 550 })]), []);
-  assert.deepEqual(vacuumPlan([t({ dead: 551 })]), [{ table: "deliveries", analyze: false, freeze: false }]);
-  assert.deepEqual(vacuumPlan([t({ changed: 1_051 })]), [{ table: "deliveries", analyze: true, freeze: false }]);
-  assert.deepEqual(vacuumPlan([t({ xidAge: 100_000_001, own: false, table: "pg_class" })]), [
-    { table: "pg_class", analyze: false, freeze: true },
-  ]);
+  assert.deepEqual(vacuumPlan([t({ dead: 551 })]), [{ table: "deliveries", freeze: false }]);
+  assert.deepEqual(vacuumPlan([t({ xidAge: 100_000_001, own: false, table: "pg_class" })]), [{ table: "pg_class", freeze: true }]);
   assert.deepEqual(vacuumPlan([t({ dead: 10_000, own: false, table: "pg_class" })]), []);
 });

@@ -1,14 +1,14 @@
 import type { Db } from "../db.js";
 import type { TableStats, VacuumTask } from "../../policy/vacuum.js";
 
-// Vacuum and analyze, run by the janitor on the embedded store (policy/vacuum.ts says why).
+// VACUUM, run by the janitor on the embedded store (policy/vacuum.ts says why).
 
 /** Every table's counters: Sluice's own and the system catalogs (whose row ids age too). */
 export async function tableStats(db: Db): Promise<TableStats[]> {
   return db.query<TableStats>(
     `SELECT c.oid::regclass::text AS "table", n.nspname = 'public' AS own,
             coalesce(s.n_live_tup, 0)::float8 AS live, coalesce(s.n_dead_tup, 0)::float8 AS dead,
-            coalesce(s.n_mod_since_analyze, 0)::float8 AS changed, age(c.relfrozenxid)::float8 AS "xidAge"
+            age(c.relfrozenxid)::float8 AS "xidAge"
        FROM pg_class c
        JOIN pg_namespace n ON n.oid = c.relnamespace
        LEFT JOIN pg_stat_all_tables s ON s.relid = c.oid
@@ -16,9 +16,8 @@ export async function tableStats(db: Db): Promise<TableStats[]> {
   );
 }
 
-/** VACUUM (with ANALYZE, FREEZE as the task says) of one table; outside any transaction, as VACUUM must be. */
+/** VACUUM (FREEZE when the task says) of one table, outside any transaction, as VACUUM must be. */
 export async function vacuumTable(db: Db, task: VacuumTask): Promise<void> {
-  const options = [...(task.analyze ? ["ANALYZE"] : []), ...(task.freeze ? ["FREEZE"] : [])];
   // The name comes from pg_class through regclass, which quotes it where it must be.
-  await db.exec(`VACUUM ${options.length ? `(${options.join(", ")}) ` : ""}${task.table}`);
+  await db.exec(`VACUUM ${task.freeze ? "(FREEZE) " : ""}${task.table}`);
 }
