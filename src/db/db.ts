@@ -501,10 +501,7 @@ class EmbeddedDb implements Db {
       return { rows, tag: commit ? await this.steps(["COMMIT"]) : null };
     }
     const p = await this.prepare(name, sql);
-    const parts: Uint8Array[] = [];
-    for (const step of before) parts.push(...this.call(step, await this.prepare(step, TX_STEPS[step]), []));
-    parts.push(...this.call(name, p, params));
-    if (commit) parts.push(...this.call("COMMIT", await this.prepare("COMMIT", TX_STEPS.COMMIT), []));
+    const parts = [...(await this.stepCalls(before)), ...this.call(name, p, params), ...(commit ? await this.stepCalls(["COMMIT"]) : [])];
     let messages: BackendMessage[];
     try {
       messages = await this.exchange(...parts, serialize.sync());
@@ -524,12 +521,16 @@ class EmbeddedDb implements Db {
     return { rows, tag: commit ? lastTag(messages) : null };
   }
 
-  /** Runs transaction steps (BEGIN, COMMIT, …) alone, in one exchange; returns the last one's tag. */
-  private async steps(steps: TxStep[]): Promise<string> {
+  /** Bind and execute of each transaction step (BEGIN, COMMIT, …), prepared under its own name. */
+  private async stepCalls(steps: TxStep[]): Promise<Uint8Array[]> {
     const parts: Uint8Array[] = [];
     for (const step of steps) parts.push(...this.call(step, await this.prepare(step, TX_STEPS[step]), []));
-    const messages = await this.exchange(...parts, serialize.sync());
-    return lastTag(messages);
+    return parts;
+  }
+
+  /** Runs transaction steps alone, in one exchange; returns the last one's tag. */
+  private async steps(steps: TxStep[]): Promise<string> {
+    return lastTag(await this.exchange(...(await this.stepCalls(steps)), serialize.sync()));
   }
 
   private async forget(name: string): Promise<void> {

@@ -40,13 +40,7 @@ function fieldsFrom(ctx: ClientContext, current?: Destination): DestinationPatch
   put("event_types", o.list("event-types"));
   put("max_concurrency", o.int("max-concurrency", 0, 1_000_000));
   put("timeout_seconds", o.int("timeout-seconds", 0, 1_000_000));
-  const rate: RateLimit = {};
-  const perSecond = o.int("rate-per-second", 0, 1_000_000);
-  const perMinute = o.int("rate-per-minute", 0, 1_000_000_000);
-  const burst = o.int("burst", 0, 1_000_000);
-  if (perSecond !== undefined) rate.max_per_second = perSecond;
-  if (perMinute !== undefined) rate.max_per_minute = perMinute;
-  if (burst !== undefined) rate.burst_capacity = burst;
+  const rate: RateLimit = intFields(ctx, RATE_FIELDS);
   // PATCH replaces rate_limit and headers whole: `--rate-per-minute 100` keeps the per-second limit.
   if (Object.keys(rate).length) body.rate_limit = { ...current?.rate_limit, ...rate };
   const headers = o.many("header").map(parseHeader);
@@ -61,8 +55,33 @@ function fieldsFrom(ctx: ClientContext, current?: Destination): DestinationPatch
 
 type Adaptive = NonNullable<Destination["adaptive"]>;
 
-/** The options that change adaptive pace: switched with --adaptive, bounds merged into what it has. */
-const PACE_OPTIONS = ["adaptive", "pace-min", "pace-max", "target-latency-ms"];
+/** Whole-number options that set one field each of an object: field → [option, min, max]. */
+type IntFields = Record<string, [option: string, min: number, max: number]>;
+
+const RATE_FIELDS = {
+  max_per_second: ["rate-per-second", 0, 1_000_000],
+  max_per_minute: ["rate-per-minute", 0, 1_000_000_000],
+  burst_capacity: ["burst", 0, 1_000_000],
+} satisfies IntFields;
+
+const PACE_BOUNDS = {
+  min_per_second: ["pace-min", 1, 1_000_000],
+  max_per_second: ["pace-max", 1, 1_000_000],
+  target_latency_ms: ["target-latency-ms", 1, 3_600_000],
+} satisfies IntFields;
+
+/** The fields of `spec` whose options were given. */
+function intFields(ctx: ClientContext, spec: IntFields): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [field, [option, min, max]] of Object.entries(spec)) {
+    const n = ctx.opts.int(option, min, max);
+    if (n !== undefined) out[field] = n;
+  }
+  return out;
+}
+
+/** Options merged into what the destination has (update reads it first when one is given). */
+const MERGED_OPTIONS = [...[RATE_FIELDS, PACE_BOUNDS].flatMap((f) => Object.values(f).map(([option]) => option)), "adaptive"];
 
 /**
  * `adaptive` from --adaptive on|off and its bounds (undefined: not given). PATCH replaces it
@@ -73,13 +92,7 @@ function adaptiveFrom(ctx: ClientContext, current?: Destination): Adaptive | nul
   const o = ctx.opts;
   const mode = o.text("adaptive");
   if (mode !== undefined && mode !== "on" && mode !== "off") throw new UsageError(`--adaptive takes on or off, not '${mode}'`);
-  const bounds: Partial<Adaptive> = {};
-  const min = o.int("pace-min", 1, 1_000_000);
-  const max = o.int("pace-max", 1, 1_000_000);
-  const latency = o.int("target-latency-ms", 1, 3_600_000);
-  if (min !== undefined) bounds.min_per_second = min;
-  if (max !== undefined) bounds.max_per_second = max;
-  if (latency !== undefined) bounds.target_latency_ms = latency;
+  const bounds: Partial<Adaptive> = intFields(ctx, PACE_BOUNDS);
   const given = Object.keys(bounds).length > 0;
   if (mode === "off") {
     if (given) throw new UsageError("--pace-min, --pace-max and --target-latency-ms set adaptive pace: not with --adaptive off");
@@ -110,8 +123,7 @@ export const destinationCommands = {
 
   "destinations update": async (ctx) => {
     const o = ctx.opts;
-    const merges =
-      ["rate-per-second", "rate-per-minute", "burst", ...PACE_OPTIONS].some((n) => o.text(n) !== undefined) || o.many("header").length > 0;
+    const merges = MERGED_OPTIONS.some((n) => o.text(n) !== undefined) || o.many("header").length > 0;
     const current = merges ? await ctx.sluice.get("/v1/destinations/{id}", id(ctx)) : undefined;
     const body = fieldsFrom(ctx, current);
     if (Object.keys(body).length === 0) {
