@@ -1,11 +1,12 @@
 import { EventEmitter } from "node:events";
 import { mkdirSync } from "node:fs";
 import pg from "pg";
-import { PGlite, parse, protocol } from "@electric-sql/pglite";
 import { StoreUnavailableError } from "../errors.js";
+import type { SessionOps } from "./embedded-session.js";
+import { openSessionThread } from "./embedded-thread.js";
+import { GENERIC_SETTINGS, StatementNames, type TxStep } from "./statements.js";
 
-const { serialize } = protocol;
-type BackendMessage = Awaited<ReturnType<PGlite["execProtocolStream"]>>[number];
+export { StatementNames } from "./statements.js";
 
 // One small interface over both stores. Everything above it writes one SQL dialect; the two
 // implementations differ only in how they connect, run transactions and pass notifications.
@@ -69,14 +70,6 @@ export interface TxOptions {
    */
   genericPlans?: boolean;
 }
-
-/** TxOptions.genericPlans: the settings of the transaction. */
-const GENERIC_SETTINGS = [
-  ["plan_cache_mode", "force_generic_plan"],
-  ["enable_hashjoin", "off"],
-  ["enable_mergejoin", "off"],
-  ["enable_seqscan", "off"],
-] as const;
 
 /** BEGIN for TxOptions.genericPlans: the settings ride along, in the same round trip. */
 export const BEGIN_GENERIC = ["BEGIN", ...GENERIC_SETTINGS.map(([k, v]) => `SET LOCAL ${k} = ${v}`)].join("; ");
@@ -170,44 +163,6 @@ class Availability {
     if (!this.available) return;
     this.available = false;
     for (const cb of this.subscribers) cb(false, err);
-  }
-}
-
-/**
- * Names statements that run again and again, so each connection parses and plans them once
- * (node-postgres prepares a named statement on its first use per connection). The claim's and
- * write-back's statements take a few milliseconds to plan, on every call when unnamed. A text
- * is named from its third use, so one-off statements (migrations, rare admin queries) take no
- * slot; at most `max` texts are named, since every connection keeps a plan for each.
- */
-export class StatementNames {
-  private readonly seen = new Map<string, number>();
-  private readonly names = new Map<string, string>();
-
-  constructor(private readonly max = 120) {}
-
-  /** The query config for `text`: named once it has earned a name, else plain. */
-  config(text: string, values: unknown[]): pg.QueryConfig {
-    const name = this.name(text);
-    return name ? { name, text, values } : { text, values };
-  }
-
-  /** The name `text` runs under, counting this use; null while it has not earned one. */
-  name(text: string): string | null {
-    const named = this.names.get(text);
-    if (named) return named;
-    if (this.names.size < this.max) {
-      const uses = (this.seen.get(text) ?? 0) + 1;
-      if (uses >= 3) {
-        this.seen.delete(text);
-        const name = `s${this.names.size + 1}`;
-        this.names.set(text, name);
-        return name;
-      }
-      // Texts seen once or twice: bounded too, so a stream of one-off texts cannot grow it.
-      if (uses > 1 || this.seen.size < 10 * this.max) this.seen.set(text, uses);
-    }
-    return null;
   }
 }
 
@@ -400,33 +355,6 @@ const CONNECT_TIMEOUT_MS = 5_000;
 /** Longest wait between attempts to re-make the LISTEN connection: delivery resumes within about this of the store's return. */
 const LISTEN_RETRY_MAX_MS = 1_000;
 
-/** feature_not_supported: what Postgres answers a prepared statement whose rows changed shape. */
-const STALE_SHAPE = "0A000";
-
-/** A transaction's own statements on the embedded store, prepared once like any other. */
-const TX_STEPS = {
-  BEGIN: "BEGIN",
-  COMMIT: "COMMIT",
-  ROLLBACK: "ROLLBACK",
-  // TxOptions.genericPlans: BEGIN_GENERIC's settings, as one statement.
-  GENERIC: `SELECT ${GENERIC_SETTINGS.map(([k, v]) => `set_config('${k}', '${v}', true)`).join(", ")}`,
-};
-type TxStep = keyof typeof TX_STEPS;
-
-/** The tag of the last CommandComplete among `messages` ("COMMIT", "ROLLBACK", …). */
-function lastTag(messages: BackendMessage[]): string {
-  for (let i = messages.length - 1; i >= 0; i--)
-    if (messages[i]!.name === "commandComplete") return (messages[i] as BackendMessage & { text: string }).text;
-  return "";
-}
-
-/** A statement PGlite has parsed under a name: what binding it needs and what its rows look like. */
-interface Prepared {
-  paramTypes: number[];
-  /** Its RowDescription, sent once when prepared (null: it returns no rows). */
-  rows: BackendMessage | null;
-}
-
 class EmbeddedDb implements Db {
   readonly kind = "embedded" as const;
   readonly notifiesFromSql = false;
@@ -434,19 +362,12 @@ class EmbeddedDb implements Db {
   readonly available = true;
   // PGlite is one in-process session, so notifications are an in-process signal.
   private readonly emitter = new EventEmitter();
-  /**
-   * Statements that run again and again are parsed and planned once, as on the server store
-   * (StatementNames): PGlite's own query() parses, plans and describes every statement on every
-   * call, in six exchanges with the WebAssembly Postgres — for the claim's statements that was
-   * more than their execution. A named one runs in one exchange: bind, execute, sync.
-   */
-  private readonly statements = new StatementNames();
-  private readonly prepared = new Map<string, Prepared>();
   /** The session's holder (a transaction, or a statement on its own): one at a time, in turn. */
-  private session: Promise<void> = Promise.resolve();
+  private turn: Promise<void> = Promise.resolve();
 
   constructor(
-    private readonly pglite: PGlite,
+    /** The one Postgres session (embedded-session.ts), on a thread of its own (embedded-thread.ts). */
+    private readonly session: SessionOps,
     readonly where: string,
   ) {
     this.emitter.setMaxListeners(0);
@@ -458,9 +379,9 @@ class EmbeddedDb implements Db {
 
   /** Runs `fn` once everything before it has, with the session to itself. */
   private async exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    const before = this.session;
+    const before = this.turn;
     let release!: () => void;
-    this.session = new Promise((r) => (release = r));
+    this.turn = new Promise((r) => (release = r));
     await before;
     try {
       return await fn();
@@ -469,96 +390,8 @@ class EmbeddedDb implements Db {
     }
   }
 
-  /** `name` prepared from `text` (once: parsed, described, planned on first use). */
-  private async prepare(name: string, text: string): Promise<Prepared> {
-    let p = this.prepared.get(name);
-    if (!p) {
-      const described = await this.exchange(serialize.parse({ name, text }), serialize.describe({ type: "S", name }), serialize.sync());
-      p = { paramTypes: parse.parseDescribeStatementResults(described), rows: described.find((m) => m.name === "rowDescription") ?? null };
-      this.prepared.set(name, p);
-    }
-    return p;
-  }
-
-  /** Bind and execute of prepared statement `name` (its values serialised as PGlite's query() does, by parameter type). */
-  private call(name: string, p: Prepared, params: unknown[]): Uint8Array[] {
-    const values = params.map((v, i) => (v === null || v === undefined ? null : (this.pglite.serializers[p.paramTypes[i]!] ?? String)(v)));
-    return [serialize.bind({ statement: name, values }), serialize.execute({})];
-  }
-
-  /**
-   * One statement, inside the session's current holder, in one exchange with the statements of
-   * `before` ahead of it and, with `commit`, COMMIT behind it (the embedded form of the server's
-   * pipelining: BEGIN rides with a transaction's first statement, COMMIT with its last). A text
-   * not yet named runs through PGlite's own query(), on its own. Returns the rows, and the tag
-   * COMMIT answered with ("ROLLBACK" when the transaction had failed) when it was sent.
-   */
-  private async run<R>(sql: string, params: unknown[], before: TxStep[] = [], commit = false): Promise<{ rows: R[]; tag: string | null }> {
-    const name = this.statements.name(sql);
-    if (name === null) {
-      if (before.length > 0) await this.steps(before);
-      const rows = (await this.pglite.query<R>(sql, params)).rows;
-      return { rows, tag: commit ? await this.steps(["COMMIT"]) : null };
-    }
-    const p = await this.prepare(name, sql);
-    const parts = [...(await this.stepCalls(before)), ...this.call(name, p, params), ...(commit ? await this.stepCalls(["COMMIT"]) : [])];
-    let messages: BackendMessage[];
-    try {
-      messages = await this.exchange(...parts, serialize.sync());
-    } catch (err) {
-      // A table it reads changed shape (a migration): Postgres refuses the cached plan ("cached
-      // plan must not change result type"); prepare and describe it again next time.
-      if ((err as { code?: string }).code === STALE_SHAPE) await this.forget(name);
-      throw err;
-    }
-    // Each statement's answer ends with its CommandComplete: the ones before are skipped.
-    let from = 0;
-    for (let skip = before.length; skip > 0; from++) if (messages[from]!.name === "commandComplete") skip--;
-    let to = from;
-    while (messages[to]!.name !== "commandComplete") to++;
-    const own = messages.slice(from, to + 1);
-    const rows = parse.parseResults(p.rows ? [p.rows, ...own] : own, this.pglite.parsers)[0]!.rows as R[];
-    return { rows, tag: commit ? lastTag(messages) : null };
-  }
-
-  /** Bind and execute of each transaction step (BEGIN, COMMIT, …), prepared under its own name. */
-  private async stepCalls(steps: TxStep[]): Promise<Uint8Array[]> {
-    const parts: Uint8Array[] = [];
-    for (const step of steps) parts.push(...this.call(step, await this.prepare(step, TX_STEPS[step]), []));
-    return parts;
-  }
-
-  /** Runs transaction steps alone, in one exchange; returns the last one's tag. */
-  private async steps(steps: TxStep[]): Promise<string> {
-    return lastTag(await this.exchange(...(await this.stepCalls(steps)), serialize.sync()));
-  }
-
-  private async forget(name: string): Promise<void> {
-    this.prepared.delete(name);
-    await this.exchange(serialize.close({ type: "S", name }), serialize.sync()).catch(() => undefined);
-  }
-
-  /** Protocol messages in, the answer's messages out; throws the first error Postgres reports. */
-  private exchange(...parts: Uint8Array[]): Promise<BackendMessage[]> {
-    const message = new Uint8Array(parts.reduce((n, b) => n + b.length, 0));
-    let at = 0;
-    for (const b of parts) {
-      message.set(b, at);
-      at += b.length;
-    }
-    return this.pglite.execProtocolStream(message, { syncToFs: false });
-  }
-
   query<R>(sql: string, params: unknown[] = []): Promise<R[]> {
-    return this.exclusive(async () => {
-      // On its own a statement refused for a stale shape (see run) is simply run again.
-      const { rows } = await this.run<R>(sql, params).catch((err: { code?: string }) => {
-        if (err.code === STALE_SHAPE) return this.run<R>(sql, params);
-        throw err;
-      });
-      await this.pglite.syncToFs();
-      return rows;
-    });
+    return this.exclusive(() => this.session.query(sql, params) as Promise<R[]>);
   }
 
   tx<T>(fn: (q: TxQueryable) => Promise<T>, opts: TxOptions = {}): Promise<T> {
@@ -580,40 +413,40 @@ class EmbeddedDb implements Db {
         last = next.catch(() => undefined);
         return next;
       };
-      const settled = async (tag: string | null): Promise<void> => {
-        await this.pglite.syncToFs();
-        // COMMIT of a transaction a failed statement aborted ends it as a rollback.
+      // COMMIT of a transaction a failed statement aborted ends it as a rollback.
+      const settled = (tag: string | null): void => {
         if (tag === "ROLLBACK") throw new Error("the transaction was rolled back: a statement in it failed");
       };
       const rollback = async (): Promise<void> => {
         over = true;
         await last;
-        if (opening === null) await this.steps(["ROLLBACK"]);
+        if (opening === null) await this.session.steps(["ROLLBACK"]);
       };
       const q: TxQueryable = {
-        query: <R>(sql: string, params: unknown[] = []) => inTurn(async () => (await this.run<R>(sql, params, begin())).rows),
+        query: <R>(sql: string, params: unknown[] = []) =>
+          inTurn(async () => (await this.session.run(sql, params, begin(), false)).rows as R[]),
         exec: (sql: string) =>
           inTurn(async () => {
             const steps = begin();
-            if (steps.length > 0) await this.steps(steps);
-            await this.exchange(serialize.query(sql));
+            if (steps.length > 0) await this.session.steps(steps);
+            await this.session.script(sql);
           }),
         // One session in process: no round trips to save, but one exchange fewer, and the same
         // outcome as on a server.
         queryAndCommit: async <R>(sql: string, params: unknown[] = []) => {
-          const statement = inTurn(() => this.run<R>(sql, params, begin(), true));
+          const statement = inTurn(() => this.session.run(sql, params, begin(), true));
           over = true;
-          let done: { rows: R[]; tag: string | null };
+          let done: { rows: unknown[]; tag: string | null };
           try {
             done = await statement;
           } catch (err) {
             // It failed before COMMIT ran (Postgres skips the rest of the exchange): the
             // transaction is still open, and aborted.
-            await this.steps(["ROLLBACK"]).catch(() => undefined);
+            await this.session.steps(["ROLLBACK"]).catch(() => undefined);
             throw err;
           }
-          await settled(done.tag);
-          return done.rows;
+          settled(done.tag);
+          return done.rows as R[];
         },
       };
       try {
@@ -621,7 +454,7 @@ class EmbeddedDb implements Db {
         if (!over) {
           over = true;
           await last;
-          if (opening === null) await settled(await this.steps(["COMMIT"]));
+          if (opening === null) settled(await this.session.steps(["COMMIT"]));
         }
         return out;
       } catch (err) {
@@ -632,9 +465,7 @@ class EmbeddedDb implements Db {
   }
 
   exec(sql: string): Promise<void> {
-    return this.exclusive(async () => {
-      await this.pglite.exec(sql);
-    });
+    return this.exclusive(() => this.session.exec(sql));
   }
 
   async notify(channel: string, payload = ""): Promise<void> {
@@ -649,7 +480,7 @@ class EmbeddedDb implements Db {
   }
 
   async close(): Promise<void> {
-    await this.exclusive(() => this.pglite.close());
+    await this.exclusive(() => this.session.close());
   }
 }
 
@@ -683,12 +514,8 @@ export async function openDb(opts: OpenOptions): Promise<Db> {
   }
   const dir = opts.dataDir ?? "./.sluice";
   if (!dir.startsWith("memory://")) mkdirSync(dir, { recursive: true });
-  // New WAL segments are not written full of zeros first: PGlite's file system writes through
-  // JavaScript, and a 16 MB segment's zeros every ~4,000 deliveries cost ~3 % of the CPU. (The
-  // setting exists for file systems where the zeros buy nothing; PGlite never flushes anyway.)
-  const startParams = [...PGlite.defaultStartParams, "-c", "wal_init_zero=off"];
-  const pglite = await PGlite.create(dir.startsWith("memory://") ? undefined : dir, { startParams });
-  return new EmbeddedDb(pglite, dir.startsWith("memory://") ? "embedded Postgres in memory" : `embedded Postgres in ${dir}`);
+  const session = await openSessionThread(dir);
+  return new EmbeddedDb(session, dir.startsWith("memory://") ? "embedded Postgres in memory" : `embedded Postgres in ${dir}`);
 }
 
 /** Runs `fn` in a transaction, retrying on serialization failures and deadlocks. */

@@ -1,0 +1,165 @@
+import { PGlite, parse, protocol } from "@electric-sql/pglite";
+import { StatementNames, TX_STEPS, type TxStep } from "./statements.js";
+
+const { serialize } = protocol;
+type BackendMessage = Awaited<ReturnType<PGlite["execProtocolStream"]>>[number];
+
+// The embedded store's one Postgres session: PGlite, and how statements run on it. It lives on a
+// thread of its own (embedded-thread.ts runs it in embedded-worker.ts), so that the WebAssembly
+// Postgres runs beside Sluice's JavaScript instead of taking turns with it. EmbeddedDb (db.ts)
+// keeps the transactions' order and calls these operations one at a time.
+
+/** feature_not_supported: what Postgres answers a prepared statement whose rows changed shape. */
+const STALE_SHAPE = "0A000";
+
+/** The tag of the last CommandComplete among `messages` ("COMMIT", "ROLLBACK", …). */
+function lastTag(messages: BackendMessage[]): string {
+  for (let i = messages.length - 1; i >= 0; i--)
+    if (messages[i]!.name === "commandComplete") return (messages[i] as BackendMessage & { text: string }).text;
+  return "";
+}
+
+/** A statement PGlite has parsed under a name: what binding it needs and what its rows look like. */
+interface Prepared {
+  paramTypes: number[];
+  /** Its RowDescription, sent once when prepared (null: it returns no rows). */
+  rows: BackendMessage | null;
+}
+
+/** What EmbeddedDb asks of the session; each operation runs after the one before it has finished. */
+export interface SessionOps {
+  /** One statement on its own (outside any transaction), flushed to the folder. */
+  query(sql: string, params: unknown[]): Promise<unknown[]>;
+  /**
+   * One statement inside the current transaction, with the steps of `before` ahead of it and,
+   * with `commit`, COMMIT behind it (then flushed), in one exchange. Returns the rows, and the
+   * tag COMMIT answered with ("ROLLBACK" when the transaction had failed) when it was sent.
+   */
+  run(sql: string, params: unknown[], before: TxStep[], commit: boolean): Promise<{ rows: unknown[]; tag: string | null }>;
+  /** Transaction steps alone, in one exchange; returns the last one's tag (flushed after a COMMIT). */
+  steps(steps: TxStep[]): Promise<string>;
+  /** A script of statements without parameters, inside the current transaction (simple protocol). */
+  script(sql: string): Promise<void>;
+  /** A script of statements without parameters, on its own (migrations). */
+  exec(sql: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export class EmbeddedSession implements SessionOps {
+  /**
+   * Statements that run again and again are parsed and planned once, as on the server store
+   * (StatementNames): PGlite's own query() parses, plans and describes every statement on every
+   * call, in six exchanges with the WebAssembly Postgres — for the claim's statements that was
+   * more than their execution. A named one runs in one exchange: bind, execute, sync.
+   */
+  private readonly statements = new StatementNames();
+  private readonly prepared = new Map<string, Prepared>();
+
+  private constructor(private readonly pglite: PGlite) {}
+
+  /** Opens the store in `dir` (`memory://…`: in memory). */
+  static async open(dir: string): Promise<EmbeddedSession> {
+    // New WAL segments are not written full of zeros first: PGlite's file system writes through
+    // JavaScript, and a 16 MB segment's zeros every ~4,000 deliveries cost ~3 % of the CPU. (The
+    // setting exists for file systems where the zeros buy nothing; PGlite never flushes anyway.)
+    const startParams = [...PGlite.defaultStartParams, "-c", "wal_init_zero=off"];
+    return new EmbeddedSession(await PGlite.create(dir.startsWith("memory://") ? undefined : dir, { startParams }));
+  }
+
+  async query(sql: string, params: unknown[]): Promise<unknown[]> {
+    // On its own a statement refused for a stale shape (see run) is simply run again.
+    const { rows } = await this.run(sql, params, [], false).catch((err: { code?: string }) => {
+      if (err.code === STALE_SHAPE) return this.run(sql, params, [], false);
+      throw err;
+    });
+    await this.pglite.syncToFs();
+    return rows;
+  }
+
+  async run(sql: string, params: unknown[], before: TxStep[], commit: boolean): Promise<{ rows: unknown[]; tag: string | null }> {
+    const name = this.statements.name(sql);
+    if (name === null) {
+      if (before.length > 0) await this.steps(before);
+      const rows = (await this.pglite.query(sql, params)).rows;
+      return { rows, tag: commit ? await this.steps(["COMMIT"]) : null };
+    }
+    const p = await this.prepare(name, sql);
+    const parts = [...(await this.stepCalls(before)), ...this.call(name, p, params), ...(commit ? await this.stepCalls(["COMMIT"]) : [])];
+    let messages: BackendMessage[];
+    try {
+      messages = await this.exchange(...parts, serialize.sync());
+    } catch (err) {
+      // A table it reads changed shape (a migration): Postgres refuses the cached plan ("cached
+      // plan must not change result type"); prepare and describe it again next time.
+      if ((err as { code?: string }).code === STALE_SHAPE) await this.forget(name);
+      throw err;
+    }
+    // Each statement's answer ends with its CommandComplete: the ones before are skipped.
+    let from = 0;
+    for (let skip = before.length; skip > 0; from++) if (messages[from]!.name === "commandComplete") skip--;
+    let to = from;
+    while (messages[to]!.name !== "commandComplete") to++;
+    const own = messages.slice(from, to + 1);
+    const rows = parse.parseResults(p.rows ? [p.rows, ...own] : own, this.pglite.parsers)[0]!.rows;
+    if (commit) await this.pglite.syncToFs();
+    return { rows, tag: commit ? lastTag(messages) : null };
+  }
+
+  async steps(steps: TxStep[]): Promise<string> {
+    const tag = lastTag(await this.exchange(...(await this.stepCalls(steps)), serialize.sync()));
+    if (steps.includes("COMMIT")) await this.pglite.syncToFs();
+    return tag;
+  }
+
+  async script(sql: string): Promise<void> {
+    await this.exchange(serialize.query(sql));
+  }
+
+  async exec(sql: string): Promise<void> {
+    await this.pglite.exec(sql);
+  }
+
+  async close(): Promise<void> {
+    await this.pglite.close();
+  }
+
+  /** `name` prepared from `text` (once: parsed, described, planned on first use). */
+  private async prepare(name: string, text: string): Promise<Prepared> {
+    let p = this.prepared.get(name);
+    if (!p) {
+      const described = await this.exchange(serialize.parse({ name, text }), serialize.describe({ type: "S", name }), serialize.sync());
+      p = { paramTypes: parse.parseDescribeStatementResults(described), rows: described.find((m) => m.name === "rowDescription") ?? null };
+      this.prepared.set(name, p);
+    }
+    return p;
+  }
+
+  /** Bind and execute of prepared statement `name` (its values serialised as PGlite's query() does, by parameter type). */
+  private call(name: string, p: Prepared, params: unknown[]): Uint8Array[] {
+    const values = params.map((v, i) => (v === null || v === undefined ? null : (this.pglite.serializers[p.paramTypes[i]!] ?? String)(v)));
+    return [serialize.bind({ statement: name, values }), serialize.execute({})];
+  }
+
+  /** Bind and execute of each transaction step (BEGIN, COMMIT, …), prepared under its own name. */
+  private async stepCalls(steps: TxStep[]): Promise<Uint8Array[]> {
+    const parts: Uint8Array[] = [];
+    for (const step of steps) parts.push(...this.call(step, await this.prepare(step, TX_STEPS[step]), []));
+    return parts;
+  }
+
+  private async forget(name: string): Promise<void> {
+    this.prepared.delete(name);
+    await this.exchange(serialize.close({ type: "S", name }), serialize.sync()).catch(() => undefined);
+  }
+
+  /** Protocol messages in, the answer's messages out; throws the first error Postgres reports. */
+  private exchange(...parts: Uint8Array[]): Promise<BackendMessage[]> {
+    const message = new Uint8Array(parts.reduce((n, b) => n + b.length, 0));
+    let at = 0;
+    for (const b of parts) {
+      message.set(b, at);
+      at += b.length;
+    }
+    return this.pglite.execProtocolStream(message, { syncToFs: false });
+  }
+}

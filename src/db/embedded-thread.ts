@@ -1,0 +1,145 @@
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
+import type { SessionOps } from "./embedded-session.js";
+import type { TxStep } from "./statements.js";
+
+// The embedded store's session on a thread of its own (embedded-worker.ts runs it). PGlite is
+// Postgres compiled to WebAssembly; in Sluice's thread its execution took turns with everything
+// else Sluice does — HTTP in and out, signing, planning — on one core while the machine's other
+// core idled. On its own thread the two overlap. What crosses between the threads is small: a
+// statement's text and parameters one way, its rows the other, errors as plain fields.
+//
+// The thread does all of a statement's work, turning values into protocol messages and the
+// answer into rows included: a version that sent raw protocol bytes and did that work here was
+// ~25 % slower (npm run bench -- --scenarios embedded), since Sluice's thread, busier, then took
+// longer to send each transaction's next statement.
+
+/** An operation of SessionOps, as sent to the session's thread. */
+export interface Call {
+  id: number;
+  op: keyof SessionOps;
+  args: unknown[];
+}
+
+/** The answer to call `id` (0: the session opened, or failed to). */
+export type Answer = { id: number; ok: unknown } | { id: number; err: WireError };
+
+/** An error as it crosses threads: its message and own fields (a Postgres error's code, detail, …). */
+export interface WireError {
+  message: string;
+  fields: Record<string, unknown>;
+}
+
+export function toWire(err: unknown): WireError {
+  if (!(err instanceof Error)) return { message: String(err), fields: {} };
+  const fields: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(err)) if (v === null || ["string", "number", "boolean"].includes(typeof v)) fields[k] = v;
+  return { message: err.message, fields };
+}
+
+function fromWire(w: WireError): Error {
+  return Object.assign(new Error(w.message), w.fields);
+}
+
+/**
+ * The thread running embedded-worker, beside this file: compiled, as it is; from source (tests,
+ * tsx), through tsx's loader, which a thread does not inherit.
+ */
+function startWorker(dir: string): Worker {
+  const ext = path.extname(fileURLToPath(import.meta.url));
+  const file = new URL(`./embedded-worker${ext}`, import.meta.url);
+  if (ext !== ".ts") return new Worker(file, { workerData: { dir } });
+  const load = `import(${JSON.stringify(import.meta.resolve("tsx/esm/api"))}).then((tsx) => tsx.tsImport(${JSON.stringify(file.href)}, ${JSON.stringify(file.href)}))`;
+  return new Worker(load, { eval: true, workerData: { dir } });
+}
+
+class SessionThread implements SessionOps {
+  private next = 1;
+  private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  /** Set once the thread has stopped: every call fails with it. */
+  private stopped: Error | null = null;
+
+  constructor(private readonly worker: Worker) {
+    // An idle store does not keep the process alive (as PGlite in Sluice's own thread did not).
+    worker.unref();
+    worker.on("message", (a: Answer) => this.answer(a));
+    worker.on("error", (err) => this.stop(new Error(`the embedded store's thread failed: ${err.message}`, { cause: err })));
+    worker.on("exit", (code) => this.stop(new Error(`the embedded store's thread stopped (exit code ${code})`)));
+  }
+
+  /** Resolves once the session has opened; rejects with why it could not. */
+  async opened(): Promise<void> {
+    await this.answered(0);
+  }
+
+  query(sql: string, params: unknown[]): Promise<unknown[]> {
+    return this.call("query", [sql, params]) as Promise<unknown[]>;
+  }
+
+  run(sql: string, params: unknown[], before: TxStep[], commit: boolean): Promise<{ rows: unknown[]; tag: string | null }> {
+    return this.call("run", [sql, params, before, commit]) as Promise<{ rows: unknown[]; tag: string | null }>;
+  }
+
+  steps(steps: TxStep[]): Promise<string> {
+    return this.call("steps", [steps]) as Promise<string>;
+  }
+
+  script(sql: string): Promise<void> {
+    return this.call("script", [sql]) as Promise<void>;
+  }
+
+  exec(sql: string): Promise<void> {
+    return this.call("exec", [sql]) as Promise<void>;
+  }
+
+  async close(): Promise<void> {
+    try {
+      await this.call("close", []);
+    } finally {
+      this.stopped ??= new Error("the embedded store is closed");
+      await this.worker.terminate();
+    }
+  }
+
+  private call(op: keyof SessionOps, args: unknown[]): Promise<unknown> {
+    const id = this.next++;
+    const answered = this.answered(id);
+    if (!this.stopped) this.worker.postMessage({ id, op, args } satisfies Call);
+    return answered;
+  }
+
+  private answered(id: number): Promise<unknown> {
+    if (this.stopped) return Promise.reject(this.stopped);
+    // Waiting on the thread keeps the process alive, as a statement under way did in one thread.
+    if (this.pending.size === 0) this.worker.ref();
+    return new Promise((resolve, reject) => this.pending.set(id, { resolve, reject }));
+  }
+
+  private answer(a: Answer): void {
+    const p = this.pending.get(a.id);
+    if (!p) return;
+    this.pending.delete(a.id);
+    if (this.pending.size === 0) this.worker.unref();
+    if ("err" in a) p.reject(fromWire(a.err));
+    else p.resolve(a.ok);
+  }
+
+  private stop(err: Error): void {
+    this.stopped ??= err;
+    for (const p of this.pending.values()) p.reject(this.stopped);
+    this.pending.clear();
+  }
+}
+
+/** Opens the embedded store in `dir` (`memory://…`: in memory), its session on a thread of its own. */
+export async function openSessionThread(dir: string): Promise<SessionOps> {
+  const thread = new SessionThread(startWorker(dir));
+  try {
+    await thread.opened();
+  } catch (err) {
+    await thread.close().catch(() => undefined);
+    throw err;
+  }
+  return thread;
+}

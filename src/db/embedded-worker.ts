@@ -1,0 +1,27 @@
+import { parentPort, workerData } from "node:worker_threads";
+import { EmbeddedSession } from "./embedded-session.js";
+import { toWire, type Answer, type Call } from "./embedded-thread.js";
+
+// The embedded store's own thread (embedded-thread.ts): opens the session, then runs the calls it
+// is sent one after the other, in the order sent.
+
+const port = parentPort!;
+const session = EmbeddedSession.open((workerData as { dir: string }).dir);
+session.then(
+  () => port.postMessage({ id: 0, ok: true } satisfies Answer),
+  (err: unknown) => port.postMessage({ id: 0, err: toWire(err) } satisfies Answer),
+);
+
+let turn: Promise<void> = Promise.resolve();
+port.on("message", (c: Call) => {
+  turn = turn.then(async () => {
+    let answer: Answer;
+    try {
+      const s = await session;
+      answer = { id: c.id, ok: await (s[c.op] as (...args: unknown[]) => Promise<unknown>).apply(s, c.args) };
+    } catch (err) {
+      answer = { id: c.id, err: toWire(err) };
+    }
+    port.postMessage(answer);
+  });
+});

@@ -1,0 +1,60 @@
+import type pg from "pg";
+
+// What both stores share about statements: which texts run prepared, and the settings of a
+// transaction that plans generically.
+
+/**
+ * Names statements that run again and again, so each connection parses and plans them once
+ * (node-postgres prepares a named statement on its first use per connection). The claim's and
+ * write-back's statements take a few milliseconds to plan, on every call when unnamed. A text
+ * is named from its third use, so one-off statements (migrations, rare admin queries) take no
+ * slot; at most `max` texts are named, since every connection keeps a plan for each.
+ */
+export class StatementNames {
+  private readonly seen = new Map<string, number>();
+  private readonly names = new Map<string, string>();
+
+  constructor(private readonly max = 120) {}
+
+  /** The query config for `text`: named once it has earned a name, else plain. */
+  config(text: string, values: unknown[]): pg.QueryConfig {
+    const name = this.name(text);
+    return name ? { name, text, values } : { text, values };
+  }
+
+  /** The name `text` runs under, counting this use; null while it has not earned one. */
+  name(text: string): string | null {
+    const named = this.names.get(text);
+    if (named) return named;
+    if (this.names.size < this.max) {
+      const uses = (this.seen.get(text) ?? 0) + 1;
+      if (uses >= 3) {
+        this.seen.delete(text);
+        const name = `s${this.names.size + 1}`;
+        this.names.set(text, name);
+        return name;
+      }
+      // Texts seen once or twice: bounded too, so a stream of one-off texts cannot grow it.
+      if (uses > 1 || this.seen.size < 10 * this.max) this.seen.set(text, uses);
+    }
+    return null;
+  }
+}
+
+/** TxOptions.genericPlans: the settings of the transaction. */
+export const GENERIC_SETTINGS = [
+  ["plan_cache_mode", "force_generic_plan"],
+  ["enable_hashjoin", "off"],
+  ["enable_mergejoin", "off"],
+  ["enable_seqscan", "off"],
+] as const;
+
+/** A transaction's own statements on the embedded store, prepared once like any other. */
+export const TX_STEPS = {
+  BEGIN: "BEGIN",
+  COMMIT: "COMMIT",
+  ROLLBACK: "ROLLBACK",
+  // TxOptions.genericPlans: BEGIN_GENERIC's settings, as one statement.
+  GENERIC: `SELECT ${GENERIC_SETTINGS.map(([k, v]) => `set_config('${k}', '${v}', true)`).join(", ")}`,
+};
+export type TxStep = keyof typeof TX_STEPS;
