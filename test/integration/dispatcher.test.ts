@@ -11,6 +11,13 @@ import type { Delivery, Destination, Event, EventAccepted, Page } from "../helpe
 import { metrics } from "../../src/metrics.js";
 import { pruneOnce } from "../../src/dispatch/janitor.js";
 
+/** `id` with the time in it (src/ids.ts: prefix_ + 12 hex digits of ms) moved `hours` back. */
+function agedId(id: string, hours: number): string {
+  const [prefix, rest] = id.split("_") as [string, string];
+  const ms = parseInt(rest.slice(0, 12), 16) - hours * 3_600_000;
+  return `${prefix}_${ms.toString(16).padStart(12, "0")}${rest.slice(12)}`;
+}
+
 // Dispatcher behaviour on both stores: idle costs nothing, notifications wake it, ordered
 // destinations are strict FIFO with a blocking head, retention prunes only what is finished.
 
@@ -103,14 +110,18 @@ for (const backend of BACKENDS) {
         [d.id],
       );
       await db.query("UPDATE attempts SET started_at = started_at - interval '200 hours' WHERE destination_id = $1", [d.id]);
-      await db.query("UPDATE events SET created_at = created_at - interval '200 hours' WHERE id = ANY($1)", [
-        [done.body.id, waiting.body.id],
-      ]);
+      // An event's age is in its id (retention reads it there): give both events ids made 200 hours
+      // ago, and their deliveries with them.
+      const aged = (id: string): string => agedId(id, 200);
+      for (const id of [done.body.id, waiting.body.id]) {
+        await db.query("UPDATE events SET id = $2 WHERE id = $1", [id, aged(id)]);
+        await db.query("UPDATE deliveries SET event_id = $2 WHERE event_id = $1", [id, aged(id)]);
+      }
       const r = await pruneOnce(db, 168);
       assert.ok(r && r.deliveries >= 1 && r.attempts >= 1);
       await pruneOnce(db, 168); // events go once their deliveries are gone
-      assert.equal((await s.api("GET", `/v1/events/${done.body.id}`)).status, 404);
-      const kept = await s.api<Event>("GET", `/v1/events/${waiting.body.id}`);
+      assert.equal((await s.api("GET", `/v1/events/${aged(done.body.id)}`)).status, 404);
+      const kept = await s.api<Event>("GET", `/v1/events/${aged(waiting.body.id)}`);
       assert.equal(kept.status, 200);
       assert.equal(kept.body.deliveries![0]!.status, "held");
     });

@@ -38,11 +38,19 @@ export async function pruneDeliveries(q: Queryable, retentionHours: number, batc
   return rows[0]!.n;
 }
 
-/** Events older than `retentionHours` that no delivery refers to any more. */
+/**
+ * The least id minted at `at` (a timestamptz expression) with `prefix`: ids begin with their
+ * creation time in 12 hex digits of milliseconds (src/ids.ts), so under COLLATE "C" the ids made
+ * before `at` are those below it — a range of the primary key, no index on created_at needed.
+ */
+export const idAt = (prefix: string, at: string): string =>
+  `('${prefix}_' || lpad(to_hex((extract(epoch FROM ${at}) * 1000)::bigint), 12, '0')) COLLATE "C"`;
+
+/** Events made more than `retentionHours` ago that no delivery refers to any more. */
 export async function pruneEvents(q: Queryable, retentionHours: number, batch: number): Promise<number> {
   const rows = await q.query<{ n: number }>(
     `WITH d AS (DELETE FROM events WHERE id IN (
-        SELECT e.id FROM events e WHERE e.created_at < ${cutoff}
+        SELECT e.id FROM events e WHERE e.id < ${idAt("evt", cutoff)}
            AND NOT EXISTS (SELECT 1 FROM deliveries dl WHERE dl.event_id = e.id) LIMIT $2)
       RETURNING 1)
      SELECT count(*)::int AS n FROM d`,
