@@ -14,7 +14,7 @@ import {
 } from "../db/queries/retention.js";
 import { startStatsRollup } from "./stats-rollup.js";
 import { tableStats, vacuumTable } from "../db/queries/maintenance.js";
-import { DEFAULT_VACUUM_POLICY, vacuumPlan, type VacuumPolicy, type VacuumTask } from "../policy/vacuum.js";
+import { DEFAULT_VACUUM_POLICY, SERVER_VACUUM_POLICY, vacuumPlan, type VacuumPolicy, type VacuumTask } from "../policy/vacuum.js";
 
 // Retention: finished deliveries, their attempts, events with nothing left to deliver, settled
 // alerts and old idempotency keys are pruned; deliveries held too long for a paused destination,
@@ -83,8 +83,9 @@ export function startJanitor(db: Db, retentionHours: number, log: Logger, everyM
   sweep.unref();
   // The dashboard's per-minute rollups (stats-rollup.ts) ride on the same workers.
   const stopStats = startStatsRollup(db, log);
-  // The embedded store has no autovacuum (policy/vacuum.ts): Sluice vacuums it.
-  const stopVacuum = db.kind === "embedded" ? startVacuum(db, log) : () => undefined;
+  // The embedded store has no autovacuum, and on a server it comes once a minute: Sluice vacuums
+  // all of the one, the small hot tables of the other (policy/vacuum.ts).
+  const stopVacuum = startVacuum(db, log, db.kind === "embedded" ? DEFAULT_VACUUM_POLICY : SERVER_VACUUM_POLICY);
   return () => {
     stopped = true;
     clearTimeout(timer);
@@ -94,7 +95,7 @@ export function startJanitor(db: Db, retentionHours: number, log: Logger, everyM
   };
 }
 
-/** How often the embedded store's tables are looked at (each is vacuumed only when the policy says). */
+/** How often the tables' counters are looked at (a table is vacuumed only when the policy says). */
 const VACUUM_EVERY_MS = 5_000;
 
 /**
@@ -111,15 +112,15 @@ export async function vacuumOnce(db: Db, policy: VacuumPolicy = DEFAULT_VACUUM_P
   return done;
 }
 
-function startVacuum(db: Db, log: Logger): () => void {
+function startVacuum(db: Db, log: Logger, policy: VacuumPolicy): () => void {
   let stopped = false;
   let timer: NodeJS.Timeout;
   const tick = async () => {
     try {
-      const done = await vacuumOnce(db);
+      const done = await vacuumOnce(db, policy);
       if (done.length) log.debug({ vacuumed: done.map((d) => ({ ...d.task, ms: d.ms })) }, "vacuumed");
     } catch (err) {
-      log.warn({ err }, "vacuuming the embedded store failed; will try again");
+      log[isStoreUnavailable(err) ? "debug" : "warn"]({ err }, "vacuuming failed; will try again");
     }
     if (!stopped) timer = setTimeout(run, VACUUM_EVERY_MS);
   };

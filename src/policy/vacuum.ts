@@ -1,14 +1,25 @@
-// Vacuuming the embedded store. PGlite runs Postgres in single-user mode, where no autovacuum
-// runs: without this, every finished delivery leaves its old row version and its entry in the
-// waiting index behind, and the claim's FIFO pick walks ever more of them — a 150,000-event run
-// fell from ~5,000 to ~2,800 deliveries/s — and transaction ids would run out in the end. Pure:
-// the tables' counters in, what to run out. The janitor (dispatch/janitor.ts) applies it.
+// Vacuuming between autovacuum's rounds, or where there is none. Pure: the tables' counters in,
+// what to run out. The janitor (dispatch/janitor.ts) applies it every few seconds.
+//
+// The embedded store: PGlite runs Postgres in single-user mode, where no autovacuum runs. Without
+// this, every finished delivery leaves its old row version and its entry in the waiting index
+// behind, and the claim's FIFO pick walks ever more of them — a 150,000-event run fell from
+// ~5,000 to ~2,800 deliveries/s — and transaction ids would run out in the end. So every table.
+//
+// The server store: autovacuum visits a database once a minute (autovacuum_naptime, a server
+// setting), and at 9,000 deliveries/s a minute leaves ~540,000 dead lease rows and ~300,000 dead
+// versions of a thousand destination rows: the claim counts a destination's leases and picks ready
+// destinations through indexes full of them (a 600,000-event run fell from ~9,500 to ~5,000
+// deliveries/s before autovacuum had come once). Those two tables are small when vacuumed, so
+// vacuuming them every few seconds costs milliseconds; the big ones (deliveries, attempts, events)
+// stay autovacuum's, which paces itself.
 //
 // VACUUM only, never ANALYZE: the embedded store has always planned without column statistics,
 // and with them its statements did worse — `npm run bench:profile -- --embedded` fell from
 // ~4,400–4,800 to ~3,600–3,900 deliveries/s with ANALYZE at autovacuum's rule, and analyzing at
 // most every ten minutes (statistics from a nearly empty table, kept while it filled) stalled
-// delivery at ~60/s. VACUUM still keeps each table's size estimate (pg_class) current.
+// delivery at ~60/s. VACUUM still keeps each table's size estimate (pg_class) current. (On the
+// server autovacuum analyzes as it always has.)
 
 export interface TableStats {
   /** Schema-qualified, as Postgres prints regclass. */
@@ -30,8 +41,10 @@ export interface VacuumPolicy {
   /** Vacuum once dead rows exceed base + share × live (autovacuum's rule, tighter: 50 + 5 %). */
   deadBase: number;
   deadShare: number;
-  /** Freeze any table, system catalogs included, older than this many transactions. */
+  /** Freeze any table, system catalogs included, older than this many transactions (Infinity: never). */
   freezeAge: number;
+  /** Only these of Sluice's own tables are vacuumed for dead rows (null: all of them). */
+  only: readonly string[] | null;
 }
 
 export const DEFAULT_VACUUM_POLICY: VacuumPolicy = {
@@ -39,6 +52,17 @@ export const DEFAULT_VACUUM_POLICY: VacuumPolicy = {
   deadShare: 0.05,
   // Well before Postgres's own limits (vacuum_freeze_table_age 150 M, wraparound at ~2,000 M).
   freezeAge: 100_000_000,
+  only: null,
+};
+
+/** On a server: the small tables rewritten on every delivery, between autovacuum's rounds; freezing stays autovacuum's. */
+export const SERVER_VACUUM_POLICY: VacuumPolicy = {
+  ...DEFAULT_VACUUM_POLICY,
+  // At 1,000 rows and 5 % that is 100 dead: at full speed each of the janitor's rounds finds tens
+  // of thousands, so the base only keeps a quiet store from being vacuumed for a handful.
+  deadBase: 1_000,
+  freezeAge: Infinity,
+  only: ["leases", "destinations"],
 };
 
 /** The tables to vacuum now, each once: Sluice's own first, then system catalogs due a freeze. */
@@ -46,7 +70,7 @@ export function vacuumPlan(tables: readonly TableStats[], policy: VacuumPolicy =
   const ordered = [...tables.filter((t) => t.own), ...tables.filter((t) => !t.own)];
   return ordered.flatMap((t) => {
     const freeze = t.xidAge > policy.freezeAge;
-    const dead = t.own && t.dead > policy.deadBase + policy.deadShare * t.live;
+    const dead = t.own && (policy.only === null || policy.only.includes(t.table)) && t.dead > policy.deadBase + policy.deadShare * t.live;
     return freeze || dead ? [{ table: t.table, freeze }] : [];
   });
 }

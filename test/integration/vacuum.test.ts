@@ -4,11 +4,23 @@ import { openTestStore } from "../helpers/db.js";
 import { migrate } from "../../src/db/migrate.js";
 import { vacuumOnce } from "../../src/dispatch/janitor.js";
 import { tableStats } from "../../src/db/queries/maintenance.js";
-import { DEFAULT_VACUUM_POLICY } from "../../src/policy/vacuum.js";
+import { DEFAULT_VACUUM_POLICY, SERVER_VACUUM_POLICY } from "../../src/policy/vacuum.js";
 
 // The embedded store has no autovacuum (PGlite is Postgres in single-user mode), so the janitor
 // vacuums it: a table with many dead rows is vacuumed, and one without is left alone (VACUUM
-// only: no ANALYZE, see policy/vacuum.ts).
+// only: no ANALYZE, see policy/vacuum.ts). On a server, where autovacuum comes once a minute, it
+// vacuums the small hot tables (leases, destinations) between its rounds, and nothing else.
+
+/** Waits (the counters reach the views within about a second) until `ok` holds of `table`'s dead rows. */
+async function deadRows(db: Parameters<typeof tableStats>[0], table: string, ok: (n: number) => boolean): Promise<number> {
+  let n = -1;
+  for (let i = 0; i < 50; i++) {
+    n = (await tableStats(db)).find((t) => t.table === table)!.dead;
+    if (ok(n)) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return n;
+}
 
 test("on the embedded store the janitor vacuums the tables whose dead rows passed the threshold, and only those", async () => {
   const { db, close } = await openTestStore("embedded");
@@ -43,6 +55,38 @@ test("on the embedded store the janitor vacuums the tables whose dead rows passe
     );
     // Statements prepared before it still run.
     assert.deepEqual(await db.query("SELECT count(*)::int AS n FROM churn WHERE n = 5"), [{ n: 200 }]);
+  } finally {
+    await close();
+  }
+});
+
+test("on a server the janitor vacuums leases once its dead rows pass the threshold, and not a table of its own choosing", async () => {
+  const { db, close } = await openTestStore("server");
+  try {
+    await migrate(db);
+    await db.exec("CREATE TABLE churn (id int PRIMARY KEY, n int)");
+    await db.query("INSERT INTO churn SELECT g, 0 FROM generate_series(1, 1000) g");
+    // What claims and write-backs do to leases, many times over: they come and go.
+    for (let i = 0; i < 15; i++) {
+      await db.query(
+        `INSERT INTO leases (destination_id, delivery_id, token, expires_at)
+         SELECT 'd_vac' || (g % 100 + 1), 'dl_' || g, gen_random_uuid(), now() FROM generate_series(1, 200) g`,
+      );
+      await db.query("DELETE FROM leases WHERE destination_id LIKE 'd_vac%'");
+      await db.query("UPDATE churn SET n = n + 1");
+    }
+    const threshold = (live: number) => SERVER_VACUUM_POLICY.deadBase + SERVER_VACUUM_POLICY.deadShare * live;
+    assert.ok((await deadRows(db, "leases", (n) => n > threshold(0))) > threshold(0), "dead leases counted");
+    assert.ok((await deadRows(db, "churn", (n) => n > threshold(1000))) > threshold(1000), "dead churn rows counted");
+    const done = await vacuumOnce(db, SERVER_VACUUM_POLICY);
+    const tables = done.map((d) => d.task.table);
+    assert.ok(tables.includes("leases"), JSON.stringify(done));
+    assert.ok(!tables.includes("churn"), JSON.stringify(done));
+    assert.ok(
+      done.every((d) => !d.task.freeze && ["leases", "destinations"].includes(d.task.table)),
+      JSON.stringify(done),
+    );
+    assert.equal(await deadRows(db, "leases", (n) => n === 0), 0);
   } finally {
     await close();
   }

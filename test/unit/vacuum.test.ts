@@ -1,19 +1,21 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { DEFAULT_VACUUM_POLICY as P, vacuumPlan, type TableStats } from "../../src/policy/vacuum.js";
+import { DEFAULT_VACUUM_POLICY as P, SERVER_VACUUM_POLICY as S, vacuumPlan, type TableStats } from "../../src/policy/vacuum.js";
 
-// Which tables of the embedded store the janitor vacuums (policy/vacuum.ts).
+// Which tables the janitor vacuums (policy/vacuum.ts): every table of the embedded store, and on a
+// server the small hot ones between autovacuum's rounds.
 
 const count = fc.integer({ min: 0, max: 5_000_000 });
-const stats = fc.record({
-  table: fc.string({ minLength: 1, maxLength: 12 }),
-  own: fc.boolean(),
-  live: count,
-  dead: count,
-  xidAge: fc.integer({ min: 0, max: 2_000_000_000 }),
-});
+const statsNamed = (table: fc.Arbitrary<string>): fc.Arbitrary<TableStats> =>
+  fc.record({ table, own: fc.boolean(), live: count, dead: count, xidAge: fc.integer({ min: 0, max: 2_000_000_000 }) });
+const stats = statsNamed(fc.string({ minLength: 1, maxLength: 12 }));
 const tables = fc.uniqueArray(stats, { selector: (t) => t.table, maxLength: 30 });
+// Names the server policy knows among arbitrary ones.
+const serverTables = fc.uniqueArray(
+  statsNamed(fc.oneof(fc.constantFrom("leases", "destinations", "deliveries", "attempts"), fc.string({ minLength: 1, maxLength: 12 }))),
+  { selector: (t) => t.table, maxLength: 30 },
+);
 
 test("a table is vacuumed for its dead rows (Sluice's own) or frozen for its age (any) — and only then", () => {
   fc.assert(
@@ -50,4 +52,26 @@ test("the thresholds: 50 + 5 % of the live rows dead, 100 M transactions", () =>
   assert.deepEqual(vacuumPlan([t({ dead: 551 })]), [{ table: "deliveries", freeze: false }]);
   assert.deepEqual(vacuumPlan([t({ xidAge: 100_000_001, own: false, table: "pg_class" })]), [{ table: "pg_class", freeze: true }]);
   assert.deepEqual(vacuumPlan([t({ dead: 10_000, own: false, table: "pg_class" })]), []);
+});
+
+test("on a server only leases and destinations are vacuumed, for their dead rows, and nothing is frozen (autovacuum's)", () => {
+  fc.assert(
+    fc.property(serverTables, (ts) => {
+      const plan = vacuumPlan(ts, S);
+      for (const t of ts) {
+        const due = t.own && ["leases", "destinations"].includes(t.table) && t.dead > S.deadBase + S.deadShare * t.live;
+        assert.equal(
+          plan.some((p) => p.table === t.table),
+          due,
+          JSON.stringify(t),
+        );
+      }
+      assert.ok(plan.every((p) => !p.freeze));
+    }),
+  );
+  const t = (x: Partial<TableStats>): TableStats => ({ table: "leases", own: true, live: 1_000, dead: 0, xidAge: 0, ...x });
+  assert.deepEqual(vacuumPlan([t({ dead: 1_050 })], S), []);
+  assert.deepEqual(vacuumPlan([t({ dead: 1_051 })], S), [{ table: "leases", freeze: false }]);
+  assert.deepEqual(vacuumPlan([t({ table: "deliveries", dead: 5_000_000 })], S), []);
+  assert.deepEqual(vacuumPlan([t({ dead: 10_000, own: false })], S), []);
 });

@@ -1,7 +1,7 @@
 import type { Db } from "../db.js";
 import type { TableStats, VacuumTask } from "../../policy/vacuum.js";
 
-// VACUUM, run by the janitor on the embedded store (policy/vacuum.ts says why).
+// VACUUM, run by the janitor (policy/vacuum.ts says when and why).
 
 /** Every table's counters: Sluice's own and the system catalogs (whose row ids age too). */
 export async function tableStats(db: Db): Promise<TableStats[]> {
@@ -16,8 +16,12 @@ export async function tableStats(db: Db): Promise<TableStats[]> {
   );
 }
 
-/** VACUUM (FREEZE when the task says) of one table, outside any transaction, as VACUUM must be. */
+/**
+ * VACUUM (FREEZE when the task says) of one table, outside any transaction, as VACUUM must be.
+ * SKIP_LOCKED: a table another session is vacuuming (autovacuum, another worker's janitor) is
+ * passed over rather than waited for.
+ */
 export async function vacuumTable(db: Db, task: VacuumTask): Promise<void> {
   // The name comes from pg_class through regclass, which quotes it where it must be.
-  await db.exec(`VACUUM ${task.freeze ? "(FREEZE) " : ""}${task.table}`);
+  await db.exec(`VACUUM (SKIP_LOCKED${task.freeze ? ", FREEZE" : ""}) ${task.table}`);
 }
