@@ -6,8 +6,6 @@ import type { SessionOps } from "./embedded-session.js";
 import { openSessionThread } from "./embedded-thread.js";
 import { GENERIC_SETTINGS, StatementNames, type TxStep } from "./statements.js";
 
-export { StatementNames } from "./statements.js";
-
 // One small interface over both stores. Everything above it writes one SQL dialect; the two
 // implementations differ only in how they connect, run transactions and pass notifications.
 

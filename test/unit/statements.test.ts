@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { StatementNames } from "../../src/db/db.js";
+import { StatementNames } from "../../src/db/statements.js";
 import { limitFor, recordset } from "../../src/db/json-rows.js";
 
 test("a statement is named from its third use, and keeps its name", () => {
