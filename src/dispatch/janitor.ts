@@ -106,7 +106,7 @@ export async function vacuumOnce(db: Db, policy: VacuumPolicy = DEFAULT_VACUUM_P
   const done: { task: VacuumTask; ms: number }[] = [];
   for (const task of vacuumPlan(await tableStats(db), policy)) {
     const startedAt = performance.now();
-    await vacuumTable(db, task);
+    await vacuumTable(db, task, policy.truncate);
     done.push({ task, ms: Math.round(performance.now() - startedAt) });
   }
   return done;

@@ -45,6 +45,12 @@ export interface VacuumPolicy {
   freezeAge: number;
   /** Only these of Sluice's own tables are vacuumed for dead rows (null: all of them). */
   only: readonly string[] | null;
+  /**
+   * Let VACUUM give empty pages at a table's end back to the file system. That takes a moment's
+   * ACCESS EXCLUSIVE lock on the table: nothing for the embedded store's one session, a stall of
+   * every claim and write-back on a server's hot tables, whose space is reused anyway.
+   */
+  truncate: boolean;
 }
 
 export const DEFAULT_VACUUM_POLICY: VacuumPolicy = {
@@ -53,6 +59,7 @@ export const DEFAULT_VACUUM_POLICY: VacuumPolicy = {
   // Well before Postgres's own limits (vacuum_freeze_table_age 150 M, wraparound at ~2,000 M).
   freezeAge: 100_000_000,
   only: null,
+  truncate: true,
 };
 
 /** On a server: the small tables rewritten on every delivery, between autovacuum's rounds; freezing stays autovacuum's. */
@@ -63,6 +70,7 @@ export const SERVER_VACUUM_POLICY: VacuumPolicy = {
   deadBase: 1_000,
   freezeAge: Infinity,
   only: ["leases", "destinations"],
+  truncate: false,
 };
 
 /** The tables to vacuum now, each once: Sluice's own first, then system catalogs due a freeze. */

@@ -19,9 +19,11 @@ export async function tableStats(db: Db): Promise<TableStats[]> {
 /**
  * VACUUM (FREEZE when the task says) of one table, outside any transaction, as VACUUM must be.
  * SKIP_LOCKED: a table another session is vacuuming (autovacuum, another worker's janitor) is
- * passed over rather than waited for.
+ * passed over rather than waited for. `truncate` false: empty pages at its end stay (see
+ * VacuumPolicy.truncate).
  */
-export async function vacuumTable(db: Db, task: VacuumTask): Promise<void> {
+export async function vacuumTable(db: Db, task: VacuumTask, truncate = true): Promise<void> {
+  const options = ["SKIP_LOCKED", ...(task.freeze ? ["FREEZE"] : []), ...(truncate ? [] : ["TRUNCATE false"])];
   // The name comes from pg_class through regclass, which quotes it where it must be.
-  await db.exec(`VACUUM (SKIP_LOCKED${task.freeze ? ", FREEZE" : ""}) ${task.table}`);
+  await db.exec(`VACUUM (${options.join(", ")}) ${task.table}`);
 }
