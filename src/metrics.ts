@@ -70,6 +70,18 @@ export const metrics = {
     labelNames: ["direction", "cause"] as const,
     registers: [registry],
   }),
+  vacuums: new client.Counter({
+    name: "sluice_vacuums_total",
+    help: "VACUUMs the janitor ran (embedded: every table, in autovacuum's stead; server: leases and destinations, between its rounds), by table",
+    labelNames: ["table"] as const,
+    registers: [registry],
+  }),
+  vacuumDuration: new client.Histogram({
+    name: "sluice_vacuum_duration_seconds",
+    help: "Duration of one VACUUM the janitor ran",
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30],
+    registers: [registry],
+  }),
   leaseLost: new client.Counter({
     name: "sluice_lease_lost_total",
     help: "Results that arrived after their lease had moved on (not applied)",

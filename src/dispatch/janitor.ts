@@ -14,6 +14,7 @@ import {
 } from "../db/queries/retention.js";
 import { startStatsRollup } from "./stats-rollup.js";
 import { tableStats, vacuumTable } from "../db/queries/maintenance.js";
+import { metrics } from "../metrics.js";
 import { DEFAULT_VACUUM_POLICY, SERVER_VACUUM_POLICY, vacuumPlan, type VacuumPolicy, type VacuumTask } from "../policy/vacuum.js";
 
 // Retention: finished deliveries, their attempts, events with nothing left to deliver, settled
@@ -107,7 +108,10 @@ export async function vacuumOnce(db: Db, policy: VacuumPolicy = DEFAULT_VACUUM_P
   for (const task of vacuumPlan(await tableStats(db), policy)) {
     const startedAt = performance.now();
     await vacuumTable(db, task, policy.truncate);
-    done.push({ task, ms: Math.round(performance.now() - startedAt) });
+    const ms = performance.now() - startedAt;
+    metrics.vacuums.inc({ table: task.table });
+    metrics.vacuumDuration.observe(ms / 1000);
+    done.push({ task, ms: Math.round(ms) });
   }
   return done;
 }

@@ -5,6 +5,11 @@ import { migrate } from "../../src/db/migrate.js";
 import { vacuumOnce } from "../../src/dispatch/janitor.js";
 import { tableStats } from "../../src/db/queries/maintenance.js";
 import { DEFAULT_VACUUM_POLICY, SERVER_VACUUM_POLICY } from "../../src/policy/vacuum.js";
+import { metrics } from "../../src/metrics.js";
+
+/** sluice_vacuums_total for `table` in this process. */
+const vacuumsOf = async (table: string): Promise<number> =>
+  (await metrics.vacuums.get()).values.find((v) => v.labels.table === table)?.value ?? 0;
 
 // The embedded store has no autovacuum (PGlite is Postgres in single-user mode), so the janitor
 // vacuums it: a table with many dead rows is vacuumed, and one without is left alone (VACUUM
@@ -80,7 +85,9 @@ test("on a server the janitor vacuums leases once its dead rows pass the thresho
     assert.ok((await deadRows(db, "churn", (n) => n > threshold(1000))) > threshold(1000), "dead churn rows counted");
     const size = async () => (await db.query<{ n: number }>("SELECT pg_relation_size('leases')::float8 AS n"))[0]!.n;
     const sizeBefore = await size();
+    const counted = await vacuumsOf("leases");
     const done = await vacuumOnce(db, SERVER_VACUUM_POLICY);
+    assert.equal(await vacuumsOf("leases"), counted + 1, "sluice_vacuums_total{table=leases} counts it");
     const tables = done.map((d) => d.task.table);
     // Every lease is gone, yet the file keeps its pages: no truncation, so no exclusive lock on a
     // table every claim reads.
