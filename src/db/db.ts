@@ -463,7 +463,7 @@ class EmbeddedDb implements Db {
   }
 
   exec(sql: string): Promise<void> {
-    return this.exclusive(() => this.session.exec(sql));
+    return this.exclusive(() => this.session.script(sql));
   }
 
   async notify(channel: string, payload = ""): Promise<void> {

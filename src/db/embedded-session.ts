@@ -38,10 +38,8 @@ export interface SessionOps {
   run(sql: string, params: unknown[], before: TxStep[], commit: boolean): Promise<{ rows: unknown[]; tag: string | null }>;
   /** Transaction steps alone, in one exchange; returns the last one's tag (flushed after a COMMIT). */
   steps(steps: TxStep[]): Promise<string>;
-  /** A script of statements without parameters, inside the current transaction (simple protocol). */
+  /** A script of statements without parameters (simple protocol): on its own, or inside the current transaction. */
   script(sql: string): Promise<void>;
-  /** A script of statements without parameters, on its own (migrations). */
-  exec(sql: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -113,10 +111,7 @@ export class EmbeddedSession implements SessionOps {
 
   async script(sql: string): Promise<void> {
     await this.exchange(serialize.query(sql));
-  }
-
-  async exec(sql: string): Promise<void> {
-    await this.pglite.exec(sql);
+    await this.pglite.syncToFs();
   }
 
   async close(): Promise<void> {

@@ -89,10 +89,6 @@ class SessionThread implements SessionOps {
     return this.call("script", [sql]) as Promise<void>;
   }
 
-  exec(sql: string): Promise<void> {
-    return this.call("exec", [sql]) as Promise<void>;
-  }
-
   async close(): Promise<void> {
     try {
       await this.call("close", []);

@@ -13,6 +13,7 @@ import {
   pruneAlerts,
 } from "../db/queries/retention.js";
 import { startStatsRollup } from "./stats-rollup.js";
+import { everyRound } from "./rounds.js";
 import { tableStats, vacuumTable } from "../db/queries/maintenance.js";
 import { metrics } from "../metrics.js";
 import { DEFAULT_VACUUM_POLICY, SERVER_VACUUM_POLICY, vacuumPlan, type VacuumPolicy, type VacuumTask } from "../policy/vacuum.js";
@@ -50,26 +51,16 @@ export async function pruneOnce(
 }
 
 export function startJanitor(db: Db, retentionHours: number, log: Logger, everyMs = 5 * 60_000): () => void {
-  let stopped = false;
-  let timer: NodeJS.Timeout;
-  const tick = async () => {
-    try {
-      // Keep going while full batches come back, so a large backlog drains without a long lock.
-      for (let i = 0; i < 20 && !stopped; i++) {
-        const r = await pruneOnce(db, retentionHours);
-        if (!r) break;
-        if (r.deliveries || r.attempts || r.events || r.keys || r.pausedDiscarded || r.deletedDiscarded || r.alerts)
-          log.info(r, "pruned past retention");
-        if (r.deliveries < BATCH && r.attempts < BATCH && r.events < BATCH && r.alerts < BATCH) break;
-      }
-    } catch (err) {
-      log[isStoreUnavailable(err) ? "debug" : "warn"]({ err }, "pruning failed; will try again");
+  const stopPruning = everyRound("pruning", log, { firstMs: Math.min(everyMs, 30_000), everyMs }, async (stopped) => {
+    // Keep going while full batches come back, so a large backlog drains without a long lock.
+    for (let i = 0; i < 20 && !stopped(); i++) {
+      const r = await pruneOnce(db, retentionHours);
+      if (!r) break;
+      if (r.deliveries || r.attempts || r.events || r.keys || r.pausedDiscarded || r.deletedDiscarded || r.alerts)
+        log.info(r, "pruned past retention");
+      if (r.deliveries < BATCH && r.attempts < BATCH && r.events < BATCH && r.alerts < BATCH) break;
     }
-    if (!stopped) timer = setTimeout(run, everyMs);
-  };
-  // tick catches everything it can throw; the timer only needs a function that returns nothing.
-  const run = () => void tick();
-  timer = setTimeout(run, Math.min(everyMs, 30_000));
+  });
   // A wake-up lost to a race the claim's idle re-check did not cover is found here.
   const sweep = setInterval(() => {
     void db
@@ -88,8 +79,7 @@ export function startJanitor(db: Db, retentionHours: number, log: Logger, everyM
   // all of the one, the small hot tables of the other (policy/vacuum.ts).
   const stopVacuum = startVacuum(db, log, db.kind === "embedded" ? DEFAULT_VACUUM_POLICY : SERVER_VACUUM_POLICY);
   return () => {
-    stopped = true;
-    clearTimeout(timer);
+    stopPruning();
     clearInterval(sweep);
     stopStats();
     stopVacuum();
@@ -117,21 +107,8 @@ export async function vacuumOnce(db: Db, policy: VacuumPolicy = DEFAULT_VACUUM_P
 }
 
 function startVacuum(db: Db, log: Logger, policy: VacuumPolicy): () => void {
-  let stopped = false;
-  let timer: NodeJS.Timeout;
-  const tick = async () => {
-    try {
-      const done = await vacuumOnce(db, policy);
-      if (done.length) log.debug({ vacuumed: done.map((d) => ({ ...d.task, ms: d.ms })) }, "vacuumed");
-    } catch (err) {
-      log[isStoreUnavailable(err) ? "debug" : "warn"]({ err }, "vacuuming failed; will try again");
-    }
-    if (!stopped) timer = setTimeout(run, VACUUM_EVERY_MS);
-  };
-  const run = () => void tick();
-  timer = setTimeout(run, VACUUM_EVERY_MS);
-  return () => {
-    stopped = true;
-    clearTimeout(timer);
-  };
+  return everyRound("vacuuming", log, { firstMs: VACUUM_EVERY_MS, everyMs: VACUUM_EVERY_MS }, async () => {
+    const done = await vacuumOnce(db, policy);
+    if (done.length) log.debug({ vacuumed: done.map((d) => ({ ...d.task, ms: d.ms })) }, "vacuumed");
+  });
 }

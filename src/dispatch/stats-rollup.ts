@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { Db } from "../db/db.js";
-import { isStoreUnavailable } from "../db/db.js";
+import { everyRound } from "./rounds.js";
 import { classifyHeld, heldGroups, quietNow } from "../db/queries/stats.js";
 import {
   countAttempts,
@@ -90,26 +90,13 @@ export async function rollupStats(db: Db): Promise<RollupPass | null> {
 
 /** Runs rollupStats every `everyMs` (catching up in several passes when behind); returns stop. */
 export function startStatsRollup(db: Db, log: Logger, everyMs = MINUTE_MS): () => void {
-  let stopped = false;
-  let timer: NodeJS.Timeout;
-  const tick = async () => {
-    try {
-      // Catching up (first start after an upgrade, a long stop) takes a few ticks rather than
-      // one long burst of queries: CATCH_UP_PASSES hours of attempts a minute at most.
-      for (let i = 0; i < CATCH_UP_PASSES && !stopped; i++) {
-        const pass = await rollupStats(db);
-        if (!pass?.more) break;
-      }
-    } catch (err) {
-      log[isStoreUnavailable(err) ? "debug" : "warn"]({ err }, "stats rollup failed; will try again");
-    }
-    if (!stopped) timer = setTimeout(run, everyMs);
-  };
-  const run = () => void tick();
   // Soon after start, so a restarted worker catches up at once.
-  timer = setTimeout(run, Math.min(everyMs, 5_000));
-  return () => {
-    stopped = true;
-    clearTimeout(timer);
-  };
+  return everyRound("stats rollup", log, { firstMs: Math.min(everyMs, 5_000), everyMs }, async (stopped) => {
+    // Catching up (first start after an upgrade, a long stop) takes a few ticks rather than
+    // one long burst of queries: CATCH_UP_PASSES hours of attempts a minute at most.
+    for (let i = 0; i < CATCH_UP_PASSES && !stopped(); i++) {
+      const pass = await rollupStats(db);
+      if (!pass?.more) break;
+    }
+  });
 }

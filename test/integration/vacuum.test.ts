@@ -1,6 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { openTestStore } from "../helpers/db.js";
+import { waitFor } from "../helpers/wait-for.js";
+import type { Db } from "../../src/db/db.js";
 import { migrate } from "../../src/db/migrate.js";
 import { vacuumOnce } from "../../src/dispatch/janitor.js";
 import { tableStats } from "../../src/db/queries/maintenance.js";
@@ -16,14 +18,14 @@ const vacuumsOf = async (table: string): Promise<number> =>
 // only: no ANALYZE, see policy/vacuum.ts). On a server, where autovacuum comes once a minute, it
 // vacuums the small hot tables (leases, destinations) between its rounds, and nothing else.
 
-/** Waits (the counters reach the views within about a second) until `ok` holds of `table`'s dead rows. */
-async function deadRows(db: Parameters<typeof tableStats>[0], table: string, ok: (n: number) => boolean): Promise<number> {
+/**
+ * `table`'s dead rows once `ok` holds of them (the counters reach the views within about a
+ * second), or as they are after 5 s: the caller's assertion says what was wrong.
+ */
+async function deadRows(db: Db, table: string, ok: (n: number) => boolean): Promise<number> {
   let n = -1;
-  for (let i = 0; i < 50; i++) {
-    n = (await tableStats(db)).find((t) => t.table === table)!.dead;
-    if (ok(n)) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const counted = async () => ok((n = (await tableStats(db)).find((t) => t.table === table)!.dead));
+  await waitFor(counted, { timeoutMs: 5_000, intervalMs: 100 }).catch(() => undefined);
   return n;
 }
 
@@ -34,12 +36,10 @@ test("on the embedded store the janitor vacuums the tables whose dead rows passe
     await db.exec("CREATE TABLE churn (id int PRIMARY KEY, n int); CREATE TABLE calm (id int PRIMARY KEY, n int)");
     await db.query("INSERT INTO churn SELECT g, 0 FROM generate_series(1, 1000) g");
     await db.query("INSERT INTO calm SELECT g, 0 FROM generate_series(1, 1000) g");
-    const dead = async (table: string) => (await tableStats(db)).find((t) => t.table === table)!.dead;
     for (let i = 0; i < 5; i++) await db.query("UPDATE churn SET n = n + 1 WHERE id <= 200");
-    // The counters reach the views when the session reports them (at most once a second). (Page
-    // pruning already removes some of the 1,000 dead versions; the threshold is 50 + 5 % of 1,000.)
-    for (let i = 0; i < 30 && (await dead("churn")) < 200; i++) await new Promise((r) => setTimeout(r, 100));
-    assert.ok((await dead("churn")) >= 200, `dead rows counted: ${await dead("churn")}`);
+    // (Page pruning already removes some of the 1,000 dead versions; the threshold is 50 + 5 % of 1,000.)
+    const counted = await deadRows(db, "churn", (n) => n >= 200);
+    assert.ok(counted >= 200, `dead rows counted: ${counted}`);
     const done = await vacuumOnce(db);
     const tables = done.map((d) => d.task.table);
     assert.ok(tables.includes("churn"), JSON.stringify(done));
@@ -50,8 +50,7 @@ test("on the embedded store the janitor vacuums the tables whose dead rows passe
       tables.every((t) => own.has(t)),
       JSON.stringify(done),
     );
-    for (let i = 0; i < 30 && (await dead("churn")) > 0; i++) await new Promise((r) => setTimeout(r, 100));
-    assert.equal(await dead("churn"), 0);
+    assert.equal(await deadRows(db, "churn", (n) => n === 0), 0);
     // A freeze round over everything (a policy whose age limit every table passes) runs too.
     const frozen = await vacuumOnce(db, { ...DEFAULT_VACUUM_POLICY, freezeAge: -1 });
     assert.ok(
