@@ -2,8 +2,7 @@ import { EventEmitter } from "node:events";
 import { mkdirSync } from "node:fs";
 import pg from "pg";
 import { StoreUnavailableError } from "../errors.js";
-import type { SessionOps } from "./embedded-session.js";
-import { openSessionThread } from "./embedded-thread.js";
+import { openSessionThread, ThreadStoppedError, type SessionThread } from "./embedded-thread.js";
 import { GENERIC_SETTINGS, StatementNames, type TxStep } from "./statements.js";
 
 // One small interface over both stores. Everything above it writes one SQL dialect; the two
@@ -353,26 +352,93 @@ const CONNECT_TIMEOUT_MS = 5_000;
 /** Longest wait between attempts to re-make the LISTEN connection: delivery resumes within about this of the store's return. */
 const LISTEN_RETRY_MAX_MS = 1_000;
 
-class EmbeddedDb implements Db {
+/** Waits before each attempt to open the folder again after the thread crashed: 0.1 s doubling to 10 s. */
+const REOPEN_DELAYS_MS = [100, 200, 400, 800, 1600, 3200, 6400, 10_000];
+
+export class EmbeddedDb implements Db {
   readonly kind = "embedded" as const;
   readonly notifiesFromSql = false;
-  // In-process: it cannot become unreachable.
-  readonly available = true;
+  readonly where: string;
   // PGlite is one in-process session, so notifications are an in-process signal.
   private readonly emitter = new EventEmitter();
   /** The session's holder (a transaction, or a statement on its own): one at a time, in turn. */
   private turn: Promise<void> = Promise.resolve();
+  /**
+   * In process, the store cannot become unreachable — but its thread can crash (PGlite out of
+   * memory, a trap in its WebAssembly). Until the folder is open again the store is unavailable,
+   * as a server is during an outage: the API answers 503, delivery waits, results are kept.
+   */
+  private readonly availability = new Availability();
+  /** The one Postgres session (embedded-session.ts), on a thread of its own (embedded-thread.ts). */
+  private session!: SessionThread;
+  private closed = false;
+  private reopening: Promise<void> | null = null;
+  /** Cuts short the wait before the next attempt to reopen (close() does not wait it out). */
+  private stopWaiting: (() => void) | null = null;
 
-  constructor(
-    /** The one Postgres session (embedded-session.ts), on a thread of its own (embedded-thread.ts). */
-    private readonly session: SessionOps,
-    readonly where: string,
-  ) {
+  private constructor(private readonly dir: string) {
     this.emitter.setMaxListeners(0);
+    this.where = this.inMemory ? "embedded Postgres in memory" : `embedded Postgres in ${dir}`;
   }
 
-  onAvailability(): () => void {
-    return () => undefined;
+  /** Opens the store in `dir` (`memory://…`: in memory). */
+  static async open(dir: string): Promise<EmbeddedDb> {
+    const db = new EmbeddedDb(dir);
+    db.session = await db.start();
+    return db;
+  }
+
+  private get inMemory(): boolean {
+    return this.dir.startsWith("memory://");
+  }
+
+  private start(): Promise<SessionThread> {
+    return openSessionThread(this.dir, (err) => this.crashed(err));
+  }
+
+  /** The thread stopped by itself: the store is down until a new thread has opened the folder. */
+  private crashed(err: ThreadStoppedError): void {
+    if (this.closed) return;
+    const why = this.inMemory
+      ? new ThreadStoppedError(`${err.message}; a store in memory is lost with it and cannot be reopened`, { cause: err })
+      : err;
+    this.availability.down(new StoreUnavailableError(this.where, { cause: why }));
+    // In memory, what the store held went with the thread: an empty store would be worse than none.
+    if (!this.inMemory) this.reopening ??= this.reopen().finally(() => (this.reopening = null));
+  }
+
+  /** Opens the folder on a new thread (Postgres recovers it from its WAL), trying until it opens or the store is closed. */
+  private async reopen(): Promise<void> {
+    for (let i = 0; !this.closed; i++) {
+      await new Promise<void>((r) => {
+        this.stopWaiting = r;
+        setTimeout(r, REOPEN_DELAYS_MS[Math.min(i, REOPEN_DELAYS_MS.length - 1)]).unref();
+      });
+      if (this.closed) return;
+      let session: SessionThread;
+      try {
+        session = await this.start();
+      } catch {
+        continue; // still down; the next attempt waits longer
+      }
+      if (this.closed) return void (await session.close().catch(() => undefined));
+      this.session = session;
+      this.availability.up();
+      return;
+    }
+  }
+
+  get available(): boolean {
+    return this.availability.available;
+  }
+
+  onAvailability(cb: (available: boolean, err?: StoreUnavailableError) => void): () => void {
+    return this.availability.subscribe(cb);
+  }
+
+  /** A call that failed because the thread stopped, as StoreUnavailableError; other errors pass. */
+  private failed(err: unknown, duringCommit = false): unknown {
+    return err instanceof ThreadStoppedError ? new StoreUnavailableError(this.where, { cause: err, duringCommit }) : err;
   }
 
   /** Runs `fn` once everything before it has, with the session to itself. */
@@ -388,12 +454,26 @@ class EmbeddedDb implements Db {
     }
   }
 
+  /** One call on the session outside a transaction, a crashed thread's failure turned into StoreUnavailableError. */
+  private async guard<T>(call: (session: SessionThread) => Promise<T>): Promise<T> {
+    try {
+      return await call(this.session);
+    } catch (err) {
+      throw this.failed(err);
+    }
+  }
+
   query<R>(sql: string, params: unknown[] = []): Promise<R[]> {
-    return this.exclusive(() => this.session.query(sql, params) as Promise<R[]>);
+    return this.exclusive(() => this.guard((s) => s.query(sql, params) as Promise<R[]>));
   }
 
   tx<T>(fn: (q: TxQueryable) => Promise<T>, opts: TxOptions = {}): Promise<T> {
     return this.exclusive(async () => {
+      // The session the transaction began on, throughout: should its thread crash, the rest of
+      // the transaction fails there rather than run on the next thread, outside any transaction.
+      const session = this.session;
+      /** COMMIT sent: should the thread crash now, whether it took effect is unknown. */
+      let committing = false;
       /** BEGIN (and the generic-plan settings), until it goes out with the first statement. */
       let opening: TxStep[] | null = opts.genericPlans ? ["BEGIN", "GENERIC"] : ["BEGIN"];
       const begin = (): TxStep[] => {
@@ -418,29 +498,29 @@ class EmbeddedDb implements Db {
       const rollback = async (): Promise<void> => {
         over = true;
         await last;
-        if (opening === null) await this.session.steps(["ROLLBACK"]);
+        if (opening === null) await session.steps(["ROLLBACK"]);
       };
       const q: TxQueryable = {
-        query: <R>(sql: string, params: unknown[] = []) =>
-          inTurn(async () => (await this.session.run(sql, params, begin(), false)).rows as R[]),
+        query: <R>(sql: string, params: unknown[] = []) => inTurn(async () => (await session.run(sql, params, begin(), false)).rows as R[]),
         exec: (sql: string) =>
           inTurn(async () => {
             const steps = begin();
-            if (steps.length > 0) await this.session.steps(steps);
-            await this.session.script(sql);
+            if (steps.length > 0) await session.steps(steps);
+            await session.script(sql);
           }),
         // One session in process: no round trips to save, but one exchange fewer, and the same
         // outcome as on a server.
         queryAndCommit: async <R>(sql: string, params: unknown[] = []) => {
-          const statement = inTurn(() => this.session.run(sql, params, begin(), true));
+          const statement = inTurn(() => session.run(sql, params, begin(), true));
           over = true;
+          committing = true;
           let done: { rows: unknown[]; tag: string | null };
           try {
             done = await statement;
           } catch (err) {
             // It failed before COMMIT ran (Postgres skips the rest of the exchange): the
             // transaction is still open, and aborted.
-            await this.session.steps(["ROLLBACK"]).catch(() => undefined);
+            await session.steps(["ROLLBACK"]).catch(() => undefined);
             throw err;
           }
           settled(done.tag);
@@ -452,18 +532,19 @@ class EmbeddedDb implements Db {
         if (!over) {
           over = true;
           await last;
-          if (opening === null) settled(await this.session.steps(["COMMIT"]));
+          committing = true;
+          if (opening === null) settled(await session.steps(["COMMIT"]));
         }
         return out;
       } catch (err) {
         if (!over) await rollback().catch(() => undefined);
-        throw err;
+        throw this.failed(err, committing);
       }
     });
   }
 
   exec(sql: string): Promise<void> {
-    return this.exclusive(() => this.session.script(sql));
+    return this.exclusive(() => this.guard((s) => s.script(sql)));
   }
 
   async notify(channel: string, payload = ""): Promise<void> {
@@ -478,7 +559,22 @@ class EmbeddedDb implements Db {
   }
 
   async close(): Promise<void> {
-    await this.exclusive(() => this.session.close());
+    this.closed = true;
+    this.stopWaiting?.();
+    await this.reopening;
+    await this.exclusive(async () => {
+      try {
+        await this.session.close();
+      } catch (err) {
+        // A thread that crashed is already gone: closing it is done.
+        if (!(err instanceof ThreadStoppedError)) throw err;
+      }
+    });
+  }
+
+  /** Ends the store's thread at once, as a crash would (tests: the store must open itself again). */
+  async killThread(): Promise<void> {
+    await this.session.kill();
   }
 }
 
@@ -512,8 +608,7 @@ export async function openDb(opts: OpenOptions): Promise<Db> {
   }
   const dir = opts.dataDir ?? "./.sluice";
   if (!dir.startsWith("memory://")) mkdirSync(dir, { recursive: true });
-  const session = await openSessionThread(dir);
-  return new EmbeddedDb(session, dir.startsWith("memory://") ? "embedded Postgres in memory" : `embedded Postgres in ${dir}`);
+  return EmbeddedDb.open(dir);
 }
 
 /** Runs `fn` in a transaction, retrying on serialization failures and deadlocks. */

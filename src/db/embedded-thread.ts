@@ -38,6 +38,24 @@ export function toWire(err: unknown): WireError {
   return { message: err.message, fields };
 }
 
+/**
+ * A call that failed because the thread stopped without being closed (it crashed, or PGlite in it
+ * broke): the store is unavailable until EmbeddedDb (db.ts) has opened the folder again.
+ */
+export class ThreadStoppedError extends Error {}
+
+/**
+ * An error that leaves PGlite unusable: a trap in its WebAssembly (out of memory, an assertion) or
+ * its Postgres calling exit. The thread answers the call with it, then ends, so that the store is
+ * opened afresh instead of every later statement failing in a broken instance.
+ */
+export function isFatal(err: unknown): boolean {
+  return (
+    err instanceof WebAssembly.RuntimeError ||
+    (typeof err === "object" && err !== null && (err as { name?: unknown }).name === "ExitStatus")
+  );
+}
+
 function fromWire(w: WireError): Error {
   return Object.assign(new Error(w.message), w.fields);
 }
@@ -54,23 +72,38 @@ function startWorker(dir: string): Worker {
   return new Worker(load, { eval: true, workerData: { dir } });
 }
 
-class SessionThread implements SessionOps {
+export class SessionThread implements SessionOps {
   private next = 1;
   private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   /** Set once the thread has stopped: every call fails with it. */
   private stopped: Error | null = null;
+  /** Until the session has opened: a thread that stops then is a failure to open, not a crash. */
+  private opening = true;
 
-  constructor(private readonly worker: Worker) {
+  constructor(
+    private readonly worker: Worker,
+    /** Told once when the thread stops without close() (not told of a failure to open). */
+    private readonly onCrash: (err: ThreadStoppedError) => void,
+  ) {
     // An idle store does not keep the process alive (as PGlite in Sluice's own thread did not).
     worker.unref();
     worker.on("message", (a: Answer) => this.answer(a));
-    worker.on("error", (err) => this.stop(new Error(`the embedded store's thread failed: ${err.message}`, { cause: err })));
-    worker.on("exit", (code) => this.stop(new Error(`the embedded store's thread stopped (exit code ${code})`)));
+    worker.on("error", (err) => this.crashed(new ThreadStoppedError(`the embedded store's thread failed: ${err.message}`, { cause: err })));
+    worker.on("exit", (code) => this.crashed(new ThreadStoppedError(`the embedded store's thread stopped (exit code ${code})`)));
+  }
+
+  /** Ends the thread at once, as a crash would: what the store does then is tested with it. */
+  async kill(): Promise<void> {
+    await this.worker.terminate();
   }
 
   /** Resolves once the session has opened; rejects with why it could not. */
   async opened(): Promise<void> {
-    await this.answered(0);
+    try {
+      await this.answered(0);
+    } finally {
+      this.opening = false;
+    }
   }
 
   query(sql: string, params: unknown[]): Promise<unknown[]> {
@@ -121,6 +154,12 @@ class SessionThread implements SessionOps {
     else p.resolve(a.ok);
   }
 
+  private crashed(err: ThreadStoppedError): void {
+    const first = this.stopped === null;
+    this.stop(err);
+    if (first && !this.opening) this.onCrash(err);
+  }
+
   private stop(err: Error): void {
     this.stopped ??= err;
     for (const p of this.pending.values()) p.reject(this.stopped);
@@ -128,9 +167,12 @@ class SessionThread implements SessionOps {
   }
 }
 
-/** Opens the embedded store in `dir` (`memory://…`: in memory), its session on a thread of its own. */
-export async function openSessionThread(dir: string): Promise<SessionOps> {
-  const thread = new SessionThread(startWorker(dir));
+/**
+ * Opens the embedded store in `dir` (`memory://…`: in memory), its session on a thread of its own;
+ * `onCrash` is told if that thread later stops without being closed.
+ */
+export async function openSessionThread(dir: string, onCrash: (err: ThreadStoppedError) => void = () => undefined): Promise<SessionThread> {
+  const thread = new SessionThread(startWorker(dir), onCrash);
   try {
     await thread.opened();
   } catch (err) {

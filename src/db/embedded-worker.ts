@@ -1,6 +1,6 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { EmbeddedSession } from "./embedded-session.js";
-import { toWire, type Answer, type Call } from "./embedded-thread.js";
+import { isFatal, toWire, type Answer, type Call } from "./embedded-thread.js";
 
 // The embedded store's own thread (embedded-thread.ts): opens the session, then runs the calls it
 // is sent one after the other, in the order sent.
@@ -21,6 +21,11 @@ port.on("message", (c: Call) => {
       answer = { id: c.id, ok: await (s[c.op] as (...args: unknown[]) => Promise<unknown>).apply(s, c.args) };
     } catch (err) {
       answer = { id: c.id, err: toWire(err) };
+      if (isFatal(err)) {
+        // PGlite is broken: the thread ends, and EmbeddedDb opens the folder again.
+        port.postMessage(answer);
+        process.exit(70);
+      }
     }
     port.postMessage(answer);
   });

@@ -4,14 +4,21 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { openDb } from "../../src/db/db.js";
+import { openDb, type EmbeddedDb } from "../../src/db/db.js";
+import { isFatal } from "../../src/db/embedded-thread.js";
 import { PACKAGE_ROOT } from "../../src/package-root.js";
+import { startSluice } from "../helpers/sluice.js";
+import { startReceiver } from "../helpers/receiver.js";
+import { waitFor } from "../helpers/wait-for.js";
+import type { Destination } from "../helpers/api-types.js";
 
 // The embedded store runs PGlite on a thread of its own (src/db/embedded-thread.ts): what must
 // hold is that Sluice's thread keeps running while a statement executes, that a statement's
 // error arrives whole (its SQLSTATE and fields, which Sluice's error handling reads), and that
 // the thread changes nothing about the store's life — a closed store says so, an idle one does
-// not keep the process alive, and a folder opened again has what was committed.
+// not keep the process alive, and a folder opened again has what was committed. Should the
+// thread crash, the store is unavailable (as a server is in an outage) until a new thread has
+// opened the folder again, which happens by itself.
 
 test("Sluice's thread keeps running while the embedded store executes a long statement", async () => {
   const db = await openDb({ dataDir: "memory://" });
@@ -98,6 +105,110 @@ test("a folder opened again has what was committed; an idle store does not keep 
       await db.close();
     }
   } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** The error a promise rejects with (fails the test if it resolves). */
+async function rejection(p: Promise<unknown>): Promise<Error & { code?: string; cause?: unknown }> {
+  return p.then(
+    () => assert.fail("it succeeded"),
+    (e: unknown) => e as Error & { code?: string },
+  );
+}
+
+test("a crashed thread: the store is unavailable, then opens its folder again by itself; a transaction cut short is not half-applied", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "sluice-embedded-crash-"));
+  const db = (await openDb({ dataDir: dir })) as EmbeddedDb;
+  try {
+    const seen: boolean[] = [];
+    db.onAvailability((up) => seen.push(up));
+    await db.exec("CREATE TABLE kept (n int)");
+    await db.query("INSERT INTO kept VALUES (1)");
+    // A transaction under way when the thread dies: its next statement fails as unavailable, and
+    // the row it inserted is not there afterwards.
+    let crash!: () => void;
+    const crashed = new Promise<void>((r) => (crash = r));
+    const cutShort = db.tx(async (q) => {
+      await q.query("INSERT INTO kept VALUES (2)");
+      crash();
+      await new Promise((r) => setTimeout(r, 50));
+      await q.query("INSERT INTO kept VALUES (3)");
+    });
+    await crashed;
+    await db.killThread();
+    const err = await rejection(cutShort);
+    assert.equal(err.code, "SLUICE_STORE_UNAVAILABLE", String(err));
+    assert.match(String((err.cause as Error).message), /thread stopped/);
+    // Until it has reopened, statements fail at once with the same code (none waits forever).
+    if (!db.available) assert.equal((await rejection(db.query("SELECT 1"))).code, "SLUICE_STORE_UNAVAILABLE");
+    await waitFor(() => db.available, { timeoutMs: 30_000, message: () => "the store did not reopen" });
+    assert.deepEqual(seen, [false, true]);
+    assert.deepEqual(await db.query("SELECT n FROM kept ORDER BY n"), [{ n: 1 }]);
+    await db.query("INSERT INTO kept VALUES (4)");
+    assert.deepEqual(await db.query("SELECT n FROM kept ORDER BY n"), [{ n: 1 }, { n: 4 }]);
+  } finally {
+    await db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a crashed thread of a store in memory: unavailable for good (its data went with it), and it still closes", async () => {
+  const db = (await openDb({ dataDir: "memory://" })) as EmbeddedDb;
+  await db.query("SELECT 1");
+  await db.killThread();
+  await waitFor(() => !db.available, { timeoutMs: 5_000 });
+  const err = await rejection(db.query("SELECT 1"));
+  assert.equal(err.code, "SLUICE_STORE_UNAVAILABLE");
+  await new Promise((r) => setTimeout(r, 300)); // longer than the first reopen's wait
+  assert.equal(db.available, false);
+  await db.close();
+});
+
+test("a trap in PGlite's WebAssembly ends its thread (then reopened); a statement's own error does not", () => {
+  assert.equal(isFatal(new WebAssembly.RuntimeError("unreachable")), true);
+  assert.equal(isFatal(Object.assign(new Error("Program terminated with exit(1)"), { name: "ExitStatus" })), true);
+  assert.equal(isFatal(Object.assign(new Error("duplicate key value"), { code: "23505" })), false);
+  assert.equal(isFatal(new Error("the embedded store is closed")), false);
+});
+
+test("sluice start on a folder: a crash of the store's thread loses no event, and delivery resumes by itself", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "sluice-embedded-crash-app-"));
+  const rx = await startReceiver({ status: 200 });
+  const s = await startSluice("embedded", { env: { SLUICE_DATA_DIR: dir } });
+  try {
+    const d = await s.api<Destination>("POST", "/v1/destinations", { url: `${rx.url}/crash` });
+    assert.equal(d.status, 201, JSON.stringify(d.body));
+    const publish = async (n: number) => {
+      const r = await s.api("POST", "/v1/events", { type: "crash.test", payload: { n } });
+      return r.status;
+    };
+    assert.equal(await publish(1), 202);
+    await waitFor(() => rx.received.length >= 1, { timeoutMs: 10_000 });
+    await (s.running.db as EmbeddedDb).killThread();
+    // Publishing while the store is down is refused (503, to be retried), never accepted and lost.
+    // (Opening the folder again takes a WebAssembly Postgres' start-up: the first tries meet it down.)
+    let accepted = 0;
+    let refused = 0;
+    for (let n = 2; n <= 6; n++) {
+      let status = 0;
+      for (let tries = 0; status !== 202 && tries < 200; tries++) {
+        status = await publish(n);
+        if (status !== 202) {
+          assert.equal(status, 503);
+          refused++;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      }
+      if (status === 202) accepted++;
+    }
+    assert.equal(accepted, 5);
+    assert.ok(refused > 0, "no publish met the store down");
+    const got = () => new Set(rx.received.map((r) => (r.json as { data: { n: number } }).data.n));
+    await waitFor(() => got().size === 6, { timeoutMs: 30_000, message: () => `received n = ${[...got()].join(", ")}` });
+  } finally {
+    await s.stop();
+    await rx.close();
     rmSync(dir, { recursive: true, force: true });
   }
 });
