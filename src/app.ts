@@ -188,10 +188,16 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
 
   // The store going away and coming back, logged once each (requests and claims do not log it).
   let lostAt: number | null = null;
-  const offAvailability = db.onAvailability((up) => {
+  const offAvailability = db.onAvailability((up, err) => {
     if (!up) {
       lostAt = Date.now();
-      log.warn({ store: db.where }, `lost the store (${db.where}); the API answers 503 and delivery pauses until it returns`);
+      // Why, in the operator's words: the refused connection, the server shutting down, the
+      // embedded store's thread that stopped.
+      const cause = err?.cause instanceof Error ? err.cause.message : undefined;
+      log.warn(
+        { store: db.where, cause },
+        `lost the store (${db.where}${cause ? `: ${cause}` : ""}); the API answers 503 and delivery pauses until it returns`,
+      );
     } else {
       const seconds = lostAt === null ? 0 : (Date.now() - lostAt) / 1000;
       lostAt = null;

@@ -7,6 +7,7 @@ import path from "node:path";
 import { openDb, type EmbeddedDb } from "../../src/db/db.js";
 import { isFatal } from "../../src/db/embedded-thread.js";
 import { PACKAGE_ROOT } from "../../src/package-root.js";
+import { pino } from "pino";
 import { startSluice } from "../helpers/sluice.js";
 import { startReceiver } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
@@ -175,7 +176,9 @@ test("a trap in PGlite's WebAssembly ends its thread (then reopened); a statemen
 test("sluice start on a folder: a crash of the store's thread loses no event, and delivery resumes by itself", async () => {
   const dir = mkdtempSync(path.join(tmpdir(), "sluice-embedded-crash-app-"));
   const rx = await startReceiver({ status: 200 });
-  const s = await startSluice("embedded", { env: { SLUICE_DATA_DIR: dir } });
+  const raw: string[] = [];
+  const log = pino({ level: "info" }, { write: (line: string) => void raw.push(line) });
+  const s = await startSluice("embedded", { env: { SLUICE_DATA_DIR: dir }, log });
   try {
     const d = await s.api<Destination>("POST", "/v1/destinations", { url: `${rx.url}/crash` });
     assert.equal(d.status, 201, JSON.stringify(d.body));
@@ -206,6 +209,13 @@ test("sluice start on a folder: a crash of the store's thread loses no event, an
     assert.ok(refused > 0, "no publish met the store down");
     const got = () => new Set(rx.received.map((r) => (r.json as { data: { n: number } }).data.n));
     await waitFor(() => got().size === 6, { timeoutMs: 30_000, message: () => `received n = ${[...got()].join(", ")}` });
+    // The operator is told once that the store was lost, and why, and once that it is back.
+    const lines = raw.map((l) => JSON.parse(l) as { level: number; msg: string; cause?: string });
+    const lost = lines.filter((l) => l.msg.startsWith("lost the store"));
+    assert.equal(lost.length, 1, raw.join(""));
+    assert.equal(lost[0]!.level, 40);
+    assert.match(lost[0]!.cause ?? "", /thread stopped/);
+    assert.equal(lines.filter((l) => l.msg.startsWith("store reachable again")).length, 1, raw.join(""));
   } finally {
     await s.stop();
     await rx.close();
