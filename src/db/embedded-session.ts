@@ -1,5 +1,6 @@
 import { PGlite, parse, protocol } from "@electric-sql/pglite";
 import { StatementNames, TX_STEPS, type TxStep } from "./statements.js";
+import { bindExecute, readAnswer, type Column, type Parsers } from "./embedded-wire.js";
 
 const { serialize } = protocol;
 type BackendMessage = Awaited<ReturnType<PGlite["execProtocolStream"]>>[number];
@@ -12,18 +13,11 @@ type BackendMessage = Awaited<ReturnType<PGlite["execProtocolStream"]>>[number];
 /** feature_not_supported: what Postgres answers a prepared statement whose rows changed shape. */
 const STALE_SHAPE = "0A000";
 
-/** The tag of the last CommandComplete among `messages` ("COMMIT", "ROLLBACK", …). */
-function lastTag(messages: BackendMessage[]): string {
-  for (let i = messages.length - 1; i >= 0; i--)
-    if (messages[i]!.name === "commandComplete") return (messages[i] as BackendMessage & { text: string }).text;
-  return "";
-}
-
 /** A statement PGlite has parsed under a name: what binding it needs and what its rows look like. */
 interface Prepared {
   paramTypes: number[];
-  /** Its RowDescription, sent once when prepared (null: it returns no rows). */
-  rows: BackendMessage | null;
+  /** Its rows' columns, from the RowDescription sent once when prepared (null: it returns no rows). */
+  columns: Column[] | null;
 }
 
 /** What EmbeddedDb asks of the session; each operation runs after the one before it has finished. */
@@ -53,7 +47,12 @@ export class EmbeddedSession implements SessionOps {
   private readonly statements = new StatementNames();
   private readonly prepared = new Map<string, Prepared>();
 
-  private constructor(private readonly pglite: PGlite) {}
+  /** PGlite's type parsers (its defaults and any it was given), by type OID: rows come out as its query() would return them. */
+  private readonly parsers: Parsers;
+
+  private constructor(private readonly pglite: PGlite) {
+    this.parsers = pglite.parsers;
+  }
 
   /** Opens the store in `dir` (`memory://…`: in memory). */
   static async open(dir: string): Promise<EmbeddedSession> {
@@ -83,34 +82,29 @@ export class EmbeddedSession implements SessionOps {
     }
     const p = await this.prepare(name, sql);
     const parts = [...(await this.stepCalls(before)), ...this.call(name, p, params), ...(commit ? await this.stepCalls(["COMMIT"]) : [])];
-    let messages: BackendMessage[];
+    let answer: { rows: unknown[]; tags: string[] };
     try {
-      messages = await this.exchange(...parts, serialize.sync());
+      // The steps before it answer first, each ending with its CommandComplete: its rows come after.
+      answer = readAnswer(await this.exchange(...parts, serialize.sync()), before.length, p.columns, this.parsers);
     } catch (err) {
       // A table it reads changed shape (a migration): Postgres refuses the cached plan ("cached
       // plan must not change result type"); prepare and describe it again next time.
       if ((err as { code?: string }).code === STALE_SHAPE) await this.forget(name);
       throw err;
     }
-    // Each statement's answer ends with its CommandComplete: the ones before are skipped.
-    let from = 0;
-    for (let skip = before.length; skip > 0; from++) if (messages[from]!.name === "commandComplete") skip--;
-    let to = from;
-    while (messages[to]!.name !== "commandComplete") to++;
-    const own = messages.slice(from, to + 1);
-    const rows = parse.parseResults(p.rows ? [p.rows, ...own] : own, this.pglite.parsers)[0]!.rows;
     if (commit) await this.pglite.syncToFs();
-    return { rows, tag: commit ? lastTag(messages) : null };
+    return { rows: answer.rows, tag: commit ? (answer.tags.at(-1) ?? "") : null };
   }
 
   async steps(steps: TxStep[]): Promise<string> {
-    const tag = lastTag(await this.exchange(...(await this.stepCalls(steps)), serialize.sync()));
+    const tag =
+      readAnswer(await this.exchange(...(await this.stepCalls(steps)), serialize.sync()), -1, null, this.parsers).tags.at(-1) ?? "";
     if (steps.includes("COMMIT")) await this.pglite.syncToFs();
     return tag;
   }
 
   async script(sql: string): Promise<void> {
-    await this.exchange(serialize.query(sql));
+    readAnswer(await this.exchange(serialize.query(sql)), -1, null, this.parsers);
     await this.pglite.syncToFs();
   }
 
@@ -122,8 +116,16 @@ export class EmbeddedSession implements SessionOps {
   private async prepare(name: string, text: string): Promise<Prepared> {
     let p = this.prepared.get(name);
     if (!p) {
-      const described = await this.exchange(serialize.parse({ name, text }), serialize.describe({ type: "S", name }), serialize.sync());
-      p = { paramTypes: parse.parseDescribeStatementResults(described), rows: described.find((m) => m.name === "rowDescription") ?? null };
+      const described = await this.pglite.execProtocolStream(
+        concat([serialize.parse({ name, text }), serialize.describe({ type: "S", name }), serialize.sync()]),
+        { syncToFs: false },
+      );
+      const rows = described.find((m) => m.name === "rowDescription") as
+        (BackendMessage & { fields: { name: string; dataTypeID: number }[] }) | undefined;
+      p = {
+        paramTypes: parse.parseDescribeStatementResults(described),
+        columns: rows ? rows.fields.map((f) => ({ name: f.name, type: f.dataTypeID })) : null,
+      };
       this.prepared.set(name, p);
     }
     return p;
@@ -132,6 +134,8 @@ export class EmbeddedSession implements SessionOps {
   /** Bind and execute of prepared statement `name` (its values serialised as PGlite's query() does, by parameter type). */
   private call(name: string, p: Prepared, params: unknown[]): Uint8Array[] {
     const values = params.map((v, i) => (v === null || v === undefined ? null : (this.pglite.serializers[p.paramTypes[i]!] ?? String)(v)));
+    // Every serializer of PGlite's answers with text; anything else goes through its own writer.
+    if (values.every((v) => v === null || typeof v === "string")) return [bindExecute(name, values)];
     return [serialize.bind({ statement: name, values }), serialize.execute({})];
   }
 
@@ -147,14 +151,26 @@ export class EmbeddedSession implements SessionOps {
     await this.exchange(serialize.close({ type: "S", name }), serialize.sync()).catch(() => undefined);
   }
 
-  /** Protocol messages in, the answer's messages out; throws the first error Postgres reports. */
-  private exchange(...parts: Uint8Array[]): Promise<BackendMessage[]> {
-    const message = new Uint8Array(parts.reduce((n, b) => n + b.length, 0));
-    let at = 0;
-    for (const b of parts) {
-      message.set(b, at);
-      at += b.length;
-    }
-    return this.pglite.execProtocolStream(message, { syncToFs: false });
+  /**
+   * Protocol messages in, the answer's bytes out (embedded-wire.ts reads them). Through PGlite's
+   * raw stream: its other ways in (execProtocolRaw too) parse every message of the answer into
+   * objects as it comes, whether or not anyone reads them.
+   */
+  private async exchange(...parts: Uint8Array[]): Promise<Uint8Array> {
+    const chunks: Uint8Array[] = [];
+    // A chunk is a view of PGlite's memory, valid only during the call: copied.
+    await this.pglite.execProtocolRawStream(concat(parts), { syncToFs: false, onRawData: (chunk) => void chunks.push(chunk.slice()) });
+    return chunks.length === 1 ? chunks[0]! : concat(chunks);
   }
+}
+
+/** The messages as one buffer, in order. */
+function concat(parts: Uint8Array[]): Uint8Array {
+  const message = new Uint8Array(parts.reduce((n, b) => n + b.length, 0));
+  let at = 0;
+  for (const b of parts) {
+    message.set(b, at);
+    at += b.length;
+  }
+  return message;
 }
