@@ -1,6 +1,6 @@
 import { PGlite, parse, protocol } from "@electric-sql/pglite";
 import { StatementNames, TX_STEPS, type TxStep } from "./statements.js";
-import { bindExecute, readAnswer, type Column, type Parsers } from "./embedded-wire.js";
+import { bindExecute, concat, readAnswer, type Column, type Parsers } from "./embedded-wire.js";
 
 const { serialize } = protocol;
 type BackendMessage = Awaited<ReturnType<PGlite["execProtocolStream"]>>[number];
@@ -162,15 +162,4 @@ export class EmbeddedSession implements SessionOps {
     await this.pglite.execProtocolRawStream(concat(parts), { syncToFs: false, onRawData: (chunk) => void chunks.push(chunk.slice()) });
     return chunks.length === 1 ? chunks[0]! : concat(chunks);
   }
-}
-
-/** The messages as one buffer, in order. */
-function concat(parts: Uint8Array[]): Uint8Array {
-  const message = new Uint8Array(parts.reduce((n, b) => n + b.length, 0));
-  let at = 0;
-  for (const b of parts) {
-    message.set(b, at);
-    at += b.length;
-  }
-  return message;
 }

@@ -152,3 +152,14 @@ export function bindExecute(name: string, values: readonly (string | null)[]): U
   buf.writeInt32BE(0, at); // every row
   return buf;
 }
+
+/** Messages (or an answer's chunks) as one buffer, in order. */
+export function concat(parts: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, b) => n + b.length, 0));
+  let at = 0;
+  for (const b of parts) {
+    out.set(b, at);
+    at += b.length;
+  }
+  return out;
+}

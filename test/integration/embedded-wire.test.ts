@@ -2,7 +2,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { PGlite, protocol } from "@electric-sql/pglite";
-import { bindExecute, readAnswer, type Column } from "../../src/db/embedded-wire.js";
+import { bindExecute, concat, readAnswer, type Column } from "../../src/db/embedded-wire.js";
 
 // The embedded store writes Bind + Execute itself and reads answers from the wire bytes
 // (src/db/embedded-wire.ts) instead of through PGlite's writer and reader. What must hold: the
@@ -19,16 +19,6 @@ before(async () => {
 after(async () => {
   await pg.close();
 });
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, b) => n + b.length, 0));
-  let at = 0;
-  for (const b of parts) {
-    out.set(b, at);
-    at += b.length;
-  }
-  return out;
-}
 
 async function raw(...parts: Uint8Array[]): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];
