@@ -352,8 +352,8 @@ const CONNECT_TIMEOUT_MS = 5_000;
 /** Longest wait between attempts to re-make the LISTEN connection: delivery resumes within about this of the store's return. */
 const LISTEN_RETRY_MAX_MS = 1_000;
 
-/** Waits before each attempt to open the folder again after the thread crashed: 0.1 s doubling to 10 s. */
-const REOPEN_DELAYS_MS = [100, 200, 400, 800, 1600, 3200, 6400, 10_000];
+/** The wait before attempt `i` (0-based) to open the folder again after the thread crashed: 0.1 s doubling to 10 s. */
+const reopenDelayMs = (i: number): number => Math.min(100 * 2 ** i, 10_000);
 
 export class EmbeddedDb implements Db {
   readonly kind = "embedded" as const;
@@ -412,7 +412,7 @@ export class EmbeddedDb implements Db {
     for (let i = 0; !this.closed; i++) {
       await new Promise<void>((r) => {
         this.stopWaiting = r;
-        setTimeout(r, REOPEN_DELAYS_MS[Math.min(i, REOPEN_DELAYS_MS.length - 1)]).unref();
+        setTimeout(r, reopenDelayMs(i)).unref();
       });
       if (this.closed) return;
       let session: SessionThread;

@@ -1,6 +1,6 @@
 import { PGlite, parse, protocol } from "@electric-sql/pglite";
 import { StatementNames, TX_STEPS, type TxStep } from "./statements.js";
-import { bindExecute, concat, readAnswer, type Column, type Parsers } from "./embedded-wire.js";
+import { bindExecute, columnsOf, concat, readAnswer, type Column } from "./embedded-wire.js";
 
 const { serialize } = protocol;
 type BackendMessage = Awaited<ReturnType<PGlite["execProtocolStream"]>>[number];
@@ -47,12 +47,7 @@ export class EmbeddedSession implements SessionOps {
   private readonly statements = new StatementNames();
   private readonly prepared = new Map<string, Prepared>();
 
-  /** PGlite's type parsers (its defaults and any it was given), by type OID: rows come out as its query() would return them. */
-  private readonly parsers: Parsers;
-
-  private constructor(private readonly pglite: PGlite) {
-    this.parsers = pglite.parsers;
-  }
+  private constructor(private readonly pglite: PGlite) {}
 
   /** Opens the store in `dir` (`memory://…`: in memory). */
   static async open(dir: string): Promise<EmbeddedSession> {
@@ -85,7 +80,7 @@ export class EmbeddedSession implements SessionOps {
     let answer: { rows: unknown[]; tags: string[] };
     try {
       // The steps before it answer first, each ending with its CommandComplete: its rows come after.
-      answer = readAnswer(await this.exchange(...parts, serialize.sync()), before.length, p.columns, this.parsers);
+      answer = readAnswer(await this.exchange(...parts, serialize.sync()), before.length, p.columns);
     } catch (err) {
       // A table it reads changed shape (a migration): Postgres refuses the cached plan ("cached
       // plan must not change result type"); prepare and describe it again next time.
@@ -97,14 +92,13 @@ export class EmbeddedSession implements SessionOps {
   }
 
   async steps(steps: TxStep[]): Promise<string> {
-    const tag =
-      readAnswer(await this.exchange(...(await this.stepCalls(steps)), serialize.sync()), -1, null, this.parsers).tags.at(-1) ?? "";
+    const tag = readAnswer(await this.exchange(...(await this.stepCalls(steps)), serialize.sync()), -1, null).tags.at(-1) ?? "";
     if (steps.includes("COMMIT")) await this.pglite.syncToFs();
     return tag;
   }
 
   async script(sql: string): Promise<void> {
-    readAnswer(await this.exchange(serialize.query(sql)), -1, null, this.parsers);
+    readAnswer(await this.exchange(serialize.query(sql)), -1, null);
     await this.pglite.syncToFs();
   }
 
@@ -124,7 +118,8 @@ export class EmbeddedSession implements SessionOps {
         (BackendMessage & { fields: { name: string; dataTypeID: number }[] }) | undefined;
       p = {
         paramTypes: parse.parseDescribeStatementResults(described),
-        columns: rows ? rows.fields.map((f) => ({ name: f.name, type: f.dataTypeID })) : null,
+        // With PGlite's type parsers (its defaults and any it was given): rows come out as its query() returns them.
+        columns: rows ? columnsOf(rows.fields, this.pglite.parsers) : null,
       };
       this.prepared.set(name, p);
     }
@@ -134,7 +129,8 @@ export class EmbeddedSession implements SessionOps {
   /** Bind and execute of prepared statement `name` (its values serialised as PGlite's query() does, by parameter type). */
   private call(name: string, p: Prepared, params: unknown[]): Uint8Array[] {
     const values = params.map((v, i) => (v === null || v === undefined ? null : (this.pglite.serializers[p.paramTypes[i]!] ?? String)(v)));
-    // Every serializer of PGlite's answers with text; anything else goes through its own writer.
+    // For a value of its parameter's type every serializer of PGlite's answers with text; a value
+    // of another kind (whatever it then makes of it) goes through PGlite's own writer, as before.
     if (values.every((v) => v === null || typeof v === "string")) return [bindExecute(name, values)];
     return [serialize.bind({ statement: name, values }), serialize.execute({})];
   }

@@ -171,7 +171,7 @@ export class SessionThread implements SessionOps {
  * Opens the embedded store in `dir` (`memory://…`: in memory), its session on a thread of its own;
  * `onCrash` is told if that thread later stops without being closed.
  */
-export async function openSessionThread(dir: string, onCrash: (err: ThreadStoppedError) => void = () => undefined): Promise<SessionThread> {
+export async function openSessionThread(dir: string, onCrash: (err: ThreadStoppedError) => void): Promise<SessionThread> {
   const thread = new SessionThread(startWorker(dir), onCrash);
   try {
     await thread.opened();

@@ -1,27 +1,36 @@
 // Reading the embedded store's answers straight from Postgres's wire bytes, on PGlite's thread,
 // and writing its most frequent message, Bind + Execute of a prepared statement.
 //
-// PGlite's own reader turns every backend message into an object (each DataRow field copied out
-// of the answer, then decoded) and its result parser builds every row again from those; in the
-// embedded bench that was ~12 % of PGlite's thread, the store's bottleneck. EmbeddedSession
-// needs much less of an answer: the rows of one statement in it (the others — BEGIN, the generic
-// plan settings, COMMIT — answer with tags only), each statement's tag, and the error, if any.
-// This reads exactly that, decoding each field once from the answer's own bytes, and builds the
-// same values as PGlite's parser (the same type parsers, by type OID; null for NULL; one object
-// per row keyed by column name, a later duplicate name winning).
-
-/** A column of a prepared statement's rows, from its RowDescription. */
-export interface Column {
-  name: string;
-  /** The type's OID: picks the parser. */
-  type: number;
-}
+// PGlite's JavaScript was ~17 % of its thread, the embedded store's bottleneck (a CPU profile of
+// `npm run bench:profile -- --embedded`); with this, ~7 %. Its writer measures and copies each
+// parameter string one character at a time (a publish binds hundreds of kilobytes of JSON), and
+// its reader turns every backend message into an object, each DataRow field copied out of the
+// answer, then decoded. EmbeddedSession needs much less of an answer: the rows of one statement
+// in it (the others — BEGIN, the generic plan settings, COMMIT — answer with tags only), each
+// statement's tag, and the error, if any. This reads exactly that, decoding each field once from
+// the answer's own bytes, and builds the same values as PGlite's parser (the same type parsers,
+// by type OID; null for NULL; one object per row keyed by column name, a later duplicate name
+// winning).
 
 /** Text → value, by type OID (PGlite's `parsers`). */
 export type Parsers = Record<number, ((text: string, type: number) => unknown) | undefined>;
 
+/** A column of a prepared statement's rows, from its RowDescription, with its type's parser. */
+export interface Column {
+  name: string;
+  /** The type's OID. */
+  type: number;
+  /** Text → value for that type; none: the text as it is. */
+  parse: ((text: string, type: number) => unknown) | undefined;
+}
+
+/** A RowDescription's fields as columns, each with its parser looked up once (not per row). */
+export function columnsOf(fields: readonly { name: string; dataTypeID: number }[], parsers: Parsers): Column[] {
+  return fields.map((f) => ({ name: f.name, type: f.dataTypeID, parse: parsers[f.dataTypeID] }));
+}
+
 /** An ErrorResponse, as PGlite reports it: the message, and the fields Sluice reads (code, constraint, detail, …). */
-export class WireError extends Error {
+export class DatabaseError extends Error {
   // As PGlite's (node-postgres's) DatabaseError: Sluice's error handling reads these fields.
   override name = "error";
   declare severity?: string;
@@ -42,8 +51,8 @@ export class WireError extends Error {
   declare routine?: string;
 }
 
-/** ErrorResponse field codes → WireError's property names (the names node-postgres and PGlite use). */
-const ERROR_FIELDS: Record<string, keyof WireError> = {
+/** ErrorResponse field codes → DatabaseError's property names (the names node-postgres and PGlite use). */
+const ERROR_FIELDS: Record<string, keyof DatabaseError> = {
   S: "severity",
   C: "code",
   D: "detail",
@@ -72,14 +81,13 @@ export interface WireAnswer {
 /**
  * Reads `bytes`, one exchange's answer: the rows of the statement numbered `rowsOf` (0-based, by
  * the CommandCompletes before it) in the shape of `columns`; every tag. Throws the first
- * ErrorResponse as a WireError once the answer has been read.
+ * ErrorResponse as a DatabaseError once the answer has been read.
  */
-export function readAnswer(bytes: Uint8Array, rowsOf: number, columns: readonly Column[] | null, parsers: Parsers): WireAnswer {
+export function readAnswer(bytes: Uint8Array, rowsOf: number, columns: readonly Column[] | null): WireAnswer {
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const rows: Record<string, unknown>[] = [];
   const tags: string[] = [];
-  let error: WireError | null = null;
-  const parse = columns?.map((c) => parsers[c.type]) ?? [];
+  let error: DatabaseError | null = null;
   for (let at = 0; at + 5 <= buf.length;) {
     const kind = buf[at]!;
     const end = at + 1 + buf.readInt32BE(at + 1);
@@ -97,8 +105,7 @@ export function readAnswer(bytes: Uint8Array, rowsOf: number, columns: readonly 
           else {
             const text = buf.toString("utf8", p, p + len);
             p += len;
-            const fn = parse[i];
-            row[col.name] = fn ? fn(text, col.type) : text;
+            row[col.name] = col.parse ? col.parse(text, col.type) : text;
           }
         }
         rows.push(row);
@@ -113,7 +120,7 @@ export function readAnswer(bytes: Uint8Array, rowsOf: number, columns: readonly 
         fields[code] = buf.toString("utf8", p + 1, zero);
         p = zero + 1;
       }
-      error = new WireError(fields.M ?? "unknown error");
+      error = new DatabaseError(fields.M ?? "unknown error");
       for (const [code, key] of Object.entries(ERROR_FIELDS)) if (fields[code] !== undefined) Object.assign(error, { [key]: fields[code] });
     }
     at = end;

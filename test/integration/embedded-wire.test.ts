@@ -2,7 +2,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { PGlite, protocol } from "@electric-sql/pglite";
-import { bindExecute, concat, readAnswer, type Column } from "../../src/db/embedded-wire.js";
+import { bindExecute, columnsOf, concat, readAnswer, type Column } from "../../src/db/embedded-wire.js";
 
 // The embedded store writes Bind + Execute itself and reads answers from the wire bytes
 // (src/db/embedded-wire.ts) instead of through PGlite's writer and reader. What must hold: the
@@ -34,7 +34,7 @@ async function prepare(name: string, text: string): Promise<{ types: number[]; c
   const params = described.find((m) => m.name === "parameterDescription") as unknown as { dataTypeIDs: number[] };
   const rows = described.find((m) => m.name === "rowDescription") as unknown as
     { fields: { name: string; dataTypeID: number }[] } | undefined;
-  return { types: params.dataTypeIDs, columns: rows ? rows.fields.map((f) => ({ name: f.name, type: f.dataTypeID })) : null };
+  return { types: params.dataTypeIDs, columns: rows ? columnsOf(rows.fields, pg.parsers) : null };
 }
 
 const SQL = `SELECT $1::text AS t, $2::int AS i, $3::jsonb AS j, $4::timestamptz AS ts, $5::bool AS b, $6::float8 AS f,
@@ -69,7 +69,7 @@ test("rows read from the wire equal PGlite's query(), for any values (Bind writt
       ),
       async (values) => {
         const params = values.map((v, i) => (v === null ? null : pg.serializers[p.types[i]!]!(v)));
-        const answer = readAnswer(await raw(bindExecute("w1", params), serialize.sync()), 0, p.columns, pg.parsers);
+        const answer = readAnswer(await raw(bindExecute("w1", params), serialize.sync()), 0, p.columns);
         const expected = await pg.query(SQL, values);
         assert.deepEqual(answer.rows, expected.rows);
         assert.deepEqual(answer.tags, ["SELECT 1"]);
@@ -92,7 +92,7 @@ test("the rows are those of the statement asked for; every statement's tag is re
     bindExecute("w_commit", []),
     serialize.sync(),
   );
-  const answer = readAnswer(bytes, 2, sel.columns, pg.parsers);
+  const answer = readAnswer(bytes, 2, sel.columns);
   assert.deepEqual(answer.rows, [{ n: 1 }, { n: 2 }, { n: 3 }]);
   assert.deepEqual(answer.tags, ["BEGIN", "SELECT 1", "SELECT 3", "COMMIT"]);
   assert.ok(settings.columns);
@@ -101,9 +101,9 @@ test("the rows are those of the statement asked for; every statement's tag is re
 
 test("an error read from the wire carries what PGlite's does: message, SQLSTATE, constraint, detail, table", async () => {
   const ins = await prepare("w_ins", "INSERT INTO uniq VALUES ($1, $2)");
-  readAnswer(await raw(bindExecute("w_ins", ["a", "1"]), serialize.sync()), 0, ins.columns, pg.parsers);
+  readAnswer(await raw(bindExecute("w_ins", ["a", "1"]), serialize.sync()), 0, ins.columns);
   const ours = await Promise.resolve()
-    .then(async () => readAnswer(await raw(bindExecute("w_ins", ["a", "2"]), serialize.sync()), 0, ins.columns, pg.parsers))
+    .then(async () => readAnswer(await raw(bindExecute("w_ins", ["a", "2"]), serialize.sync()), 0, ins.columns))
     .then(
       () => assert.fail("a duplicate key was accepted"),
       (e: unknown) => e as Record<string, unknown>,
@@ -122,6 +122,6 @@ test("an error read from the wire carries what PGlite's does: message, SQLSTATE,
 
 test("Bind with no values, NULLs, empty strings and multi-byte text", async () => {
   const p = await prepare("w_mb", "SELECT $1::text AS a, $2::text AS b, $3::text AS c, octet_length($3::text) AS len");
-  const answer = readAnswer(await raw(bindExecute("w_mb", [null, "", "ça 🧪 日本"]), serialize.sync()), 0, p.columns, pg.parsers);
+  const answer = readAnswer(await raw(bindExecute("w_mb", [null, "", "ça 🧪 日本"]), serialize.sync()), 0, p.columns);
   assert.deepEqual(answer.rows, [{ a: null, b: "", c: "ça 🧪 日本", len: Buffer.byteLength("ça 🧪 日本") }]);
 });
