@@ -3,7 +3,7 @@ import { mkdirSync } from "node:fs";
 import pg from "pg";
 import { StoreUnavailableError } from "../errors.js";
 import { openSessionThread, ThreadStoppedError, type SessionThread } from "./embedded-thread.js";
-import { GENERIC_SETTINGS, StatementNames, type TxStep } from "./statements.js";
+import { GENERIC_SETTINGS, StatementNames, againIfReshaped, isStaleShape, type TxStep } from "./statements.js";
 
 // One small interface over both stores. Everything above it writes one SQL dialect; the two
 // implementations differ only in how they connect, run transactions and pass notifications.
@@ -185,6 +185,7 @@ class ServerDb implements Db {
     this.where = describeServer(url);
     // An idle client whose connection dies: the pool drops it; the next checkout makes a new one.
     pool.on("error", (err) => this.failed(err));
+    pool.on("connect", (client) => this.generationOf.set(client, this.generation));
   }
 
   get available(): boolean {
@@ -213,14 +214,60 @@ class ServerDb implements Db {
     }
   }
 
-  query<R>(sql: string, params: unknown[] = []): Promise<R[]> {
-    return this.guard(async () => (await this.pool.query(this.statements.config(sql, params))).rows as R[]);
+  /**
+   * A connection that prepared a statement whose rows then changed shape (a migration, see
+   * isStaleShape) fails that statement until it is prepared again, and so may every connection
+   * opened before the change: each is tagged with the generation it was opened in, and a
+   * connection of an older generation than the last such failure's is closed instead of used.
+   */
+  private generation = 0;
+  private readonly generationOf = new WeakMap<pg.Client, number>();
+
+  /** A connection from the pool, of the current generation. */
+  private async checkout(): Promise<pg.PoolClient> {
+    for (;;) {
+      const client = await this.pool.connect();
+      if (this.generationOf.get(client) === this.generation) return client;
+      client.release(true); // closed: the pool opens a new one in its place
+    }
   }
 
-  async tx<T>(fn: (q: TxQueryable) => Promise<T>, opts: TxOptions = {}): Promise<T> {
+  /** After `err` on `client`: a stale shape retires every connection as old as it. */
+  private retireIfReshaped(client: pg.PoolClient, err: unknown): void {
+    if (isStaleShape(err)) this.generation = Math.max(this.generation, (this.generationOf.get(client) ?? 0) + 1);
+  }
+
+  query<R>(sql: string, params: unknown[] = []): Promise<R[]> {
+    return this.guard(() =>
+      againIfReshaped(async () => {
+        const client = await this.checkout();
+        // As the pool's own query() does: the connection dying meanwhile is this statement's
+        // failure (not an unhandled 'error' event), and a connection that failed is closed.
+        let failed = false;
+        const onError = () => (failed = true);
+        client.on("error", onError);
+        try {
+          return (await client.query(this.statements.config(sql, params))).rows as R[];
+        } catch (err) {
+          failed = true;
+          this.retireIfReshaped(client, err);
+          throw err;
+        } finally {
+          client.removeListener("error", onError);
+          client.release(failed);
+        }
+      }),
+    );
+  }
+
+  tx<T>(fn: (q: TxQueryable) => Promise<T>, opts: TxOptions = {}): Promise<T> {
+    return againIfReshaped(() => this.txOnce(fn, opts));
+  }
+
+  private async txOnce<T>(fn: (q: TxQueryable) => Promise<T>, opts: TxOptions): Promise<T> {
     let client: pg.PoolClient;
     try {
-      client = await this.pool.connect();
+      client = await this.checkout();
     } catch (err) {
       throw this.failed(err);
     }
@@ -271,11 +318,12 @@ class ServerDb implements Db {
       return out;
     } catch (err) {
       if (!broken && !ended && !isStoreUnavailable(err)) await client.query("ROLLBACK").catch(() => undefined);
+      this.retireIfReshaped(client, err);
       throw this.failed(err, committing);
     } finally {
       client.removeListener("error", onError);
-      // A client whose connection broke is destroyed, not returned to the pool.
-      client.release(broken ?? undefined);
+      // A client whose connection broke is destroyed, not returned to the pool (nor is one retired above).
+      client.release(broken ?? (this.generationOf.get(client) === this.generation ? undefined : true));
     }
   }
 
@@ -468,6 +516,11 @@ export class EmbeddedDb implements Db {
   }
 
   tx<T>(fn: (q: TxQueryable) => Promise<T>, opts: TxOptions = {}): Promise<T> {
+    // A statement whose rows changed shape has been prepared anew (embedded-session.ts): again.
+    return againIfReshaped(() => this.txOnce(fn, opts));
+  }
+
+  private txOnce<T>(fn: (q: TxQueryable) => Promise<T>, opts: TxOptions): Promise<T> {
     return this.exclusive(async () => {
       // The session the transaction began on, throughout: should its thread crash, the rest of
       // the transaction fails there rather than run on the next thread, outside any transaction.

@@ -1,5 +1,5 @@
 import { PGlite, parse, protocol } from "@electric-sql/pglite";
-import { StatementNames, TX_STEPS, type TxStep } from "./statements.js";
+import { StatementNames, TX_STEPS, againIfReshaped, isStaleShape, type TxStep } from "./statements.js";
 import { bindExecute, columnsOf, concat, readAnswer, type Column } from "./embedded-wire.js";
 
 const { serialize } = protocol;
@@ -9,9 +9,6 @@ type BackendMessage = Awaited<ReturnType<PGlite["execProtocolStream"]>>[number];
 // thread of its own (embedded-thread.ts runs it in embedded-worker.ts), so that the WebAssembly
 // Postgres runs beside Sluice's JavaScript instead of taking turns with it. EmbeddedDb (db.ts)
 // keeps the transactions' order and calls these operations one at a time.
-
-/** feature_not_supported: what Postgres answers a prepared statement whose rows changed shape. */
-const STALE_SHAPE = "0A000";
 
 /** A statement PGlite has parsed under a name: what binding it needs and what its rows look like. */
 interface Prepared {
@@ -60,10 +57,7 @@ export class EmbeddedSession implements SessionOps {
 
   async query(sql: string, params: unknown[]): Promise<unknown[]> {
     // On its own a statement refused for a stale shape (see run) is simply run again.
-    const { rows } = await this.run(sql, params, [], false).catch((err: { code?: string }) => {
-      if (err.code === STALE_SHAPE) return this.run(sql, params, [], false);
-      throw err;
-    });
+    const { rows } = await againIfReshaped(() => this.run(sql, params, [], false));
     await this.pglite.syncToFs();
     return rows;
   }
@@ -84,7 +78,7 @@ export class EmbeddedSession implements SessionOps {
     } catch (err) {
       // A table it reads changed shape (a migration): Postgres refuses the cached plan ("cached
       // plan must not change result type"); prepare and describe it again next time.
-      if ((err as { code?: string }).code === STALE_SHAPE) await this.forget(name);
+      if (isStaleShape(err)) await this.forget(name);
       throw err;
     }
     if (commit) await this.pglite.syncToFs();

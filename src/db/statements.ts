@@ -41,6 +41,32 @@ export class StatementNames {
   }
 }
 
+/**
+ * feature_not_supported: what Postgres answers a prepared statement whose rows changed shape
+ * under it ("cached plan must not change result type": a migration added, dropped or retyped a
+ * column it returns) — on every later use, until it is prepared again. Both stores prepare it
+ * anew and run the statement, or its transaction, once more (see `againIfReshaped`).
+ */
+const STALE_SHAPE = "0A000";
+
+export function isStaleShape(err: unknown): boolean {
+  return typeof err === "object" && err !== null && (err as { code?: unknown }).code === STALE_SHAPE;
+}
+
+/**
+ * Runs `run` a second time when the first failed on a statement whose rows changed shape: by then
+ * the store has dropped what it had prepared (a transaction's work was rolled back with it). A
+ * second failure is final — another feature_not_supported is no stale plan.
+ */
+export async function againIfReshaped<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (!isStaleShape(err)) throw err;
+    return run();
+  }
+}
+
 /** TxOptions.genericPlans: the settings of the transaction. */
 export const GENERIC_SETTINGS = [
   ["plan_cache_mode", "force_generic_plan"],

@@ -66,13 +66,16 @@ export async function createTestDatabase(opts: { icuLocale?: string } = {}): Pro
  * A bare store (no Sluice running): an in-memory PGlite, or a fresh database on the throwaway
  * server. `close` also drops the server database.
  */
-export async function openTestStore(backend: "embedded" | "server"): Promise<{ db: Db; close: () => Promise<void> }> {
+export async function openTestStore(
+  backend: "embedded" | "server",
+  opts: { poolSize?: number } = {},
+): Promise<{ db: Db; close: () => Promise<void> }> {
   if (backend === "embedded") {
     const db = await openDb({ dataDir: "memory://" });
     return { db, close: () => db.close() };
   }
   const tdb = await createTestDatabase();
-  const db = await openDb({ databaseUrl: tdb.url, poolSize: 2 });
+  const db = await openDb({ databaseUrl: tdb.url, poolSize: opts.poolSize ?? 2 });
   return {
     db,
     close: async () => {
