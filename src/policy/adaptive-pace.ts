@@ -12,6 +12,9 @@
 //   at the last cut (additive, probing gently near the capacity found), and back to × PROBE_GROWTH
 //   once the pace passes well above that point, or goes reprobeAfterMs without a cut (the capacity
 //   is higher than found: it went up, or the cut was a passing hiccup).
+// - Two cuts at about the same pace confirm a capacity: near it the step shrinks (the pace stays
+//   just below it instead of climbing back into the 429s every few seconds), and going
+//   reprobeAfterMs without a cut reprobes only once the pace is reprobePast it.
 // - Latency cuts only once it has stayed slow for slowForMs: a stall of our own (GC, a busy event
 //   loop) slows every answer at once for a moment, and is not the receiver's capacity.
 // - Concurrency follows the pace by Little's law: pace × baseline latency × CONCURRENCY_HEADROOM,
@@ -44,6 +47,12 @@ export interface PaceState {
   probing: boolean;
   /** The pace when it was last cut: where trouble began. */
   ceiling: number | null;
+  /**
+   * The last two cuts came at about the same pace: that is the receiver's capacity, not a passing
+   * hiccup. Near it the pace then climbs slowly, and it probes past it only once well above it.
+   * (Absent in states stored before it existed: false.)
+   */
+  confirmed?: boolean;
   /** Low-water latency of successes (ms), rising slowly when the destination got slower for good. */
   baselineMs: number | null;
   baselineAtMs: number | null;
@@ -87,6 +96,13 @@ export const PACE = {
   raiseIntervalMs: 1000,
   probeGrowth: 1.5,
   stepShare: 0.02,
+  /** Two cuts within this share of each other confirm a capacity (cuts in a row are cutFactor apart: not within it). */
+  sameCeilingShare: 0.15,
+  /** Near a confirmed capacity (from this share of it) the step is nearStepFactor of stepShare ... */
+  nearCeiling: 0.9,
+  nearStepFactor: 0.25,
+  /** ... and reprobeAfterMs without a cut reprobes only once the pace is this far past it. */
+  reprobePast: 1.05,
   /** Past ceiling × this, or this long without a cut: the capacity is higher than found; probe multiplicatively again. */
   reprobeAbove: 1.2,
   reprobeAfterMs: 20_000,
@@ -233,6 +249,7 @@ function cut(s: PaceState, b: PaceBounds, cause: PaceCause, nowMs: number, slowA
     rate,
     probing: false,
     ceiling: s.rate,
+    confirmed: s.ceiling !== null && Math.abs(s.rate - s.ceiling) <= PACE.sameCeilingShare * s.ceiling,
     recentMs: null,
     recentN: 0,
     slowSinceMs: null,
@@ -248,8 +265,13 @@ function raise(s: PaceState, b: PaceBounds, nowMs: number): PaceState {
   const probing =
     s.probing ||
     (s.ceiling !== null && s.rate > s.ceiling * PACE.reprobeAbove) ||
-    (s.cutAtMs !== null && nowMs - s.cutAtMs >= PACE.reprobeAfterMs);
-  const step = probing ? s.rate * (PACE.probeGrowth - 1) : Math.max(PACE.stepShare * (s.ceiling ?? s.rate), 0.01);
+    (s.cutAtMs !== null &&
+      nowMs - s.cutAtMs >= PACE.reprobeAfterMs &&
+      (s.confirmed !== true || s.ceiling === null || s.rate >= s.ceiling * PACE.reprobePast));
+  const near = s.confirmed === true && s.ceiling !== null && s.rate >= PACE.nearCeiling * s.ceiling;
+  const step = probing
+    ? s.rate * (PACE.probeGrowth - 1)
+    : Math.max(PACE.stepShare * (near ? PACE.nearStepFactor : 1) * (s.ceiling ?? s.rate), 0.01);
   const rate = Math.min(b.maxRate, s.rate + step);
   return {
     ...s,

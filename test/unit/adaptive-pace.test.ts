@@ -142,6 +142,48 @@ describe("adaptive pace (policy/adaptive-pace.ts)", () => {
     assert.ok(rates[24]! > 30, `then multiplicative: ${rates.map((r) => r.toFixed(1)).join(" ")}`);
   });
 
+  test("two cuts at about the same pace confirm a capacity: near it the pace climbs slowly, and probes only once well past it", () => {
+    const b = bounds();
+    const at = (rate: number, ceiling: number | null, nowMs: number) =>
+      adaptPace({ ...initialPace(b, T0), rate, ceiling, probing: false, cutAtMs: T0 }, b, [too(nowMs - 5)], nowMs).state;
+    // Cuts a fifth apart (a fall, cut after cut) confirm nothing; one within 15 % of the last does.
+    assert.equal(at(80, 100, T0 + 2_000).confirmed, false);
+    assert.equal(at(95, 100, T0 + 2_000).confirmed, true);
+    assert.equal(at(100, null, T0 + 2_000).confirmed, false);
+    // Confirmed at 100: from 90 on the step is a quarter of +2 % of it, and 25 s without a cut
+    // is no reason to probe while the pace has not passed 105.
+    const climb = (s: PaceState, nowMs: number) =>
+      adaptPace(
+        s,
+        b,
+        Array.from({ length: Math.ceil(s.rate) }, (_, i) => ok(nowMs - 1000 + (i * 1000) / Math.ceil(s.rate))),
+        nowMs,
+      ).state;
+    const base: PaceState = { ...initialPace(b, T0), ceiling: 100, confirmed: true, probing: false, cutAtMs: T0, windowStartMs: T0 };
+    assert.ok(Math.abs(climb({ ...base, rate: 85 }, T0 + 1_000).rate - 87) < 1e-9, "below 90: +2 % of the capacity");
+    assert.ok(Math.abs(climb({ ...base, rate: 95 }, T0 + 1_000).rate - 95.5) < 1e-9, "from 90: +0.5 %");
+    const waited = climb({ ...base, rate: 101, windowStartMs: T0 + 24_000 }, T0 + 25_000);
+    assert.deepEqual([waited.probing, waited.rate], [false, 101.5]);
+    const past = climb({ ...base, rate: 106, windowStartMs: T0 + 24_000 }, T0 + 25_000);
+    assert.deepEqual([past.probing, past.rate], [true, 159]);
+  });
+
+  test("after a fall in capacity (100 → 40/s, a 429 above it) it settles near the new one: most of it used, few 429s", () => {
+    let cap = 100;
+    const r = run(bounds(), 240, (t, acceptedLastSecond) => {
+      cap = t < T0 + 60_000 ? 100 : 40;
+      return { status: acceptedLastSecond >= cap ? 429 : 200, latencyMs: 3 };
+    });
+    const from = T0 + 120_000;
+    const to = T0 + 240_000;
+    const used = countIn(r.accepted, from, to) / 120 / 40;
+    const per1000 = (countIn(r.rejected, from, to) * 1000) / countIn(r.accepted, from, to);
+    // Before capacities were confirmed: 91 % used, 2.7 429s per 1,000 (the pace climbed back
+    // into the 429s every ~10 s at +2 % a second).
+    assert.ok(used >= 0.92 && used <= 1, `used ${used.toFixed(3)} of 40/s`);
+    assert.ok(per1000 <= 2, `${per1000.toFixed(2)} 429s per 1,000`);
+  });
+
   test("an idle destination does not climb: raises need the pace used", () => {
     const b = bounds();
     let s = initialPace(b, T0);
