@@ -186,14 +186,26 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
   let stopRecoveries: (() => Promise<void>) | null = null;
   let alertSender: AlertSender | null = null;
 
-  // The store going away and coming back, logged once each (requests and claims do not log it).
+  // The store going away and coming back, logged once each (requests and claims do not log it);
+  // while it stays away, why a try to bring it back failed, when that changes and once a minute.
   let lostAt: number | null = null;
+  let still: { cause: string | undefined; at: number } | null = null;
   const offAvailability = db.onAvailability((up, err) => {
-    if (!up) {
+    // Why, in the operator's words: the refused connection, the server shutting down, the
+    // embedded store's thread that stopped, the folder that would not open again.
+    const cause = err?.cause instanceof Error ? err.cause.message : undefined;
+    if (!up && lostAt !== null) {
+      const now = Date.now();
+      if (still !== null && still.cause === cause && now - still.at < 60_000) return;
+      still = { cause, at: now };
+      const seconds = (now - lostAt) / 1000;
+      log.warn(
+        { store: db.where, cause, down_seconds: seconds },
+        `store still unreachable after ${seconds.toFixed(1)} s (${db.where}${cause ? `: ${cause}` : ""}); trying again`,
+      );
+    } else if (!up) {
       lostAt = Date.now();
-      // Why, in the operator's words: the refused connection, the server shutting down, the
-      // embedded store's thread that stopped.
-      const cause = err?.cause instanceof Error ? err.cause.message : undefined;
+      still = null;
       log.warn(
         { store: db.where, cause },
         `lost the store (${db.where}${cause ? `: ${cause}` : ""}); the API answers 503 and delivery pauses until it returns`,

@@ -77,7 +77,11 @@ export interface Db extends Queryable {
   readonly where: string;
   /** False from a failure to reach the store until the next statement that succeeds. */
   readonly available: boolean;
-  /** Called with the new value each time `available` changes; the returned function unsubscribes. */
+  /**
+   * Called with the new value each time `available` changes — and with false again, and why, each
+   * time a try to bring the store back fails (the embedded store reopening its folder). The
+   * returned function unsubscribes.
+   */
   onAvailability(cb: (available: boolean, err?: StoreUnavailableError) => void): () => void;
   /** Runs `fn` in one transaction; commits when it resolves (or at q.queryAndCommit), rolls back when it throws. */
   tx<T>(fn: (q: TxQueryable) => Promise<T>, opts?: TxOptions): Promise<T>;
@@ -159,6 +163,12 @@ class Availability {
   down(err: StoreUnavailableError): void {
     if (!this.available) return;
     this.available = false;
+    for (const cb of this.subscribers) cb(false, err);
+  }
+
+  /** A try to bring it back failed (the embedded store's folder did not open): subscribers hear why. */
+  stillDown(err: StoreUnavailableError): void {
+    if (this.available) return;
     for (const cb of this.subscribers) cb(false, err);
   }
 }
@@ -466,8 +476,11 @@ export class EmbeddedDb implements Db {
       let session: SessionThread;
       try {
         session = await this.start();
-      } catch {
-        continue; // still down; the next attempt waits longer
+      } catch (err) {
+        // Still down; the next attempt waits longer.
+        const why = new Error(`the folder did not open again: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+        this.availability.stillDown(new StoreUnavailableError(this.where, { cause: why }));
+        continue;
       }
       if (this.closed) return void (await session.close().catch(() => undefined));
       this.session = session;

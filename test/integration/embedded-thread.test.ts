@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { openDb, type EmbeddedDb } from "../../src/db/db.js";
@@ -219,6 +219,41 @@ test("sluice start on a folder: a crash of the store's thread loses no event, an
   } finally {
     await s.stop();
     await rx.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("sluice start on a folder that will not open again: the operator is told why while it tries, and it is back once the folder opens", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "sluice-embedded-reopen-fails-"));
+  const raw: string[] = [];
+  const log = pino({ level: "info" }, { write: (line: string) => void raw.push(line) });
+  const s = await startSluice("embedded", { env: { SLUICE_DATA_DIR: dir }, log });
+  const lines = () => raw.map((l) => JSON.parse(l) as { level: number; msg: string; cause?: string; down_seconds?: number });
+  try {
+    assert.equal((await s.api("GET", "/v1/destinations")).status, 200);
+    // A damaged control file: Postgres cannot start on the folder until it is mended.
+    const control = path.join(dir, "global", "pg_control");
+    const good = readFileSync(control);
+    writeFileSync(control, Buffer.alloc(good.length, 0x55));
+    await (s.running.db as EmbeddedDb).killThread();
+    await waitFor(() => lines().some((l) => l.msg.startsWith("store still unreachable")), {
+      timeoutMs: 20_000,
+      message: () => raw.join(""),
+    });
+    const still = lines().filter((l) => l.msg.startsWith("store still unreachable"));
+    assert.equal(still[0]!.level, 40);
+    assert.match(still[0]!.cause ?? "", /the folder did not open again/);
+    assert.ok((still[0]!.down_seconds ?? 0) > 0);
+    assert.equal((await s.api("GET", "/v1/destinations")).status, 503);
+    // Several failed tries by now (0.1 s, 0.2 s, 0.4 s, … apart), told once: the cause is the same.
+    await new Promise((r) => setTimeout(r, 1_500));
+    assert.equal(lines().filter((l) => l.msg.startsWith("store still unreachable")).length, 1, raw.join(""));
+    writeFileSync(control, good);
+    await waitFor(() => lines().some((l) => l.msg.startsWith("store reachable again")), { timeoutMs: 30_000, message: () => raw.join("") });
+    assert.equal((await s.api("GET", "/v1/destinations")).status, 200);
+    assert.equal(lines().filter((l) => l.msg.startsWith("lost the store")).length, 1, raw.join(""));
+  } finally {
+    await s.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 });
