@@ -1,5 +1,6 @@
 import { EventEmitter } from "node:events";
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
+import path from "node:path";
 import pg from "pg";
 import { StoreUnavailableError } from "../errors.js";
 import { openSessionThread, ThreadStoppedError, type SessionThread } from "./embedded-thread.js";
@@ -475,6 +476,9 @@ export class EmbeddedDb implements Db {
       if (this.closed) return;
       let session: SessionThread;
       try {
+        // PGlite makes a new, empty store in a folder without one: never in place of this one
+        // (a folder deleted or a volume unmounted meanwhile), where every statement would fail.
+        if (!existsSync(path.join(this.dir, "PG_VERSION"))) throw new Error(`${this.dir} no longer holds the store (no PG_VERSION)`);
         session = await this.start();
       } catch (err) {
         // Still down; the next attempt waits longer.

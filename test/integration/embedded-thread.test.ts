@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { openDb, type EmbeddedDb } from "../../src/db/db.js";
@@ -248,6 +248,16 @@ test("sluice start on a folder that will not open again: the operator is told wh
     // Several failed tries by now (0.1 s, 0.2 s, 0.4 s, … apart), told once: the cause is the same.
     await new Promise((r) => setTimeout(r, 1_500));
     assert.equal(lines().filter((l) => l.msg.startsWith("store still unreachable")).length, 1, raw.join(""));
+    // The folder moved away (deleted, a volume unmounted): PGlite would make a new, empty store in
+    // its place. It is not opened; the log says what is wrong, as the cause changed.
+    renameSync(dir, `${dir}-moved`);
+    await waitFor(() => lines().filter((l) => l.msg.startsWith("store still unreachable")).length === 2, {
+      timeoutMs: 20_000,
+      message: () => raw.join(""),
+    });
+    assert.match(lines().filter((l) => l.msg.startsWith("store still unreachable"))[1]!.cause ?? "", /no longer holds the store/);
+    assert.equal(existsSync(dir), false, "a new store was made in the folder's place");
+    renameSync(`${dir}-moved`, dir);
     writeFileSync(control, good);
     await waitFor(() => lines().some((l) => l.msg.startsWith("store reachable again")), { timeoutMs: 30_000, message: () => raw.join("") });
     assert.equal((await s.api("GET", "/v1/destinations")).status, 200);
@@ -255,5 +265,6 @@ test("sluice start on a folder that will not open again: the operator is told wh
   } finally {
     await s.stop();
     rmSync(dir, { recursive: true, force: true });
+    rmSync(`${dir}-moved`, { recursive: true, force: true });
   }
 });
