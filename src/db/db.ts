@@ -1,6 +1,5 @@
 import { EventEmitter } from "node:events";
-import { existsSync, mkdirSync } from "node:fs";
-import path from "node:path";
+import { mkdirSync } from "node:fs";
 import pg from "pg";
 import { StoreUnavailableError } from "../errors.js";
 import { openSessionThread, ThreadStoppedError, type SessionThread } from "./embedded-thread.js";
@@ -444,6 +443,12 @@ export class EmbeddedDb implements Db {
   static async open(dir: string): Promise<EmbeddedDb> {
     const db = new EmbeddedDb(dir);
     db.session = await db.start();
+    try {
+      await db.checkIdentity(db.session);
+    } catch (err) {
+      await db.session.close().catch(() => undefined);
+      throw err;
+    }
     return db;
   }
 
@@ -451,8 +456,22 @@ export class EmbeddedDb implements Db {
     return this.dir.startsWith("memory://");
   }
 
-  private start(): Promise<SessionThread> {
-    return openSessionThread(this.dir, (err) => this.crashed(err));
+  private start(opts: { existing?: boolean } = {}): Promise<SessionThread> {
+    return openSessionThread(this.dir, (err) => this.crashed(err), opts);
+  }
+
+  /** The store's system identifier (made by initdb, in its control file): which store the folder holds. */
+  private identity: string | null = null;
+
+  /** Records the store's identity (first open), or refuses a session on another store (reopened: closed, and an error). */
+  private async checkIdentity(session: SessionThread): Promise<void> {
+    const rows = (await session.query("SELECT system_identifier::text AS id FROM pg_control_system()", [])) as { id: string }[];
+    const id = rows[0]!.id;
+    if (this.identity === null) this.identity = id;
+    else if (id !== this.identity) {
+      await session.close().catch(() => undefined);
+      throw new Error(`${this.dir} holds another store now (system identifier ${id}, was ${this.identity})`);
+    }
   }
 
   /** The thread stopped by itself: the store is down until a new thread has opened the folder. */
@@ -476,10 +495,10 @@ export class EmbeddedDb implements Db {
       if (this.closed) return;
       let session: SessionThread;
       try {
-        // PGlite makes a new, empty store in a folder without one: never in place of this one
-        // (a folder deleted or a volume unmounted meanwhile), where every statement would fail.
-        if (!existsSync(path.join(this.dir, "PG_VERSION"))) throw new Error(`${this.dir} no longer holds the store (no PG_VERSION)`);
-        session = await this.start();
+        // The folder must still hold this store: never a new, empty one made in its place (a
+        // folder deleted or a volume unmounted meanwhile), where every statement would fail.
+        session = await this.start({ existing: true });
+        await this.checkIdentity(session);
       } catch (err) {
         // Still down; the next attempt waits longer.
         const why = new Error(`the folder did not open again: ${err instanceof Error ? err.message : String(err)}`, { cause: err });

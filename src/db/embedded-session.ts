@@ -1,3 +1,5 @@
+import { existsSync } from "node:fs";
+import path from "node:path";
 import { PGlite, parse, protocol } from "@electric-sql/pglite";
 import { StatementNames, TX_STEPS, againIfReshaped, isStaleShape, type TxStep } from "./statements.js";
 import { bindExecute, columnsOf, concat, readAnswer, type Column } from "./embedded-wire.js";
@@ -46,8 +48,15 @@ export class EmbeddedSession implements SessionOps {
 
   private constructor(private readonly pglite: PGlite) {}
 
-  /** Opens the store in `dir` (`memory://…`: in memory). */
-  static async open(dir: string): Promise<EmbeddedSession> {
+  /**
+   * Opens the store in `dir` (`memory://…`: in memory). `existing`: the folder must hold a store
+   * already — PGlite makes a new, empty one in a folder without one, which must never take the
+   * place of a store that was there (reopening after a crash: the folder deleted or unmounted
+   * meanwhile). Checked here, just before PGlite looks, so the two cannot drift apart by more
+   * than a moment.
+   */
+  static async open(dir: string, opts: { existing?: boolean } = {}): Promise<EmbeddedSession> {
+    if (opts.existing && !existsSync(path.join(dir, "PG_VERSION"))) throw new Error(`${dir} no longer holds the store (no PG_VERSION)`);
     // New WAL segments are not written full of zeros first: PGlite's file system writes through
     // JavaScript, and a 16 MB segment's zeros every ~4,000 deliveries cost ~3 % of the CPU. (The
     // setting exists for file systems where the zeros buy nothing; PGlite never flushes anyway.)

@@ -64,12 +64,18 @@ function fromWire(w: WireError): Error {
  * The thread running embedded-worker, beside this file: compiled, as it is; from source (tests,
  * tsx), through tsx's loader, which a thread does not inherit.
  */
-function startWorker(dir: string): Worker {
+function startWorker(workerData: WorkerData): Worker {
   const ext = path.extname(fileURLToPath(import.meta.url));
   const file = new URL(`./embedded-worker${ext}`, import.meta.url);
-  if (ext !== ".ts") return new Worker(file, { workerData: { dir } });
+  if (ext !== ".ts") return new Worker(file, { workerData });
   const load = `import(${JSON.stringify(import.meta.resolve("tsx/esm/api"))}).then((tsx) => tsx.tsImport(${JSON.stringify(file.href)}, ${JSON.stringify(file.href)}))`;
-  return new Worker(load, { eval: true, workerData: { dir } });
+  return new Worker(load, { eval: true, workerData });
+}
+
+/** What the thread opens: the folder, and whether it must already hold a store (see EmbeddedSession.open). */
+export interface WorkerData {
+  dir: string;
+  existing: boolean;
 }
 
 export class SessionThread implements SessionOps {
@@ -171,8 +177,12 @@ export class SessionThread implements SessionOps {
  * Opens the embedded store in `dir` (`memory://…`: in memory), its session on a thread of its own;
  * `onCrash` is told if that thread later stops without being closed.
  */
-export async function openSessionThread(dir: string, onCrash: (err: ThreadStoppedError) => void): Promise<SessionThread> {
-  const thread = new SessionThread(startWorker(dir), onCrash);
+export async function openSessionThread(
+  dir: string,
+  onCrash: (err: ThreadStoppedError) => void,
+  opts: { existing?: boolean } = {},
+): Promise<SessionThread> {
+  const thread = new SessionThread(startWorker({ dir, existing: opts.existing ?? false }), onCrash);
   try {
     await thread.opened();
   } catch (err) {

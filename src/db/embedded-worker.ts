@@ -1,12 +1,13 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { EmbeddedSession } from "./embedded-session.js";
-import { isFatal, toWire, type Answer, type Call } from "./embedded-thread.js";
+import { isFatal, toWire, type Answer, type Call, type WorkerData } from "./embedded-thread.js";
 
 // The embedded store's own thread (embedded-thread.ts): opens the session, then runs the calls it
 // is sent one after the other, in the order sent.
 
 const port = parentPort!;
-const session = EmbeddedSession.open((workerData as { dir: string }).dir);
+const { dir, existing } = workerData as WorkerData;
+const session = EmbeddedSession.open(dir, { existing });
 session.then(
   () => port.postMessage({ id: 0, ok: true } satisfies Answer),
   (err: unknown) => port.postMessage({ id: 0, err: toWire(err) } satisfies Answer),

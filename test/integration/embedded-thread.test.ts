@@ -257,6 +257,16 @@ test("sluice start on a folder that will not open again: the operator is told wh
     });
     assert.match(lines().filter((l) => l.msg.startsWith("store still unreachable"))[1]!.cause ?? "", /no longer holds the store/);
     assert.equal(existsSync(dir), false, "a new store was made in the folder's place");
+    // Another store put in its place: not this one, so not opened either.
+    const other = mkdtempSync(path.join(tmpdir(), "sluice-embedded-other-"));
+    await (await openDb({ dataDir: other })).close();
+    renameSync(other, dir);
+    await waitFor(() => lines().filter((l) => l.msg.startsWith("store still unreachable")).length === 3, {
+      timeoutMs: 30_000,
+      message: () => raw.join(""),
+    });
+    assert.match(lines().filter((l) => l.msg.startsWith("store still unreachable"))[2]!.cause ?? "", /holds another store now/);
+    rmSync(dir, { recursive: true, force: true });
     renameSync(`${dir}-moved`, dir);
     writeFileSync(control, good);
     await waitFor(() => lines().some((l) => l.msg.startsWith("store reachable again")), { timeoutMs: 30_000, message: () => raw.join("") });
