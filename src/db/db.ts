@@ -443,12 +443,6 @@ export class EmbeddedDb implements Db {
   static async open(dir: string): Promise<EmbeddedDb> {
     const db = new EmbeddedDb(dir);
     db.session = await db.start();
-    try {
-      await db.checkIdentity(db.session);
-    } catch (err) {
-      await db.session.close().catch(() => undefined);
-      throw err;
-    }
     return db;
   }
 
@@ -456,21 +450,24 @@ export class EmbeddedDb implements Db {
     return this.dir.startsWith("memory://");
   }
 
-  private start(opts: { existing?: boolean } = {}): Promise<SessionThread> {
-    return openSessionThread(this.dir, (err) => this.crashed(err), opts);
-  }
-
   /** The store's system identifier (made by initdb, in its control file): which store the folder holds. */
   private identity: string | null = null;
 
-  /** Records the store's identity (first open), or refuses a session on another store (reopened: closed, and an error). */
-  private async checkIdentity(session: SessionThread): Promise<void> {
-    const rows = (await session.query("SELECT system_identifier::text AS id FROM pg_control_system()", [])) as { id: string }[];
-    const id = rows[0]!.id;
-    if (this.identity === null) this.identity = id;
-    else if (id !== this.identity) {
+  /**
+   * A session on the folder, on a new thread. The first records which store the folder holds; a
+   * later one (`existing`: reopening) must find that same store, or it is closed and refused.
+   */
+  private async start(opts: { existing?: boolean } = {}): Promise<SessionThread> {
+    const session = await openSessionThread(this.dir, (err) => this.crashed(err), opts);
+    try {
+      const rows = (await session.query("SELECT system_identifier::text AS id FROM pg_control_system()", [])) as { id: string }[];
+      const id = rows[0]!.id;
+      this.identity ??= id;
+      if (id !== this.identity) throw new Error(`${this.dir} holds another store now (system identifier ${id}, was ${this.identity})`);
+      return session;
+    } catch (err) {
       await session.close().catch(() => undefined);
-      throw new Error(`${this.dir} holds another store now (system identifier ${id}, was ${this.identity})`);
+      throw err;
     }
   }
 
@@ -498,7 +495,6 @@ export class EmbeddedDb implements Db {
         // The folder must still hold this store: never a new, empty one made in its place (a
         // folder deleted or a volume unmounted meanwhile), where every statement would fail.
         session = await this.start({ existing: true });
-        await this.checkIdentity(session);
       } catch (err) {
         // Still down; the next attempt waits longer.
         const why = new Error(`the folder did not open again: ${err instanceof Error ? err.message : String(err)}`, { cause: err });

@@ -229,6 +229,8 @@ test("sluice start on a folder that will not open again: the operator is told wh
   const log = pino({ level: "info" }, { write: (line: string) => void raw.push(line) });
   const s = await startSluice("embedded", { env: { SLUICE_DATA_DIR: dir }, log });
   const lines = () => raw.map((l) => JSON.parse(l) as { level: number; msg: string; cause?: string; down_seconds?: number });
+  /** The log lines that begin with `start`. */
+  const logged = (start: string) => lines().filter((l) => l.msg.startsWith(start));
   try {
     assert.equal((await s.api("GET", "/v1/destinations")).status, 200);
     // A damaged control file: Postgres cannot start on the folder until it is mended.
@@ -236,42 +238,42 @@ test("sluice start on a folder that will not open again: the operator is told wh
     const good = readFileSync(control);
     writeFileSync(control, Buffer.alloc(good.length, 0x55));
     await (s.running.db as EmbeddedDb).killThread();
-    await waitFor(() => lines().some((l) => l.msg.startsWith("store still unreachable")), {
+    await waitFor(() => logged("store still unreachable").length > 0, {
       timeoutMs: 20_000,
       message: () => raw.join(""),
     });
-    const still = lines().filter((l) => l.msg.startsWith("store still unreachable"));
+    const still = logged("store still unreachable");
     assert.equal(still[0]!.level, 40);
     assert.match(still[0]!.cause ?? "", /the folder did not open again/);
     assert.ok((still[0]!.down_seconds ?? 0) > 0);
     assert.equal((await s.api("GET", "/v1/destinations")).status, 503);
     // Several failed tries by now (0.1 s, 0.2 s, 0.4 s, … apart), told once: the cause is the same.
     await new Promise((r) => setTimeout(r, 1_500));
-    assert.equal(lines().filter((l) => l.msg.startsWith("store still unreachable")).length, 1, raw.join(""));
+    assert.equal(logged("store still unreachable").length, 1, raw.join(""));
     // The folder moved away (deleted, a volume unmounted): PGlite would make a new, empty store in
     // its place. It is not opened; the log says what is wrong, as the cause changed.
     renameSync(dir, `${dir}-moved`);
-    await waitFor(() => lines().filter((l) => l.msg.startsWith("store still unreachable")).length === 2, {
+    await waitFor(() => logged("store still unreachable").length === 2, {
       timeoutMs: 20_000,
       message: () => raw.join(""),
     });
-    assert.match(lines().filter((l) => l.msg.startsWith("store still unreachable"))[1]!.cause ?? "", /no longer holds the store/);
+    assert.match(logged("store still unreachable")[1]!.cause ?? "", /no longer holds the store/);
     assert.equal(existsSync(dir), false, "a new store was made in the folder's place");
     // Another store put in its place: not this one, so not opened either.
     const other = mkdtempSync(path.join(tmpdir(), "sluice-embedded-other-"));
     await (await openDb({ dataDir: other })).close();
     renameSync(other, dir);
-    await waitFor(() => lines().filter((l) => l.msg.startsWith("store still unreachable")).length === 3, {
+    await waitFor(() => logged("store still unreachable").length === 3, {
       timeoutMs: 30_000,
       message: () => raw.join(""),
     });
-    assert.match(lines().filter((l) => l.msg.startsWith("store still unreachable"))[2]!.cause ?? "", /holds another store now/);
+    assert.match(logged("store still unreachable")[2]!.cause ?? "", /holds another store now/);
     rmSync(dir, { recursive: true, force: true });
     renameSync(`${dir}-moved`, dir);
     writeFileSync(control, good);
-    await waitFor(() => lines().some((l) => l.msg.startsWith("store reachable again")), { timeoutMs: 30_000, message: () => raw.join("") });
+    await waitFor(() => logged("store reachable again").length > 0, { timeoutMs: 30_000, message: () => raw.join("") });
     assert.equal((await s.api("GET", "/v1/destinations")).status, 200);
-    assert.equal(lines().filter((l) => l.msg.startsWith("lost the store")).length, 1, raw.join(""));
+    assert.equal(logged("lost the store").length, 1, raw.join(""));
   } finally {
     await s.stop();
     rmSync(dir, { recursive: true, force: true });
