@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { Db } from "../db/db.js";
-import { withRetry, isStoreUnavailable } from "../db/db.js";
+import { lastStatement, withRetry, isStoreUnavailable } from "../db/db.js";
 import { WORK_CHANNEL } from "../db/channels.js";
 import { nextReadyDelayMs } from "../db/queries/claim.js";
 import type { ClaimedDestination, LeasedDelivery } from "../db/queries/claim.js";
@@ -408,12 +408,15 @@ export class Dispatcher {
     await withRetry(
       this.db,
       async (q) => {
-        const states = await lockDestinationsForResults(q, destIds);
-        const landed = await finishDeliveries(
-          q,
-          decisions.map((d) => d.delivery),
-          decisions.map((d) => d.attempt),
-        );
+        // Issued together (one round trip): the lock still runs first, and the write sees every claim it waited for.
+        const [states, landed] = await Promise.all([
+          lockDestinationsForResults(q, destIds),
+          finishDeliveries(
+            q,
+            decisions.map((d) => d.delivery),
+            decisions.map((d) => d.attempt),
+          ),
+        ]);
         const byDest = new Map<string, Parameters<typeof decideDestination>[1]>();
         for (const d of decisions) {
           if (!landed.has(d.f.deliveryId)) continue;
@@ -429,13 +432,14 @@ export class Dispatcher {
         }
         const touched = states.filter((s) => byDest.has(s.id));
         const updates = touched.map((s) => decideDestination(s, byDest.get(s.id)!, this.opts.health ?? DEFAULT_HEALTH_CONFIG));
-        await updateDestinationsAfterResults(q, updates);
         // Alerts on transitions only, written with the transition: never one per failure.
         const alerts = updates.flatMap((u, i) => (u.transition ? [transitionAlert(touched[i]!, u)] : []));
         // A death is an alert too, written with it — once, however often this write-back runs.
         const died = decisions
           .filter((d) => d.delivery.status === "dead" && landed.has(d.f.deliveryId))
           .map((d) => ({ destinationId: d.f.destinationId, id: d.f.deliveryId }));
+        // Nothing to alert on (most write-backs): the update is the last statement, COMMIT rides with it.
+        await updateDestinationsAfterResults(alerts.length === 0 && died.length === 0 ? lastStatement(q) : q, updates);
         const recorded = await recordAlerts(q, [...alerts, ...(await deathAlerts(q, died))]);
         return { landed, updates, alerts: recorded, states };
       },
