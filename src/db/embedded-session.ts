@@ -9,8 +9,9 @@ type BackendMessage = Awaited<ReturnType<PGlite["execProtocolStream"]>>[number];
 
 // The embedded store's one Postgres session: PGlite, and how statements run on it. It lives on a
 // thread of its own (embedded-thread.ts runs it in embedded-worker.ts), so that the WebAssembly
-// Postgres runs beside Sluice's JavaScript instead of taking turns with it. EmbeddedDb (db.ts)
-// keeps the transactions' order and calls these operations one at a time.
+// Postgres runs beside Sluice's JavaScript instead of taking turns with it. The thread runs these
+// operations one at a time, in the order sent; EmbeddedDb (db.ts) keeps each transaction's calls
+// together in that order.
 
 /** A statement PGlite has parsed under a name: what binding it needs and what its rows look like. */
 interface Prepared {
@@ -26,7 +27,9 @@ export interface SessionOps {
   /**
    * One statement inside the current transaction, with the steps of `before` ahead of it and,
    * with `commit`, COMMIT behind it (then flushed), in one exchange. Returns the rows, and the
-   * tag COMMIT answered with ("ROLLBACK" when the transaction had failed) when it was sent.
+   * tag COMMIT answered with ("ROLLBACK" when the transaction had failed) when it was sent. With
+   * `commit` the transaction is over when it answers, whatever the outcome (a failure: the
+   * thread rolls it back, embedded-worker.ts).
    */
   run(sql: string, params: unknown[], before: TxStep[], commit: boolean): Promise<{ rows: unknown[]; tag: string | null }>;
   /** Transaction steps alone, in one exchange; returns the last one's tag (flushed after a COMMIT). */

@@ -27,6 +27,11 @@ port.on("message", (c: Call) => {
         port.postMessage(answer);
         process.exit(70);
       }
+      // A run that was to commit failed before its COMMIT ran (Postgres skips the rest of the
+      // exchange): its transaction is still open, and aborted. It ends here, before the calls
+      // sent behind it run — they are the next transaction's (EmbeddedDb hands the session on
+      // as soon as a COMMIT has gone out).
+      if (c.op === "run" && c.args[3] === true) await (await session).steps(["ROLLBACK"]).catch(() => undefined);
     }
     port.postMessage(answer);
   });

@@ -90,6 +90,46 @@ for (const backend of BACKENDS) {
       assert.deepEqual(await rows(), [10, 11, 12]);
     });
 
+    // On the embedded store the one session's next holder sends its statements as soon as a
+    // transaction's COMMIT has gone out, not once it has answered: whatever that transaction did,
+    // the session must be back outside any transaction by the time they run.
+    test("transactions queued behind one another each run whole, whatever the one before did", async () => {
+      await reset();
+      const outcome = (p: Promise<unknown>) =>
+        p.then(
+          () => "ok",
+          (err: Error & { code?: string }) => err.code ?? err.message,
+        );
+      const count = "SELECT count(*)::int AS c FROM tx_probe";
+      // Issued without waiting, in this order; each must find the session as if alone.
+      const results = await Promise.all([
+        outcome(
+          db.tx(async (q) => (await q.query("INSERT INTO tx_probe VALUES (1)"), q.queryAndCommit("INSERT INTO tx_probe VALUES (1)"))),
+        ),
+        outcome(db.tx(async (q) => void (await q.query("INSERT INTO tx_probe VALUES (2)")))),
+        outcome(db.tx((q) => q.queryAndCommit("INSERT INTO tx_probe VALUES (3)"))),
+        outcome(db.query("INSERT INTO tx_probe VALUES (4)")),
+        outcome(
+          db.tx(
+            async (q) => void (await Promise.all([q.query("INSERT INTO tx_probe VALUES (5)"), q.query("INSERT INTO tx_probe VALUES (5)")])),
+          ),
+        ),
+        outcome(db.tx((q) => q.queryAndCommit("INSERT INTO tx_probe VALUES (6)"))),
+      ]);
+      assert.deepEqual(results, ["23505", "ok", "ok", "ok", "23505", "ok"]);
+      assert.deepEqual(await rows(), [2, 3, 4, 6]);
+      // The one session: what a transaction committed, the one sent behind it sees.
+      if (backend !== "embedded") return;
+      const seen = await Promise.all(
+        [10, 11, 12].map((n) =>
+          db.tx(
+            async (q) => (await q.query("INSERT INTO tx_probe VALUES ($1)", [n]), (await q.queryAndCommit<{ c: number }>(count))[0]!.c),
+          ),
+        ),
+      );
+      assert.deepEqual(seen, [5, 6, 7]);
+    });
+
     test("a transaction-local setting left by one statement is read by the next, sent with it, and gone after the commit", async () => {
       const [value, later] = await db.tx(async (q) => {
         const [, read] = await Promise.all([
