@@ -48,9 +48,18 @@ export class StatementNames {
  * anew and run the statement, or its transaction, once more (see `againIfReshaped`).
  */
 const STALE_SHAPE = "0A000";
+/**
+ * The function of Postgres that raises it (an error's `routine`, field R of the protocol, sent
+ * whatever the server's language — unlike the message). Other features not supported share the
+ * code; they are no stale plan, and are not retried.
+ */
+const STALE_SHAPE_ROUTINE = "RevalidateCachedQuery";
 
 export function isStaleShape(err: unknown): boolean {
-  return typeof err === "object" && err !== null && (err as { code?: unknown }).code === STALE_SHAPE;
+  if (typeof err !== "object" || err === null) return false;
+  const { code, routine } = err as { code?: unknown; routine?: unknown };
+  // Without a routine (a proxy that drops the field), the code alone decides.
+  return code === STALE_SHAPE && (routine === undefined || routine === STALE_SHAPE_ROUTINE);
 }
 
 /**

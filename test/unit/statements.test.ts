@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { StatementNames } from "../../src/db/statements.js";
+import { StatementNames, isStaleShape } from "../../src/db/statements.js";
 import { limitFor, recordset } from "../../src/db/json-rows.js";
 
 test("a statement is named from its third use, and keeps its name", () => {
@@ -46,4 +46,15 @@ test("recordset's LIMIT never cuts a row, is within 2× of the count, and takes 
   );
   const texts = new Set(Array.from({ length: 1000 }, (_, i) => recordset("$1", "id text", i + 1)));
   assert.equal(texts.size, 11, "1 … 1,000 rows: LIMIT 1, 2, 4, …, 1024");
+});
+
+test("only a stale plan's feature_not_supported counts as a stale shape", () => {
+  const stale = { code: "0A000", routine: "RevalidateCachedQuery", message: "cached plan must not change result type" };
+  assert.equal(isStaleShape(stale), true);
+  assert.equal(isStaleShape({ ...stale, message: "le plan en cache ne doit pas modifier le type en résultat" }), true, "any language");
+  assert.equal(isStaleShape({ code: "0A000" }), true, "no routine sent: the code decides");
+  assert.equal(isStaleShape({ code: "0A000", routine: "transformLockingClause" }), false, "another feature not supported");
+  assert.equal(isStaleShape({ code: "23505", routine: "RevalidateCachedQuery" }), false);
+  assert.equal(isStaleShape(null), false);
+  assert.equal(isStaleShape("0A000"), false);
 });
