@@ -14,8 +14,8 @@ const vacuumsOf = async (table: string): Promise<number> =>
   (await metrics.vacuums.get()).values.find((v) => v.labels.table === table)?.value ?? 0;
 
 // The embedded store has no autovacuum (PGlite is Postgres in single-user mode), so the janitor
-// vacuums it: a table with many dead rows is vacuumed, and one without is left alone (VACUUM
-// only: no ANALYZE, see policy/vacuum.ts). On a server, where autovacuum comes once a minute, it
+// vacuums it: a table with many dead rows is vacuumed, and one without is left alone (and only
+// `destinations` is analyzed, see policy/vacuum.ts). On a server, where autovacuum comes once a minute, it
 // vacuums the small hot tables (leases, destinations) between its rounds, and nothing else.
 
 /**

@@ -8,8 +8,8 @@ import { DEFAULT_VACUUM_POLICY as P, SERVER_VACUUM_POLICY as S, vacuumPlan, type
 
 const count = fc.integer({ min: 0, max: 5_000_000 });
 const statsNamed = (table: fc.Arbitrary<string>): fc.Arbitrary<TableStats> =>
-  fc.record({ table, own: fc.boolean(), live: count, dead: count, xidAge: fc.integer({ min: 0, max: 2_000_000_000 }) });
-const stats = statsNamed(fc.string({ minLength: 1, maxLength: 12 }));
+  fc.record({ table, own: fc.boolean(), live: count, dead: count, modified: count, xidAge: fc.integer({ min: 0, max: 2_000_000_000 }) });
+const stats = statsNamed(fc.oneof(fc.constant("destinations"), fc.string({ minLength: 1, maxLength: 12 })));
 const tables = fc.uniqueArray(stats, { selector: (t) => t.table, maxLength: 30 });
 // Names the server policy knows among arbitrary ones.
 const serverTables = fc.uniqueArray(
@@ -17,7 +17,7 @@ const serverTables = fc.uniqueArray(
   { selector: (t) => t.table, maxLength: 30 },
 );
 
-test("a table is vacuumed for its dead rows (Sluice's own) or frozen for its age (any) — and only then", () => {
+test("a table is vacuumed for its dead rows (Sluice's own), frozen for its age (any) or analyzed (destinations) — and only then", () => {
   fc.assert(
     fc.property(tables, (ts) => {
       const plan = vacuumPlan(ts);
@@ -26,9 +26,10 @@ test("a table is vacuumed for its dead rows (Sluice's own) or frozen for its age
       for (const t of ts) {
         const dead = t.own && t.dead > P.deadBase + P.deadShare * t.live;
         const freeze = t.xidAge > P.freezeAge;
+        const analyze = t.own && t.table === "destinations" && t.modified > P.analyzeBase + P.analyzeShare * t.live;
         const task = byTable.get(t.table);
-        assert.equal(task !== undefined, dead || freeze, JSON.stringify(t));
-        if (task) assert.deepEqual(task, { table: t.table, freeze });
+        assert.equal(task !== undefined, dead || freeze || analyze, JSON.stringify(t));
+        if (task) assert.deepEqual(task, { table: t.table, freeze, analyze });
       }
     }),
   );
@@ -41,17 +42,32 @@ test("Sluice's own tables come first; a system catalog only ever for its age", (
       const plan = vacuumPlan(ts);
       const firstSystem = plan.findIndex((t) => !own.get(t.table));
       if (firstSystem >= 0) assert.ok(plan.slice(firstSystem).every((t) => !own.get(t.table)));
-      for (const t of plan) if (!own.get(t.table)) assert.deepEqual(t, { table: t.table, freeze: true });
+      for (const t of plan) if (!own.get(t.table)) assert.deepEqual(t, { table: t.table, freeze: true, analyze: false });
     }),
   );
 });
 
-test("the thresholds: 50 + 5 % of the live rows dead, 100 M transactions", () => {
-  const t = (x: Partial<TableStats>): TableStats => ({ table: "deliveries", own: true, live: 10_000, dead: 0, xidAge: 0, ...x });
+test("the thresholds: 50 + 5 % of the live rows dead, 100 M transactions, 50 + 10 % changed since destinations were analyzed", () => {
+  const t = (x: Partial<TableStats>): TableStats => ({
+    table: "deliveries",
+    own: true,
+    live: 10_000,
+    dead: 0,
+    modified: 0,
+    xidAge: 0,
+    ...x,
+  });
   assert.deepEqual(vacuumPlan([t({ dead: 550 })]), []);
-  assert.deepEqual(vacuumPlan([t({ dead: 551 })]), [{ table: "deliveries", freeze: false }]);
-  assert.deepEqual(vacuumPlan([t({ xidAge: 100_000_001, own: false, table: "pg_class" })]), [{ table: "pg_class", freeze: true }]);
+  assert.deepEqual(vacuumPlan([t({ dead: 551 })]), [{ table: "deliveries", freeze: false, analyze: false }]);
+  assert.deepEqual(vacuumPlan([t({ xidAge: 100_000_001, own: false, table: "pg_class" })]), [
+    { table: "pg_class", freeze: true, analyze: false },
+  ]);
   assert.deepEqual(vacuumPlan([t({ dead: 10_000, own: false, table: "pg_class" })]), []);
+  // Statistics: destinations only, never the tables the embedded store plans better without.
+  assert.deepEqual(vacuumPlan([t({ table: "destinations", modified: 1_050 })]), []);
+  assert.deepEqual(vacuumPlan([t({ table: "destinations", modified: 1_051 })]), [{ table: "destinations", freeze: false, analyze: true }]);
+  assert.deepEqual(vacuumPlan([t({ modified: 1_000_000 })]), []);
+  assert.deepEqual(vacuumPlan([t({ table: "destinations", modified: 1_000_000, own: false })]), []);
 });
 
 test("on a server only leases and destinations are vacuumed, for their dead rows, and nothing is frozen (autovacuum's)", () => {
@@ -66,12 +82,16 @@ test("on a server only leases and destinations are vacuumed, for their dead rows
           JSON.stringify(t),
         );
       }
-      assert.ok(plan.every((p) => !p.freeze));
+      assert.ok(
+        plan.every((p) => !p.freeze && !p.analyze),
+        "freezing and statistics are autovacuum's",
+      );
     }),
   );
-  const t = (x: Partial<TableStats>): TableStats => ({ table: "leases", own: true, live: 1_000, dead: 0, xidAge: 0, ...x });
+  const t = (x: Partial<TableStats>): TableStats => ({ table: "leases", own: true, live: 1_000, dead: 0, modified: 0, xidAge: 0, ...x });
   assert.deepEqual(vacuumPlan([t({ dead: 1_050 })], S), []);
-  assert.deepEqual(vacuumPlan([t({ dead: 1_051 })], S), [{ table: "leases", freeze: false }]);
+  assert.deepEqual(vacuumPlan([t({ dead: 1_051 })], S), [{ table: "leases", freeze: false, analyze: false }]);
+  assert.deepEqual(vacuumPlan([t({ table: "destinations", modified: 1_000_000 })], S), []);
   assert.deepEqual(vacuumPlan([t({ table: "deliveries", dead: 5_000_000 })], S), []);
   assert.deepEqual(vacuumPlan([t({ dead: 10_000, own: false })], S), []);
 });

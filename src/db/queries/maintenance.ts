@@ -8,6 +8,7 @@ export async function tableStats(db: Db): Promise<TableStats[]> {
   return db.query<TableStats>(
     `SELECT c.oid::regclass::text AS "table", n.nspname = 'public' AS own,
             coalesce(s.n_live_tup, 0)::float8 AS live, coalesce(s.n_dead_tup, 0)::float8 AS dead,
+            coalesce(s.n_mod_since_analyze, 0)::float8 AS modified,
             age(c.relfrozenxid)::float8 AS "xidAge"
        FROM pg_class c
        JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -17,13 +18,18 @@ export async function tableStats(db: Db): Promise<TableStats[]> {
 }
 
 /**
- * VACUUM (FREEZE when the task says) of one table, outside any transaction, as VACUUM must be.
+ * VACUUM (FREEZE, ANALYZE when the task says) of one table, outside any transaction, as VACUUM must be.
  * SKIP_LOCKED: a table another session is vacuuming (autovacuum, another worker's janitor) is
  * passed over rather than waited for. `truncate` false: empty pages at its end stay (see
  * VacuumPolicy.truncate).
  */
 export async function vacuumTable(db: Db, task: VacuumTask, truncate = true): Promise<void> {
-  const options = ["SKIP_LOCKED", ...(task.freeze ? ["FREEZE"] : []), ...(truncate ? [] : ["TRUNCATE false"])];
+  const options = [
+    "SKIP_LOCKED",
+    ...(task.freeze ? ["FREEZE"] : []),
+    ...(task.analyze ? ["ANALYZE"] : []),
+    ...(truncate ? [] : ["TRUNCATE false"]),
+  ];
   // The name comes from pg_class through regclass, which quotes it where it must be.
   await db.exec(`VACUUM (${options.join(", ")}) ${task.table}`);
 }
