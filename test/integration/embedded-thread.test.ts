@@ -154,6 +154,45 @@ test("a crashed thread: the store is unavailable, then opens its folder again by
   }
 });
 
+// The session is handed on as soon as a COMMIT has gone out (db.ts EmbeddedDb.exclusive): the
+// next holders' calls then wait on the thread, behind it. A crash there fails each of them as
+// unavailable, like any call on a crashed thread, and leaves nothing of theirs behind.
+test("a crash while a commit runs, with the next transactions queued behind it: each fails as unavailable, none is half-applied", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "sluice-embedded-queued-"));
+  const db = (await openDb({ dataDir: dir })) as EmbeddedDb;
+  try {
+    await db.exec("CREATE TABLE queued (n int)");
+    // Seconds of WebAssembly Postgres, its COMMIT sent with it; then two transactions and a
+    // statement issued behind it.
+    const slow = db.tx((q) =>
+      q.queryAndCommit("INSERT INTO queued SELECT count(*)::int FROM generate_series(1, 20000000) g WHERE g % 7 = 3"),
+    );
+    const behind = [
+      db.tx((q) => q.queryAndCommit("INSERT INTO queued VALUES (2)")),
+      db.tx(async (q) => void (await q.query("INSERT INTO queued VALUES (3)"))),
+      db.query("INSERT INTO queued VALUES (4)"),
+    ];
+    await new Promise((r) => setTimeout(r, 100));
+    await db.killThread();
+    const outcomes = await Promise.all(
+      [slow, ...behind].map((p) =>
+        p.then(
+          () => "ok",
+          (err: { code?: string }) => err.code ?? "?",
+        ),
+      ),
+    );
+    // The last one may run on the reopened store, if it got its turn after that: then it landed.
+    assert.deepEqual(outcomes.slice(0, 3), ["SLUICE_STORE_UNAVAILABLE", "SLUICE_STORE_UNAVAILABLE", "SLUICE_STORE_UNAVAILABLE"]);
+    assert.ok(["ok", "SLUICE_STORE_UNAVAILABLE"].includes(outcomes[3]!), outcomes[3]);
+    await waitFor(() => db.available, { timeoutMs: 30_000, message: () => "the store did not reopen" });
+    assert.deepEqual(await db.query("SELECT n FROM queued ORDER BY n"), outcomes[3] === "ok" ? [{ n: 4 }] : []);
+  } finally {
+    await db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("a crashed thread of a store in memory: unavailable for good (its data went with it), and it still closes", async () => {
   const db = (await openDb({ dataDir: "memory://" })) as EmbeddedDb;
   await db.query("SELECT 1");
