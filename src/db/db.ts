@@ -624,6 +624,9 @@ export class EmbeddedDb implements Db {
           committing = true;
           if (opening === null) {
             const commit = session.steps(["COMMIT"]);
+            // Handled from now on: it can only fail after the statements before it, but should it
+            // fail while `last` is still being awaited, that is no unhandled rejection.
+            commit.catch(() => undefined);
             handOff();
             await last;
             settled(await commit);
