@@ -262,13 +262,13 @@ function cut(s: PaceState, b: PaceBounds, cause: PaceCause, nowMs: number, slowA
 }
 
 function raise(s: PaceState, b: PaceBounds, nowMs: number): PaceState {
+  // The receiver's capacity, when two cuts confirmed it.
+  const capacity = s.confirmed === true ? s.ceiling : null;
   const probing =
     s.probing ||
     (s.ceiling !== null && s.rate > s.ceiling * PACE.reprobeAbove) ||
-    (s.cutAtMs !== null &&
-      nowMs - s.cutAtMs >= PACE.reprobeAfterMs &&
-      (s.confirmed !== true || s.ceiling === null || s.rate >= s.ceiling * PACE.reprobePast));
-  const near = s.confirmed === true && s.ceiling !== null && s.rate >= PACE.nearCeiling * s.ceiling;
+    (s.cutAtMs !== null && nowMs - s.cutAtMs >= PACE.reprobeAfterMs && (capacity === null || s.rate >= capacity * PACE.reprobePast));
+  const near = capacity !== null && s.rate >= PACE.nearCeiling * capacity;
   const step = probing
     ? s.rate * (PACE.probeGrowth - 1)
     : Math.max(PACE.stepShare * (near ? PACE.nearStepFactor : 1) * (s.ceiling ?? s.rate), 0.01);
