@@ -22,6 +22,11 @@ export interface Call {
   args: unknown[];
 }
 
+/** A call that ends its transaction: `run` with `commit` (its arguments as SessionThread.run sends them). */
+export function commits(c: Call): boolean {
+  return c.op === "run" && c.args[3] === true;
+}
+
 /** The answer to call `id` (0: the session opened, or failed to). */
 export type Answer = { id: number; ok: unknown } | { id: number; err: WireError };
 

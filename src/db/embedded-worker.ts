@@ -1,6 +1,6 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { EmbeddedSession } from "./embedded-session.js";
-import { isFatal, toWire, type Answer, type Call, type WorkerData } from "./embedded-thread.js";
+import { commits, isFatal, toWire, type Answer, type Call, type WorkerData } from "./embedded-thread.js";
 
 // The embedded store's own thread (embedded-thread.ts): opens the session, then runs the calls it
 // is sent one after the other, in the order sent.
@@ -31,7 +31,7 @@ port.on("message", (c: Call) => {
       // exchange): its transaction is still open, and aborted. It ends here, before the calls
       // sent behind it run — they are the next transaction's (EmbeddedDb hands the session on
       // as soon as a COMMIT has gone out).
-      if (c.op === "run" && c.args[3] === true) await (await session).steps(["ROLLBACK"]).catch(() => undefined);
+      if (commits(c)) await (await session).steps(["ROLLBACK"]).catch(() => undefined);
     }
     port.postMessage(answer);
   });
