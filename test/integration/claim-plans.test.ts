@@ -24,15 +24,7 @@ describe("the claim's plans on server Postgres, with statistics", () => {
     const t = await createTestDatabase();
     drop = () => t.drop();
     db = await openDb({ databaseUrl: t.url });
-    await migrate(db);
-    await db.query("INSERT INTO tenants (id, name) VALUES ('ten_plan', 'plans')");
-    for (let d = 0; d < 12; d++)
-      await insertDestination(db, `dst_plan${d}`, "ten_plan", withDefaults({ url: "https://example.com/h" }), []);
-    await db.query(`INSERT INTO events (id, tenant_id, type, payload, occurred_at)
-                    SELECT 'evt_plan' || g, 'ten_plan', 'x', '{}', now() FROM generate_series(1, 60000) g`);
-    await db.query(`INSERT INTO deliveries (id, tenant_id, destination_id, event_id, status, occurred_at, next_attempt_at)
-                    SELECT 'dlv_plan' || g, 'ten_plan', 'dst_plan' || (g % 12), 'evt_plan' || g, 'queued', now(), now()
-                      FROM generate_series(1, 60000) g`);
+    await seed(db, 12, 60_000, "'dst_plan' || (g % 12)");
     await db.query("ANALYZE");
   });
   after(async () => {
@@ -101,24 +93,17 @@ describe("the claim's plans on server Postgres, with statistics", () => {
   });
 });
 
-// The embedded store plans without column statistics (policy/vacuum.ts: it never analyzes). There
+// The embedded store plans without column statistics but those of destinations (policy/vacuum.ts). There
 // the write-back once looked each result's delivery up through a waiting-only partial index by
 // destination, filtering for the id: a walk over the destination's whole backlog per result
 // (300 ms for 100 results at a backlog of 20,000). One slow destination's backlog slowed every
 // write-back of the one session.
-describe("the write-back's plan on the embedded store, without statistics", () => {
+describe("the embedded store's plans, without statistics on its queues", () => {
   let db: Db;
   before(async () => {
     db = await openDb({ dataDir: "memory://claim-plans" });
-    await migrate(db);
-    await db.query("INSERT INTO tenants (id, name) VALUES ('ten_plan', 'plans')");
-    for (let d = 0; d < 3; d++) await insertDestination(db, `dst_plan${d}`, "ten_plan", withDefaults({ url: "https://example.com/h" }), []);
-    await db.query(`INSERT INTO events (id, tenant_id, type, payload, occurred_at)
-                    SELECT 'evt_plan' || g, 'ten_plan', 'x', '{}', now() FROM generate_series(1, 20000) g`);
     // A backlog of 20,000 on one destination, as a slow one builds up.
-    await db.query(`INSERT INTO deliveries (id, tenant_id, destination_id, event_id, status, occurred_at, next_attempt_at)
-                    SELECT 'dlv_plan' || g, 'ten_plan', 'dst_plan1', 'evt_plan' || g, 'queued', now(), now()
-                      FROM generate_series(1, 20000) g`);
+    await seed(db, 3, 20_000, "'dst_plan1'");
     await db.query("VACUUM deliveries"); // as the janitor would: sizes known, no statistics
   });
   after(async () => db?.close());
@@ -187,17 +172,27 @@ describe("the write-back's plan on the embedded store, without statistics", () =
         await q.exec("ROLLBACK TO SAVEPOINT plan");
         return rows[0]!["QUERY PLAN"][0]!.Plan;
       });
-      const scans: string[] = [];
-      const walk = (n: PlanNode): void => {
-        if (n["Relation Name"] === "destinations" && n["Node Type"] !== "ModifyTable")
-          scans.push(`${n["Node Type"]} ${n["Index Name"] ?? ""}`.trim());
-        (n.Plans ?? []).forEach(walk);
-      };
-      walk(plan);
-      assert.deepEqual([...new Set(scans)], ["Index Scan destinations_pkey"], `${generic ? "generic" : "custom"}: ${JSON.stringify(plan)}`);
+      assert.deepEqual(
+        [...new Set(scansOf(plan, "destinations"))],
+        ["Index Scan destinations_pkey"],
+        `${generic ? "generic" : "custom"}: ${JSON.stringify(plan)}`,
+      );
     }
   });
 });
+
+/** A tenant, `destinations` destinations and `deliveries` waiting deliveries with their events; delivery g goes to `destinationOf` (SQL of g). */
+async function seed(db: Db, destinations: number, deliveries: number, destinationOf: string): Promise<void> {
+  await migrate(db);
+  await db.query("INSERT INTO tenants (id, name) VALUES ('ten_plan', 'plans')");
+  for (let d = 0; d < destinations; d++)
+    await insertDestination(db, `dst_plan${d}`, "ten_plan", withDefaults({ url: "https://example.com/h" }), []);
+  await db.query(`INSERT INTO events (id, tenant_id, type, payload, occurred_at)
+                  SELECT 'evt_plan' || g, 'ten_plan', 'x', '{}', now() FROM generate_series(1, ${deliveries}) g`);
+  await db.query(`INSERT INTO deliveries (id, tenant_id, destination_id, event_id, status, occurred_at, next_attempt_at)
+                  SELECT 'dlv_plan' || g, 'ten_plan', ${destinationOf}, 'evt_plan' || g, 'queued', now(), now()
+                    FROM generate_series(1, ${deliveries}) g`);
+}
 
 interface PlanNode {
   "Node Type": string;
@@ -205,6 +200,15 @@ interface PlanNode {
   "Index Name"?: string;
   Plans?: PlanNode[];
 }
+
+/** Every node of a plan (EXPLAIN's JSON), depth first. */
+const planNodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(planNodes)];
+
+/** How a plan reads `table`: each scan as "node type [index]" (the node writing to it left out). */
+const scansOf = (plan: PlanNode, table: string): string[] =>
+  planNodes(plan)
+    .filter((n) => n["Relation Name"] === table && n["Node Type"] !== "ModifyTable")
+    .map((n) => `${n["Node Type"]} ${n["Index Name"] ?? ""}`.trim());
 
 /**
  * The write-back's generic plan, as the worker runs it, for one result on dst_plan1: leases only
@@ -223,15 +227,10 @@ async function assertFinishPlanByKey(db: Db): Promise<void> {
     },
     { genericPlans: true },
   );
-  const nodes: PlanNode[] = [];
-  const loopsOverBatches: PlanNode[] = [];
-  const walk = (n: PlanNode): void => {
-    nodes.push(n);
-    const kids = n.Plans ?? [];
-    if (n["Node Type"] === "Nested Loop" && kids.every((k) => k["Node Type"] === "CTE Scan")) loopsOverBatches.push(n);
-    kids.forEach(walk);
-  };
-  walk(plan);
+  const nodes = planNodes(plan);
+  const loopsOverBatches = nodes.filter(
+    (n) => n["Node Type"] === "Nested Loop" && (n.Plans ?? []).every((k) => k["Node Type"] === "CTE Scan"),
+  );
   const text = JSON.stringify(plan);
   assert.deepEqual(loopsOverBatches, [], text);
   const scans = nodes.filter((n) => n["Relation Name"] !== undefined && n["Node Type"] !== "ModifyTable");
@@ -241,8 +240,7 @@ async function assertFinishPlanByKey(db: Db): Promise<void> {
     text,
   );
   // No join touches leases: only lookups by key and the delete by row id.
-  const leaseScans = scans.filter((n) => n["Relation Name"] === "leases").map((n) => `${n["Node Type"]} ${n["Index Name"] ?? ""}`.trim());
-  assert.deepEqual([...new Set(leaseScans)].sort(), ["Index Scan leases_pkey", "Tid Scan"], text);
+  assert.deepEqual([...new Set(scansOf(plan, "leases"))].sort(), ["Index Scan leases_pkey", "Tid Scan"], text);
   const leaseJoins = nodes.filter((n) => n["Node Type"] === "Nested Loop" && (n.Plans ?? []).some((k) => k["Relation Name"] === "leases"));
   assert.deepEqual(leaseJoins, [], text);
   const deliveryScans = scans.filter((n) => n["Relation Name"] === "deliveries").map((n) => n["Index Name"] ?? n["Node Type"]);
