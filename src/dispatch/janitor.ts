@@ -97,7 +97,7 @@ export async function vacuumOnce(db: Db, policy: VacuumPolicy = DEFAULT_VACUUM_P
   const done: { task: VacuumTask; ms: number }[] = [];
   for (const task of vacuumPlan(await tableStats(db), policy)) {
     const startedAt = performance.now();
-    await vacuumTable(db, task, policy.truncate);
+    await vacuumTable(db, task, policy);
     const ms = performance.now() - startedAt;
     metrics.vacuums.inc({ table: task.table });
     metrics.vacuumDuration.observe(ms / 1000);

@@ -14,17 +14,21 @@
 // vacuuming them every few seconds costs milliseconds; the big ones (deliveries, attempts, events)
 // stay autovacuum's, which paces itself.
 //
-// ANALYZE only of `destinations` on the embedded store: it has always planned without column
-// statistics on the rest, and with them its statements did worse — `npm run bench:profile --
-// --embedded` fell from ~4,400–4,800 to ~3,600–3,900 deliveries/s with ANALYZE of every table at
-// autovacuum's rule, and analyzing at most every ten minutes (statistics from a nearly empty
-// table, kept while it filled) stalled delivery at ~60/s. VACUUM still keeps each table's size
-// estimate (pg_class) current. But without them the publish's wake-up of its destinations took
-// the partial index of live destinations (`deleted_at IS NULL`, guessed to hold a handful) and
-// compared every destination of the tenant with every destination of the batch: 1.15 s for a
-// batch of 1,000 events at 20,000 destinations, 22 ms with statistics. Statistics of
-// `destinations` say what fraction is live, paused, deleted — which hardly moves as the table
-// grows. (On the server autovacuum analyzes every table as it always has.)
+// ANALYZE of every table on the embedded store, at autovacuum's rule, from a sample of 3,000 rows
+// (statistics target 10, not Postgres's 100): there is no autovacuum to do it, and without column
+// statistics Postgres guesses that `tenant_id = $1` keeps 0.5 % of a table. With one tenant owning
+// every row, the API's reads then joined their good index with the tenant index in a bitmap, read
+// the whole tenant index, or sorted all of a tenant's rows for a page of 100: at 300,000
+// deliveries a destination's deliveries took 15–40 ms, the events of an hour 280–580 ms, the
+// deliveries of one status 150–550 ms; with statistics 1–5 ms, as on a server (`npm run
+// bench:api-reads`, docs/benchmarks.md). Without them too the publish's wake-up of 1,000 events'
+// destinations took 1.15 s at 20,000 destinations. The sample keeps ANALYZE short on the one
+// session (deliveries at 300,000 rows: 27 ms, against 270 ms at 100), and the API's plans the same.
+// Once, analyzing every table cost throughput (`bench:profile -- --embedded` ~4,600 → ~3,700/s);
+// measured again after the statements were reworked, it does not: 6,625 · 6,916 · 6,900/s without,
+// 6,614 · 6,711 · 6,901/s with. Analyzing rarely is what hurts: statistics from a nearly empty
+// table, kept while it filled, stalled delivery at ~60/s — autovacuum's rule re-analyzes as it grows.
+// (On the server autovacuum analyzes every table as it always has.)
 
 export interface TableStats {
   /** Schema-qualified, as Postgres prints regclass. */
@@ -41,8 +45,10 @@ export interface TableStats {
 
 export interface VacuumTask {
   table: string;
+  /** VACUUM it: dead rows past the threshold, or freezing due. */
+  vacuum: boolean;
   freeze: boolean;
-  /** Its statistics too (VACUUM (ANALYZE)). */
+  /** ANALYZE it: its statistics are out of date. */
   analyze: boolean;
 }
 
@@ -54,10 +60,12 @@ export interface VacuumPolicy {
   freezeAge: number;
   /** Only these of Sluice's own tables are vacuumed for dead rows (null: all of them). */
   only: readonly string[] | null;
-  /** These of Sluice's own tables are analyzed once rows changed exceed base + share × live (autovacuum's rule). */
-  analyze: readonly string[];
+  /** These of Sluice's own tables (null: all of them) are analyzed once rows changed exceed base + share × live (autovacuum's rule). */
+  analyze: readonly string[] | null;
   analyzeBase: number;
   analyzeShare: number;
+  /** default_statistics_target for those ANALYZEs (its sample is 300 × this many rows); null: the server's. */
+  statisticsTarget: number | null;
   /**
    * Let VACUUM give empty pages at a table's end back to the file system. That takes a moment's
    * ACCESS EXCLUSIVE lock on the table: nothing for the embedded store's one session, a stall of
@@ -72,9 +80,10 @@ export const DEFAULT_VACUUM_POLICY: VacuumPolicy = {
   // Well before Postgres's own limits (vacuum_freeze_table_age 150 M, wraparound at ~2,000 M).
   freezeAge: 100_000_000,
   only: null,
-  analyze: ["destinations"],
+  analyze: null,
   analyzeBase: 50,
   analyzeShare: 0.1,
+  statisticsTarget: 10,
   truncate: true,
 };
 
@@ -87,6 +96,7 @@ export const SERVER_VACUUM_POLICY: VacuumPolicy = {
   freezeAge: Infinity,
   only: ["leases", "destinations"],
   analyze: [],
+  statisticsTarget: null,
   truncate: false,
 };
 
@@ -95,8 +105,11 @@ export function vacuumPlan(tables: readonly TableStats[], policy: VacuumPolicy =
   const ordered = [...tables.filter((t) => t.own), ...tables.filter((t) => !t.own)];
   return ordered.flatMap((t) => {
     const freeze = t.xidAge > policy.freezeAge;
-    const dead = t.own && (policy.only === null || policy.only.includes(t.table)) && t.dead > policy.deadBase + policy.deadShare * t.live;
-    const analyze = t.own && policy.analyze.includes(t.table) && t.modified > policy.analyzeBase + policy.analyzeShare * t.live;
-    return freeze || dead || analyze ? [{ table: t.table, freeze, analyze }] : [];
+    const dead = t.own && named(policy.only, t.table) && t.dead > policy.deadBase + policy.deadShare * t.live;
+    const analyze = t.own && named(policy.analyze, t.table) && t.modified > policy.analyzeBase + policy.analyzeShare * t.live;
+    return freeze || dead || analyze ? [{ table: t.table, vacuum: freeze || dead, freeze, analyze }] : [];
   });
 }
+
+/** A policy's list of tables: null names every one. */
+const named = (tables: readonly string[] | null, table: string): boolean => tables === null || tables.includes(table);

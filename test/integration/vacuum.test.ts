@@ -14,8 +14,8 @@ const vacuumsOf = async (table: string): Promise<number> =>
   (await metrics.vacuums.get()).values.find((v) => v.labels.table === table)?.value ?? 0;
 
 // The embedded store has no autovacuum (PGlite is Postgres in single-user mode), so the janitor
-// vacuums it: a table with many dead rows is vacuumed, and one without is left alone (and only
-// `destinations` is analyzed, see policy/vacuum.ts). On a server, where autovacuum comes once a minute, it
+// vacuums it: a table with many dead rows is vacuumed, and one without is left alone; each is
+// analyzed once enough of its rows changed, from a small sample (see policy/vacuum.ts). On a server, where autovacuum comes once a minute, it
 // vacuums the small hot tables (leases, destinations) between its rounds, and nothing else.
 
 /**
@@ -42,8 +42,23 @@ test("on the embedded store the janitor vacuums the tables whose dead rows passe
     assert.ok(counted >= 200, `dead rows counted: ${counted}`);
     const done = await vacuumOnce(db);
     const tables = done.map((d) => d.task.table);
-    assert.ok(tables.includes("churn"), JSON.stringify(done));
-    assert.ok(!tables.includes("calm"), JSON.stringify(done));
+    const vacuumed = done.filter((d) => d.task.vacuum).map((d) => d.task.table);
+    assert.ok(vacuumed.includes("churn"), JSON.stringify(done));
+    assert.ok(!vacuumed.includes("calm"), JSON.stringify(done));
+    // Both were analyzed (1,000 rows written), at statistics target 10: a histogram of 10 buckets.
+    for (const table of ["churn", "calm"])
+      assert.ok(
+        done.some((d) => d.task.table === table && d.task.analyze),
+        JSON.stringify(done),
+      );
+    const bounds = await db.query<{ tablename: string; n: number }>(
+      `SELECT tablename, array_length(histogram_bounds::text::int[], 1) AS n FROM pg_stats
+        WHERE tablename IN ('churn', 'calm') AND attname = 'id' ORDER BY tablename`,
+    );
+    assert.deepEqual(bounds, [
+      { tablename: "calm", n: 11 },
+      { tablename: "churn", n: 11 },
+    ]);
     // Everything it picked is Sluice's own: no catalog is anywhere near the freeze age here.
     const own = new Set((await tableStats(db)).filter((t) => t.own).map((t) => t.table));
     assert.ok(

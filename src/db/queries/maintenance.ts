@@ -1,7 +1,7 @@
 import type { Db } from "../db.js";
-import type { TableStats, VacuumTask } from "../../policy/vacuum.js";
+import type { TableStats, VacuumPolicy, VacuumTask } from "../../policy/vacuum.js";
 
-// VACUUM, run by the janitor (policy/vacuum.ts says when and why).
+// VACUUM and ANALYZE, run by the janitor (policy/vacuum.ts says when and why).
 
 /** Every table's counters: Sluice's own and the system catalogs (whose row ids age too). */
 export async function tableStats(db: Db): Promise<TableStats[]> {
@@ -18,18 +18,23 @@ export async function tableStats(db: Db): Promise<TableStats[]> {
 }
 
 /**
- * VACUUM (FREEZE, ANALYZE when the task says) of one table, outside any transaction, as VACUUM must be.
- * SKIP_LOCKED: a table another session is vacuuming (autovacuum, another worker's janitor) is
- * passed over rather than waited for. `truncate` false: empty pages at its end stay (see
- * VacuumPolicy.truncate).
+ * What the task says of one table: VACUUM (with FREEZE when due) outside any transaction, as
+ * VACUUM must be, then ANALYZE in a transaction of its own at the policy's statistics target.
+ * SKIP_LOCKED: a table another session is vacuuming or analyzing (autovacuum, another worker's
+ * janitor) is passed over rather than waited for. `truncate` false: empty pages at its end stay
+ * (see VacuumPolicy.truncate).
  */
-export async function vacuumTable(db: Db, task: VacuumTask, truncate = true): Promise<void> {
-  const options = [
-    "SKIP_LOCKED",
-    ...(task.freeze ? ["FREEZE"] : []),
-    ...(task.analyze ? ["ANALYZE"] : []),
-    ...(truncate ? [] : ["TRUNCATE false"]),
-  ];
+export async function vacuumTable(db: Db, task: VacuumTask, policy: Pick<VacuumPolicy, "truncate" | "statisticsTarget">): Promise<void> {
   // The name comes from pg_class through regclass, which quotes it where it must be.
-  await db.exec(`VACUUM (${options.join(", ")}) ${task.table}`);
+  if (task.vacuum) {
+    const options = ["SKIP_LOCKED", ...(task.freeze ? ["FREEZE"] : []), ...(policy.truncate ? [] : ["TRUNCATE false"])];
+    await db.exec(`VACUUM (${options.join(", ")}) ${task.table}`);
+  }
+  if (task.analyze) {
+    const target = policy.statisticsTarget;
+    await db.tx(async (q) => {
+      if (target !== null) await q.exec(`SET LOCAL default_statistics_target = ${Math.trunc(target)}`);
+      await q.exec(`ANALYZE (SKIP_LOCKED) ${task.table}`);
+    });
+  }
 }
