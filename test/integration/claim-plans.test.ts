@@ -126,6 +126,7 @@ describe("the embedded store's plans, before and after the janitor analyzes its 
     const reads: [string, string, (q: Queryable) => Promise<unknown>][] = [
       ["deliveries", "a destination's deliveries", (q) => listDeliveries(q, "ten_plan", { destinationId: "dst_plan1" }, 100, null)],
       ["deliveries", "an event's deliveries", (q) => listDeliveries(q, "ten_plan", { eventId: "evt_plan7" }, 100, null)],
+      ["deliveries", "the queued deliveries", (q) => listDeliveries(q, "ten_plan", { statuses: ["queued"] }, 100, null)],
       ["deliveries", "the tenant's deliveries", (q) => listDeliveries(q, "ten_plan", {}, 100, null)],
       [
         "events",

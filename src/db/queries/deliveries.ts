@@ -33,6 +33,7 @@ export interface DeliveryRow {
 
 // A leased delivery (a row in leases) shows as `delivering`, with the attempt under way counted.
 const SHOWN_STATUS = "CASE WHEN ls.token IS NOT NULL THEN 'delivering' ELSE dl.status END";
+const LEASED = "EXISTS (SELECT 1 FROM leases x WHERE x.destination_id = dl.destination_id AND x.delivery_id = dl.id)";
 const SELECT = `SELECT dl.destination_id, dl.id, dl.event_id, dl.tenant_id, ${SHOWN_STATUS} AS status,
                        dl.attempts + (ls.token IS NOT NULL)::int AS attempts, dl.failures, dl.occurred_at, dl.next_attempt_at,
                        ls.expires_at AS lease_expires_at, dl.last_error, dl.last_status_code, dl.finished_at, dl.created_at,
@@ -80,8 +81,12 @@ export async function listDeliveries(
     where.push(`dl.event_id = $${params.length}`);
   }
   if (f.statuses) {
+    // The shown status (SHOWN_STATUS), written so that Postgres can estimate how many rows it
+    // keeps from the column's statistics: through the CASE it guessed 0.5 %, and for a status most
+    // rows have it read and sorted every row of the tenant for a page (66 ms at 30,000 queued).
     params.push(f.statuses);
-    where.push(`${SHOWN_STATUS} = ANY($${params.length}::text[])`);
+    const shown = `dl.status = ANY($${params.length}::text[]) AND NOT ${LEASED}`;
+    where.push(f.statuses.includes("delivering") ? `(${shown} OR ${LEASED})` : shown);
   }
   if (f.destinationIds) {
     params.push(f.destinationIds);
