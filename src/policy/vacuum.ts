@@ -19,11 +19,12 @@
 // statistics Postgres guesses that `tenant_id = $1` keeps 0.5 % of a table. With one tenant owning
 // every row, the API's reads then joined their good index with the tenant index in a bitmap, read
 // the whole tenant index, or sorted all of a tenant's rows for a page of 100: at 300,000
-// deliveries a destination's deliveries took 15–40 ms, the events of an hour 280–580 ms, the
-// deliveries of one status 150–550 ms; with statistics 1–5 ms, as on a server (`npm run
-// bench:api-reads`, docs/benchmarks.md). Without them too the publish's wake-up of 1,000 events'
-// destinations took 1.15 s at 20,000 destinations. The sample keeps ANALYZE short on the one
-// session (deliveries at 300,000 rows: 27 ms, against 270 ms at 100), and the API's plans the same.
+// deliveries a destination's deliveries took 15–40 ms, the events of an hour 280–580 ms; with
+// statistics 1–3 ms, as on a server (`npm run bench:api-reads`, docs/benchmarks.md; the deliveries
+// of one status, ~1 s, needed their filter rewritten too: queries/deliveries.ts). Without
+// statistics too the publish's wake-up of 1,000 events' destinations took 1.15 s at 20,000
+// destinations. The sample keeps ANALYZE short on the one session (deliveries at 300,000 rows:
+// 27 ms, against 270 ms at 100), and the API's plans the same.
 // Once, analyzing every table cost throughput (`bench:profile -- --embedded` ~4,600 → ~3,700/s);
 // measured again after the statements were reworked, it does not: 6,625 · 6,916 · 6,900/s without,
 // 6,614 · 6,711 · 6,901/s with. Analyzing rarely is what hurts: statistics from a nearly empty

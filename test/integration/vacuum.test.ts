@@ -15,8 +15,9 @@ const vacuumsOf = async (table: string): Promise<number> =>
 
 // The embedded store has no autovacuum (PGlite is Postgres in single-user mode), so the janitor
 // vacuums it: a table with many dead rows is vacuumed, and one without is left alone; each is
-// analyzed once enough of its rows changed, from a small sample (see policy/vacuum.ts). On a server, where autovacuum comes once a minute, it
-// vacuums the small hot tables (leases, destinations) between its rounds, and nothing else.
+// analyzed once enough of its rows changed, from a small sample (see policy/vacuum.ts). On a
+// server, where autovacuum comes once a minute, it vacuums the small hot tables (leases,
+// destinations) between its rounds, and nothing else.
 
 /**
  * `table`'s dead rows once `ok` holds of them (the counters reach the views within about a
