@@ -1,9 +1,11 @@
 import type { Logger } from "pino";
-import type { Db } from "../db/db.js";
+import type { Db, Queryable } from "../db/db.js";
 import { everyRound } from "./rounds.js";
+import { MINUTE_MS, ROLLUP_SCHEDULE, rollupDue, type LastRollup, type RollupSchedule } from "../policy/rollup-schedule.js";
 import { classifyHeld, heldGroups, quietNow } from "../db/queries/stats.js";
 import {
   countAttempts,
+  oldestAttemptSince,
   pruneStats,
   replaceBacklogSample,
   replaceStatsMinutes,
@@ -13,8 +15,9 @@ import {
 } from "../db/queries/rollups.js";
 import { lookAtBacklogs } from "./backlog-watch.js";
 
-// The dashboard's rollups (migrations/0010_stats.sql), run by the workers' janitor once a minute
-// by one worker at a time (advisory lock; the others skip their turn):
+// The dashboard's rollups (migrations/0010_stats.sql), run by the workers' janitor once a minute,
+// just after the minute ends (policy/rollup-schedule.ts), by one worker at a time (advisory lock;
+// the others skip their turn):
 // - attempts counted per destination and minute into stats_minutes, recomputing the last
 //   LATE_MINUTES completed minutes on every pass: an attempt row is written when its request
 //   ends, up to a timeout (60 s at most) after the start it is counted by;
@@ -34,8 +37,13 @@ const BACKFILL_MINUTES = 24 * 60;
 /** Most passes one tick runs while behind. */
 const CATCH_UP_PASSES = 6;
 
-const MINUTE_MS = 60_000;
 const floorMinute = (ms: number) => Math.floor(ms / MINUTE_MS) * MINUTE_MS;
+
+/** The minute of the oldest attempt since `earliest`, or `end` when there is none. */
+async function firstMinute(q: Queryable, earliest: number, end: number): Promise<number> {
+  const oldest = await oldestAttemptSince(q, new Date(earliest));
+  return oldest === null ? end : Math.min(end, floorMinute(oldest.getTime()));
+}
 
 export interface RollupPass {
   /** The minutes recomputed: [from, until). */
@@ -62,7 +70,11 @@ export async function rollupStats(db: Db): Promise<RollupPass | null> {
     const { now, rolledUntil } = await rollupClock(q);
     const end = floorMinute(now.getTime());
     const earliest = end - BACKFILL_MINUTES * MINUTE_MS;
-    const from = Math.max(earliest, rolledUntil === null ? earliest : rolledUntil.getTime() - LATE_MINUTES * MINUTE_MS);
+    // The first pass starts at the oldest attempt of the last day, not a day back: on a new store
+    // that is now, and the stats endpoints stop counting every attempt of the hour live within
+    // seconds instead of after four minutes of catching up over empty hours.
+    const start = rolledUntil !== null ? rolledUntil.getTime() - LATE_MINUTES * MINUTE_MS : await firstMinute(q, earliest, end);
+    const from = Math.max(earliest, start);
     const until = Math.min(end, from + MAX_PASS_MINUTES * MINUTE_MS);
     const rows = await countAttempts(q, new Date(from), new Date(until), null);
     await replaceStatsMinutes(q, new Date(from), new Date(until), rows);
@@ -88,14 +100,24 @@ export async function rollupStats(db: Db): Promise<RollupPass | null> {
   });
 }
 
-/** Runs rollupStats every `everyMs` (catching up in several passes when behind); returns stop. */
-export function startStatsRollup(db: Db, log: Logger, everyMs = MINUTE_MS): () => void {
-  // Soon after start, so a restarted worker catches up at once.
-  return everyRound("stats rollup", log, { firstMs: Math.min(everyMs, 5_000), everyMs }, async (stopped) => {
-    // Catching up (first start after an upgrade, a long stop) takes a few ticks rather than
-    // one long burst of queries: CATCH_UP_PASSES hours of attempts a minute at most.
+/** How often the janitor asks whether a pass is due (policy/rollup-schedule.ts). */
+const TICK_MS = 2_000;
+
+/**
+ * Runs rollupStats soon after each minute ends (catching up in several passes when behind);
+ * returns stop. Soon after start too, so that a restarted worker catches up at once.
+ */
+export function startStatsRollup(db: Db, log: Logger, schedule: RollupSchedule = ROLLUP_SCHEDULE): () => void {
+  let last: LastRollup | null = null;
+  return everyRound("stats rollup", log, { firstMs: 5_000, everyMs: TICK_MS }, async (stopped) => {
+    if (!rollupDue(Date.now(), last, schedule)) return;
+    const triedMs = Date.now();
+    last = { triedMs, rolledUntilMs: last?.rolledUntilMs ?? null, behind: false };
+    // Catching up (first start after an upgrade, a long stop) takes a few rounds rather than one
+    // long burst of queries: CATCH_UP_PASSES hours of attempts a minute at most.
     for (let i = 0; i < CATCH_UP_PASSES && !stopped(); i++) {
       const pass = await rollupStats(db);
+      last = { triedMs, rolledUntilMs: pass ? pass.until.getTime() : last.rolledUntilMs, behind: pass?.more ?? false };
       if (!pass?.more) break;
     }
   });

@@ -3,6 +3,8 @@ import assert from "node:assert/strict";
 import { BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
+import { openTestStore } from "../helpers/db.js";
+import { migrate } from "../../src/db/migrate.js";
 import type { ApiError, Delivery, Destination, Page, TenantCreated, ValidationFailed } from "../helpers/api-types.js";
 import type { DestinationStats, Stats } from "../../src/schemas/stats.js";
 import { rollupStats, type RollupPass } from "../../src/dispatch/stats-rollup.js";
@@ -370,3 +372,29 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+// A first pass (no rollups yet) starts at the oldest attempt of the last day: a new store has
+// nothing to catch up, so its stats stop counting every attempt of the hour live at once.
+test("the first rollup pass starts at the oldest attempt of the last day, not a day back", async () => {
+  const { db, close } = await openTestStore("embedded");
+  try {
+    await migrate(db);
+    const empty = await rollupStats(db);
+    assert.ok(empty && !empty.more, JSON.stringify(empty));
+    assert.equal(empty.from.getTime(), empty.until.getTime(), "nothing to count on a new store");
+    assert.equal(empty.until.getTime() % 60_000, 0);
+
+    await db.query("DELETE FROM stats_rollup_state");
+    await db.query(
+      `INSERT INTO attempts (destination_id, delivery_id, attempt_no, started_at, latency_ms, outcome)
+       VALUES ('dst_old', 'dlv_old', 1, now() - interval '90 minutes', 1, 'success')`,
+    );
+    const first = await rollupStats(db);
+    assert.ok(first, "the lock was free");
+    const oldest = (await db.query<{ m: Date }>("SELECT date_trunc('minute', now() - interval '90 minutes', 'UTC') AS m"))[0]!.m;
+    assert.equal(first.from.getTime(), oldest.getTime());
+    assert.equal(first.more, true, "90 minutes: two passes of at most an hour");
+  } finally {
+    await close();
+  }
+});

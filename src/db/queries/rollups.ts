@@ -36,6 +36,12 @@ export async function rollupClock(q: Queryable): Promise<{ now: Date; rolledUnti
   return { now: rows[0]!.now, rolledUntil: rows[0]!.rolled_until };
 }
 
+/** When the oldest attempt at or after `since` started (probes included), or null if none did. */
+export async function oldestAttemptSince(q: Queryable, since: Date): Promise<Date | null> {
+  const rows = await q.query<{ at: Date | null }>("SELECT min(started_at) AS at FROM attempts WHERE started_at >= $1", [since]);
+  return rows[0]?.at ?? null;
+}
+
 /** Moves the rollups' end forward (never back). */
 export async function setRolledUntil(q: Queryable, at: Date): Promise<void> {
   await q.query(
