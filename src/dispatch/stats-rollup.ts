@@ -110,15 +110,22 @@ const TICK_MS = 2_000;
 export function startStatsRollup(db: Db, log: Logger, schedule: RollupSchedule = ROLLUP_SCHEDULE): () => void {
   let last: LastRollup | null = null;
   return everyRound("stats rollup", log, { firstMs: 5_000, everyMs: TICK_MS }, async (stopped) => {
-    if (!rollupDue(Date.now(), last, schedule)) return;
     const triedMs = Date.now();
-    last = { triedMs, rolledUntilMs: last?.rolledUntilMs ?? null, behind: false };
-    // Catching up (first start after an upgrade, a long stop) takes a few rounds rather than one
-    // long burst of queries: CATCH_UP_PASSES hours of attempts a minute at most.
-    for (let i = 0; i < CATCH_UP_PASSES && !stopped(); i++) {
-      const pass = await rollupStats(db);
-      last = { triedMs, rolledUntilMs: pass ? pass.until.getTime() : last.rolledUntilMs, behind: pass?.more ?? false };
-      if (!pass?.more) break;
+    if (!rollupDue(triedMs, last, schedule)) return;
+    let rolledUntilMs = last?.rolledUntilMs ?? null;
+    let behind = false;
+    try {
+      // Catching up (first start after an upgrade, a long stop) takes a few rounds rather than
+      // one long burst of queries: CATCH_UP_PASSES hours of attempts a minute at most.
+      for (let i = 0; i < CATCH_UP_PASSES && !stopped(); i++) {
+        const pass = await rollupStats(db);
+        rolledUntilMs = pass?.until.getTime() ?? rolledUntilMs;
+        behind = pass?.more ?? false;
+        if (!behind) break;
+      }
+    } finally {
+      // Failed or not, this was a try: the next one waits the schedule's gap.
+      last = { triedMs, rolledUntilMs, behind };
     }
   });
 }

@@ -22,7 +22,7 @@ export const ROLLUP_SCHEDULE: RollupSchedule = { settleMs: 2_000, minGapMs: 10_0
 /** The last pass this process tried: when, where the rollups then ended, whether they were still behind. */
 export interface LastRollup {
   triedMs: number;
-  /** Null when another process held the rollups' lock (nothing learnt). */
+  /** Where this process last saw the rollups end; null until one of its passes has run (another held the lock). */
   rolledUntilMs: number | null;
   behind: boolean;
 }

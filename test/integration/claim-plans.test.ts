@@ -166,11 +166,6 @@ describe("the embedded store's plans, before and after the janitor analyzes its 
       JSON.stringify(done),
     );
     // The publish's statement for 1,000 events to 100 of them, as the API writes it.
-    let captured: { sql: string; params: unknown[] } | null = null;
-    const recorder: Queryable = {
-      query: async <R>(sql: string, params: unknown[] = []) => ((captured = { sql, params }), [{ ok: true }] as R[]),
-      exec: async () => undefined,
-    };
     const events = Array.from({ length: 1000 }, (_, i) => ({
       id: `evt_many${i}`,
       type: "x",
@@ -186,8 +181,7 @@ describe("the embedded store's plans, before and after the janitor analyzes its 
       deliverAt: null,
       quietHold: false,
     }));
-    await insertPublished(recorder, "ten_plan", null, events, deliveries, null);
-    const { sql, params } = captured!;
+    const { sql, params } = await statementOf((q) => insertPublished(q, "ten_plan", null, events, deliveries, null));
     const literal = (x: unknown): string => (x === null ? "NULL" : `'${(x as string).replace(/'/g, "''")}'`);
     for (const generic of [false, true]) {
       const plan = await db.tx(async (q) => {
@@ -250,15 +244,23 @@ const rowsRead = (plan: PlanNode, table: string): number =>
     .filter((n) => n["Node Type"].endsWith("Scan") && (n["Relation Name"] === table || n["Index Name"]?.startsWith(`${table}_`)))
     .reduce((sum, n) => sum + ((n["Actual Rows"] ?? 0) + (n["Rows Removed by Filter"] ?? 0)) * (n["Actual Loops"] ?? 1), 0);
 
-/** EXPLAIN ANALYZE of the one statement `read` sends, as it sends it. */
-async function explainAnalyze(db: Db, read: (q: Queryable) => Promise<unknown>): Promise<PlanNode> {
+/**
+ * The one statement `send` sends, as it sends it: captured by a Queryable that only records (and
+ * answers the one row the publish checks, `ok`). Its plan is then read on the real store.
+ */
+async function statementOf(send: (q: Queryable) => Promise<unknown>): Promise<{ sql: string; params: unknown[] }> {
   let sent: { sql: string; params: unknown[] } | null = null;
   const recorder: Queryable = {
-    query: async <R>(sql: string, params: unknown[] = []) => ((sent = { sql, params }), [] as R[]),
+    query: async <R>(sql: string, params: unknown[] = []) => ((sent = { sql, params }), [{ ok: true }] as R[]),
     exec: async () => undefined,
   };
-  await read(recorder);
-  const { sql, params } = sent!;
+  await send(recorder);
+  return sent!;
+}
+
+/** EXPLAIN ANALYZE of the one statement `read` sends, as it sends it. */
+async function explainAnalyze(db: Db, read: (q: Queryable) => Promise<unknown>): Promise<PlanNode> {
+  const { sql, params } = await statementOf(read);
   const rows = await db.query<{ "QUERY PLAN": { Plan: PlanNode }[] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params);
   return rows[0]!["QUERY PLAN"][0]!.Plan;
 }
