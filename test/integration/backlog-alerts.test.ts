@@ -15,11 +15,11 @@ import type { Db } from "../../src/db/db.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** One rollup pass; the janitor's own pass may hold the lock for a moment. */
-async function look(db: Db): Promise<RollupPass> {
+/** One rollup pass with the minute's tasks; the janitor's own pass may hold the lock for a moment. */
+async function look(db: Db): Promise<NonNullable<RollupPass["minute"]>> {
   for (;;) {
     const pass = await rollupStats(db);
-    if (pass) return pass;
+    if (pass?.minute) return pass.minute;
     await sleep(50);
   }
 }

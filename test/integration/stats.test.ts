@@ -8,6 +8,7 @@ import { migrate } from "../../src/db/migrate.js";
 import type { ApiError, Delivery, Destination, Page, TenantCreated, ValidationFailed } from "../helpers/api-types.js";
 import type { DestinationStats, Stats } from "../../src/schemas/stats.js";
 import { rollupStats, type RollupPass } from "../../src/dispatch/stats-rollup.js";
+import { xactBound } from "../../src/db/queries/rollups.js";
 import { BOUNDS_MS, bucketOf, total } from "../../src/policy/latency-histogram.js";
 
 // The dashboard's numbers (GET /v1/stats, GET /v1/destinations/{id}/stats) against a real Sluice
@@ -253,73 +254,98 @@ for (const backend of BACKENDS) {
       const sampled = (await overview("?minutes=5")).backlog.filter((b) => b.reason === "paused");
       // The janitor may have sampled them in the minute before too: every sample says 3, the last is this pass's.
       assert.ok(sampled.length >= 1 && sampled.every((b) => b.n === 3), JSON.stringify(sampled));
-      assert.equal(sampled[sampled.length - 1]!.at, pass.sampledAt.toISOString());
+      assert.equal(sampled[sampled.length - 1]!.at, pass.minute!.sampledAt.toISOString());
     });
 
-    test("minute rollups agree with the live count and are idempotent", async () => {
+    test("rollup passes count each attempt once, into its start minute however late it is written, and agree with the live count", async () => {
       const d = await createDestination("/ok");
       await publish(d, 4);
       await waitStatuses(d, "delivered", 4);
       const failedToo = await createDestination("/fail", { retry_schedule_seconds: [] });
       await publish(failedToo, 2);
       await waitStatuses(failedToo, "dead", 2);
-      // Moved two minutes back, into a minute every rollup pass recomputes and the API reads from the rollups.
-      await s.running.db.query(
-        `UPDATE attempts SET started_at = date_trunc('minute', now()) - interval '2 minutes' + (started_at - date_trunc('minute', started_at))
-          WHERE destination_id = ANY($1::text[])`,
-        [[d.id, failedToo.id]],
-      );
       const rows = () =>
         s.running.db.query<{
           destination_id: string;
           minute: Date;
           delivered: number;
           failed: number;
-          by_class: object;
+          rate_limited: number;
+          timeouts: number;
+          by_class: Record<string, number>;
           latency_hist: number[];
         }>(
           `SELECT destination_id, minute, delivered, failed, rate_limited, timeouts, by_class, latency_hist
              FROM stats_minutes WHERE destination_id = ANY($1::text[]) ORDER BY destination_id, minute`,
           [[d.id, failedToo.id]],
         );
+      const delivered = async () => sum((await destStats(d, "?minutes=5")).outcomes, (m) => m.delivered);
+      const failedLastHour = async () => (await overview("?minutes=5")).destinations.find((x) => x.id === failedToo.id)!.failed_last_hour;
+      // Whatever the janitor has counted so far, the API adds the rest live: the same totals.
+      assert.equal(await delivered(), 4);
       await rollUp();
       const first = await rows();
       await rollUp();
-      assert.deepEqual(await rows(), first, "a second pass writes the same rows");
-
-      const mine = first.find((r) => r.destination_id === d.id)!;
-      assert.equal(first.length, 2, JSON.stringify(first));
-      assert.equal(mine.delivered, 4);
-      assert.equal(total(mine.latency_hist), 4, "every delivery's latency is in the histogram");
-      const theirs = first.find((r) => r.destination_id === failedToo.id)!;
-      assert.equal(theirs.failed, 2);
-      assert.deepEqual(theirs.by_class, { "5xx": 2 });
-
-      // The API reads that minute from the rollup and adds nothing live: the same totals, no double count.
-      const st = await destStats(d, "?minutes=5");
+      assert.deepEqual(await rows(), first, "a pass with nothing new adds nothing");
+      const of = (id: string, f: (r: (typeof first)[number]) => number) =>
+        sum(
+          first.filter((r) => r.destination_id === id),
+          f,
+        );
       assert.equal(
-        sum(st.outcomes, (m) => m.delivered),
+        of(d.id, (r) => r.delivered),
         4,
       );
-      assert.equal(st.outcomes.find((m) => Date.parse(m.at) === mine.minute.getTime())?.delivered, 4);
+      assert.equal(
+        of(d.id, (r) => total(r.latency_hist)),
+        4,
+        "every delivery's latency is in the histogram",
+      );
+      assert.equal(
+        of(failedToo.id, (r) => r.failed),
+        2,
+      );
+      assert.equal(
+        of(failedToo.id, (r) => r.by_class["5xx"] ?? 0),
+        2,
+      );
+      // Read from the rollups, with nothing added live: no double count.
+      assert.equal(await delivered(), 4);
+      assert.equal(await failedLastHour(), 2);
       const o = await overview("?minutes=5");
-      const atMinute = o.series.find((m) => Date.parse(m.at) === mine.minute.getTime())!;
-      assert.ok(atMinute.delivered >= 4 && atMinute.failed >= 2, JSON.stringify(atMinute));
-      assert.ok(atMinute.latency_p50_ms !== null);
-      assert.equal(o.destinations.find((x) => x.id === failedToo.id)!.failed_last_hour, 2);
+      assert.ok(o.series.some((m) => m.latency_p50_ms !== null));
 
-      // Proof the API reads rolled-up minutes from stats_minutes (not attempts), and that a pass
-      // replaces a minute's count rather than adding to it.
+      // Proof the API reads counted minutes from stats_minutes (not attempts), and that a pass
+      // adds only what is new rather than counting a minute again.
       await s.running.db.query("UPDATE stats_minutes SET delivered = delivered + 100 WHERE destination_id = $1", [d.id]);
-      assert.equal(
-        sum((await destStats(d, "?minutes=5")).outcomes, (m) => m.delivered),
-        104,
-      );
+      assert.equal(await delivered(), 104);
       await rollUp();
-      assert.equal(
-        sum((await destStats(d, "?minutes=5")).outcomes, (m) => m.delivered),
-        4,
-      );
+      assert.equal(await delivered(), 104);
+      await s.running.db.query("UPDATE stats_minutes SET delivered = delivered - 100 WHERE destination_id = $1", [d.id]);
+
+      // A result written back late: started two minutes ago, its transaction still open while a
+      // pass runs (on a server, where passes and write-backs run side by side). The pass neither
+      // counts it nor passes it by; the next one counts it into the minute it started in, once.
+      const late = () =>
+        `INSERT INTO attempts (destination_id, delivery_id, attempt_no, started_at, latency_ms, outcome, error_class)
+         VALUES ('${failedToo.id}', 'dlv_late_${backend}', 1, date_trunc('minute', now()) - interval '2 minutes', 5, 'failure', 'timeout')`;
+      if (backend === "server") {
+        await s.running.db.tx(async (q) => {
+          await q.query(late());
+          const during = await rollupStats(s.running.db, { minuteTasks: false });
+          assert.ok(during === null || during.by === "xact", JSON.stringify(during));
+        });
+      } else {
+        await s.running.db.query(late());
+      }
+      assert.equal(await failedLastHour(), 3, "counted live before a pass");
+      await rollUp();
+      await rollUp();
+      const minuteAgo = (await s.running.db.query<{ m: Date }>("SELECT date_trunc('minute', now()) - interval '2 minutes' AS m"))[0]!.m;
+      const lateRow = (await rows()).find((r) => r.destination_id === failedToo.id && r.minute.getTime() === minuteAgo.getTime());
+      assert.ok(lateRow, "the late attempt is in the minute it started in");
+      assert.equal(lateRow.timeouts, 1);
+      assert.equal(await failedLastHour(), 3, "counted once");
     });
 
     test("SQL width_bucket and bucketOf put every latency in the same bucket", async () => {
@@ -373,27 +399,88 @@ for (const backend of BACKENDS) {
   });
 }
 
-// A first pass (no rollups yet) starts at the oldest attempt of the last day: a new store has
-// nothing to catch up, so its stats stop counting every attempt of the hour live at once.
-test("the first rollup pass starts at the oldest attempt of the last day, not a day back", async () => {
+// A first pass (no rollups yet) counts by start time from the oldest attempt of the last day: a
+// new store has nothing to catch up. Passes by start time go an hour at a time until they reach the
+// present; the one that does counts the attempts of every ended transaction, and from there on
+// passes count what each transaction wrote, once (as an upgraded store moves from start time).
+test("first passes count by start time from the oldest attempt of the last day, then by transaction, each attempt once", async () => {
   const { db, close } = await openTestStore("embedded");
   try {
     await migrate(db);
-    const empty = await rollupStats(db);
-    assert.ok(empty && !empty.more, JSON.stringify(empty));
-    assert.equal(empty.from.getTime(), empty.until.getTime(), "nothing to count on a new store");
-    assert.equal(empty.until.getTime() % 60_000, 0);
+    const pass = async () => (await rollupStats(db, { minuteTasks: false }))!;
+    const empty = await pass();
+    assert.equal(empty.by, "start");
+    assert.equal(empty.more, false);
+    assert.equal(empty.until, null, "it reached the present");
+    assert.equal(empty.from!.getTime() % 60_000, 0);
+    assert.ok(Date.now() - empty.from!.getTime() < 120_000, "nothing to count on a new store: it starts now");
+    assert.equal((await pass()).by, "xact");
 
-    await db.query("DELETE FROM stats_rollup_state");
+    // An upgraded store: rollups by start time up to now, and attempts written before 0017 (no xact).
+    await db.query(
+      "UPDATE stats_rollup_state SET counted_below = NULL, rolled_until = date_trunc('minute', now()) - interval '100 minutes'",
+    );
+    await db.query("INSERT INTO tenants (id, name) VALUES ('ten_old', 'old')");
+    await db.query(
+      `INSERT INTO destinations (id, tenant_id, url, secrets, timeout_seconds, max_concurrency, ordered, retry_schedule_seconds,
+                                 throttle_schedule_seconds, probe_interval_seconds, replay_on_resume)
+       VALUES ('dst_old', 'ten_old', 'http://x', '[]', 5, 1, false, '{60}', '{60}', 60, true)`,
+    );
+    const attempt = (id: string, ago: string) =>
+      db.query(
+        `INSERT INTO attempts (destination_id, delivery_id, attempt_no, started_at, latency_ms, outcome, xact)
+         VALUES ('dst_old', $1, 1, date_trunc('minute', now()) - $2::interval, 1, 'failure', NULL)`,
+        [id, ago],
+      );
+    await attempt("dlv_old", "90 minutes");
+    await attempt("dlv_recent", "1 minute");
+    const first = await pass();
+    assert.equal(first.by, "start");
+    const from = (await db.query<{ m: Date }>("SELECT date_trunc('minute', now()) - interval '103 minutes' AS m"))[0]!.m;
+    assert.equal(first.from!.getTime(), from.getTime(), "from three minutes before where the rollups reached");
+    assert.equal(first.more, true, "an hour at a time");
+    const second = await pass();
+    assert.deepEqual([second.by, second.until, second.more], ["start", null, false]);
+    // Written after the switch: counted by transaction.
     await db.query(
       `INSERT INTO attempts (destination_id, delivery_id, attempt_no, started_at, latency_ms, outcome)
-       VALUES ('dst_old', 'dlv_old', 1, now() - interval '90 minutes', 1, 'success')`,
+       VALUES ('dst_old', 'dlv_new', 1, now(), 1, 'failure')`,
     );
-    const first = await rollupStats(db);
-    assert.ok(first, "the lock was free");
-    const oldest = (await db.query<{ m: Date }>("SELECT date_trunc('minute', now() - interval '90 minutes', 'UTC') AS m"))[0]!.m;
-    assert.equal(first.from.getTime(), oldest.getTime());
-    assert.equal(first.more, true, "90 minutes: two passes of at most an hour");
+    assert.equal((await pass()).by, "xact");
+    await pass();
+    const failed = await db.query<{ n: number }>("SELECT sum(failed)::int AS n FROM stats_minutes WHERE destination_id = 'dst_old'");
+    assert.equal(failed[0]!.n, 3);
+  } finally {
+    await close();
+  }
+});
+
+// A pass after a long stop bounds its work by transaction: the bound never splits one.
+test("xactBound ends a long span after about `limit` attempts, at a transaction's first", async () => {
+  const { db, close } = await openTestStore("embedded");
+  try {
+    await migrate(db);
+    const xact = async (n: number) => {
+      const got = await db.tx(async (q) => {
+        await q.query(
+          `INSERT INTO attempts (destination_id, delivery_id, attempt_no, started_at, latency_ms, outcome)
+           SELECT 'dst_b', 'dlv_' || g || '_' || $1, 1, now(), 1, 'success' FROM generate_series(1, $1::int) AS g`,
+          [n],
+        );
+        return (await q.query<{ x: string }>("SELECT pg_current_xact_id()::text AS x"))[0]!.x;
+      });
+      return got;
+    };
+    const a = await xact(3);
+    const b = await xact(2);
+    const c = await xact(4);
+    const below = (BigInt(c) + 1n).toString();
+    assert.equal(await xactBound(db, a, below, 1), b, "the first transaction is taken whole");
+    assert.equal(await xactBound(db, a, below, 3), b);
+    assert.equal(await xactBound(db, a, below, 4), b);
+    assert.equal(await xactBound(db, a, below, 5), c);
+    assert.equal(await xactBound(db, a, below, 9), null, "fewer than the limit: no bound");
+    assert.equal(await xactBound(db, b, below, 2), c);
   } finally {
     await close();
   }

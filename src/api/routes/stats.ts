@@ -3,7 +3,7 @@ import { Type, type Static } from "@sinclair/typebox";
 import type { ApiContext } from "../context.js";
 import { NotFoundError } from "../../errors.js";
 import { assertDestinationVisible, destinationScope } from "../access.js";
-import { backlogSince, recentMinuteStats, statsTotals, type MinuteStats } from "../../db/queries/rollups.js";
+import { backlogSince, readStats, recentMinuteStats, statsTotals, type MinuteStats } from "../../db/queries/rollups.js";
 import { liveDestinationIds } from "../../db/queries/destinations.js";
 import {
   arrivalsPerSecond,
@@ -14,7 +14,7 @@ import {
   sumByReason,
   type HeldGroup,
 } from "../../db/queries/stats.js";
-import type { Queryable } from "../../db/db.js";
+import type { Db, Queryable } from "../../db/db.js";
 import type { HoldReason } from "../../policy/statuses.js";
 import { effectiveLimits } from "../../policy/adaptive-pace.js";
 import { IdParams } from "../../schemas/common.js";
@@ -30,9 +30,9 @@ import {
   secondSeries,
 } from "../stats-view.js";
 
-// The dashboard's numbers. Minutes come from the rollups (stats_minutes, written once a minute by
-// the workers) plus a live count of the attempts since the last rollup, so an answer reads a few
-// rows per destination and minute and at most a couple of minutes of attempts, whatever the
+// The dashboard's numbers. Minutes come from the rollups (stats_minutes, added to every few
+// seconds by the workers) plus a live count of the attempts written since the last pass, so an
+// answer reads a few rows per destination and minute and a few seconds of attempts, whatever the
 // traffic. Held counts are live (one pass over the waiting deliveries of the destinations asked
 // about). Portal sessions may read both, limited to their destinations.
 
@@ -45,7 +45,7 @@ const atLeastAnHour = (minutes: number) => Math.max(minutes, HOUR_MINUTES);
 const lastMinutesFrom = (since: Date, minutes: number) => new Date(since.getTime() + (atLeastAnHour(minutes) - minutes) * 60_000);
 
 /** Delivered and failed per destination in the 60 minutes up to `now`: rolled-up totals plus the live tail's. */
-async function lastHourTotals(q: Queryable, ids: string[], live: readonly MinuteStats[], liveFrom: Date, now: Date) {
+async function lastHourTotals(q: Queryable, ids: string[], live: readonly MinuteStats[], liveFrom: Date | null, now: Date) {
   const hourFrom = new Date((Math.floor(now.getTime() / 60_000) - (HOUR_MINUTES - 1)) * 60_000);
   const totals = lastHourByDestination(live, now.getTime());
   for (const t of await statsTotals(q, ids, hourFrom, liveFrom)) {
@@ -53,6 +53,18 @@ async function lastHourTotals(q: Queryable, ids: string[], live: readonly Minute
     totals.set(t.destination_id, { delivered: sum.delivered + t.delivered, failed: sum.failed + t.failed });
   }
   return totals;
+}
+
+/**
+ * The minutes of `ids` (at least the last hour's) and their last-hour totals, read in one snapshot:
+ * a rollup pass committing between the reads would otherwise count its attempts twice.
+ */
+function minutesAndLastHour(db: Db, ids: string[], minutes: number, summed: boolean) {
+  return readStats(db, async (q) => {
+    const recent = await recentMinuteStats(q, ids, atLeastAnHour(minutes), summed);
+    const lastHour = await lastHourTotals(q, ids, recent.live, recent.liveFrom, recent.now);
+    return { ...recent, lastHour };
+  });
 }
 
 /** Held groups of `ids` now (quiet windows judged at the store's clock). */
@@ -81,9 +93,8 @@ export function statsRoutes(ctx: ApiContext) {
       async (req): Promise<Stats> => {
         const minutes = req.query.minutes ?? 60;
         const ids = await liveDestinationIds(ctx.db, req.tenant.id, destinationScope(req));
-        const { rows, live, since, liveFrom, now } = await recentMinuteStats(ctx.db, ids, atLeastAnHour(minutes), true);
+        const { rows, since, now, lastHour } = await minutesAndLastHour(ctx.db, ids, minutes, true);
         const seriesSince = lastMinutesFrom(since, minutes);
-        const lastHour = await lastHourTotals(ctx.db, ids, live, liveFrom, now);
         const groups = await heldNow(ctx.db, ids, now.getTime());
         const backlog = await backlogSince(ctx.db, ids, seriesSince);
         const oldest = oldestWaitingByDestination(groups);
@@ -135,10 +146,10 @@ export function statsRoutes(ctx: ApiContext) {
         const minutes = req.query.minutes ?? 60;
         const rateSeconds = req.query.rate_seconds ?? 300;
         const ids = [req.params.id];
-        const { rows, live, since, liveFrom, now } = await recentMinuteStats(ctx.db, ids, atLeastAnHour(minutes));
+        const { rows, since, now, lastHour: totals } = await minutesAndLastHour(ctx.db, ids, minutes, false);
         const seriesSince = lastMinutesFrom(since, minutes);
         const nowMs = now.getTime();
-        const lastHour = (await lastHourTotals(ctx.db, ids, live, liveFrom, now)).get(req.params.id);
+        const lastHour = totals.get(req.params.id);
         const arrivalsSince = (Math.floor(nowMs / 1000) - (rateSeconds - 1)) * 1000;
         const arrivals = await arrivalsPerSecond(ctx.db, req.params.id, new Date(arrivalsSince));
         const groups = await heldNow(ctx.db, ids, nowMs);

@@ -1,11 +1,11 @@
-import type { Queryable } from "../db.js";
+import type { Db, Queryable } from "../db.js";
 import { STATS_ROLLUP_LOCK } from "../locks.js";
 import { BOUNDS_MS, emptyHistogram, merge } from "../../policy/latency-histogram.js";
 import type { HeldCount } from "./stats.js";
 
-// The dashboard's numbers (migrations/0010_stats.sql): attempts counted per destination and
+// The dashboard's numbers (migrations/0010_stats.sql, 0017): attempts counted per destination and
 // minute, kept in stats_minutes by the workers' janitor (dispatch/stats-rollup.ts), and counted
-// live from attempts for the minutes the rollups have not reached yet; held backlog samples.
+// live from attempts for those its passes have not counted yet; held backlog samples.
 
 /** One destination's attempts in one minute (probes left out). */
 export interface MinuteStats {
@@ -28,12 +28,24 @@ export async function tryStatsRollupLock(q: Queryable): Promise<boolean> {
   return got[0]?.ok ?? false;
 }
 
-/** The store's clock, and the end of the minutes rolled up so far (null: never). */
-export async function rollupClock(q: Queryable): Promise<{ now: Date; rolledUntil: Date | null }> {
-  const rows = await q.query<{ now: Date; rolled_until: Date | null }>(
-    "SELECT now() AS now, (SELECT rolled_until FROM stats_rollup_state) AS rolled_until",
+/** How far the rollups reach, and the store's clock. */
+export interface RollupClock {
+  now: Date;
+  /** The end of the minutes rolled up by start time (null: never); no longer moved once counting by transaction. */
+  rolledUntil: Date | null;
+  /** Every attempt written by a transaction below this one is in stats_minutes (null: not counting by transaction yet). */
+  countedBelow: string | null;
+  /** The oldest transaction still running: every attempt below it is written, or never will be. */
+  xmin: string;
+}
+
+export async function rollupClock(q: Queryable): Promise<RollupClock> {
+  const rows = await q.query<{ now: Date; rolled_until: Date | null; counted_below: string | null; xmin: string }>(
+    `SELECT now() AS now, s.rolled_until, s.counted_below::text, pg_snapshot_xmin(pg_current_snapshot())::text AS xmin
+       FROM (SELECT) AS one LEFT JOIN stats_rollup_state s ON true`,
   );
-  return { now: rows[0]!.now, rolledUntil: rows[0]!.rolled_until };
+  const r = rows[0]!;
+  return { now: r.now, rolledUntil: r.rolled_until, countedBelow: r.counted_below, xmin: r.xmin };
 }
 
 /** When the oldest attempt at or after `since` started (probes included), or null if none did. */
@@ -42,13 +54,37 @@ export async function oldestAttemptSince(q: Queryable, since: Date): Promise<Dat
   return rows[0]?.at ?? null;
 }
 
-/** Moves the rollups' end forward (never back). */
-export async function setRolledUntil(q: Queryable, at: Date): Promise<void> {
+/**
+ * Records how far the rollups reach: `rolledUntil` by start time (moved forward, never back), and
+ * once counting by transaction, `countedBelow` (null keeps the value stored).
+ */
+export async function setRolledUntil(q: Queryable, at: Date, countedBelow: string | null = null): Promise<void> {
   await q.query(
-    `INSERT INTO stats_rollup_state (id, rolled_until) VALUES (true, $1)
-     ON CONFLICT (id) DO UPDATE SET rolled_until = greatest(stats_rollup_state.rolled_until, EXCLUDED.rolled_until)`,
-    [at],
+    `INSERT INTO stats_rollup_state (id, rolled_until, counted_below) VALUES (true, $1, $2::xid8)
+     ON CONFLICT (id) DO UPDATE SET rolled_until = greatest(stats_rollup_state.rolled_until, EXCLUDED.rolled_until),
+                                    counted_below = coalesce(EXCLUDED.counted_below, stats_rollup_state.counted_below)`,
+    [at, countedBelow],
   );
+}
+
+/**
+ * Where a pass from transaction `from` should stop so as to count about `limit` attempts, when
+ * more than that were written below `below` (a pass after a long stop takes several), else null.
+ * The bound is a transaction id, so a transaction's attempts are never split between passes.
+ */
+export async function xactBound(q: Queryable, from: string, below: string, limit: number): Promise<string | null> {
+  const nth = await q.query<{ x: string | null }>(
+    `SELECT (SELECT xact FROM attempts WHERE xact >= $1::xid8 AND xact < $2::xid8 ORDER BY xact OFFSET $3 LIMIT 1)::text AS x`,
+    [from, below, limit],
+  );
+  const x = nth[0]?.x ?? null;
+  if (x === null || x !== from) return x;
+  // The first transaction alone wrote more than `limit`: take it whole.
+  const next = await q.query<{ x: string | null }>("SELECT min(xact)::text AS x FROM attempts WHERE xact > $1::xid8 AND xact < $2::xid8", [
+    from,
+    below,
+  ]);
+  return next[0]?.x ?? null;
 }
 
 interface AttemptGroup {
@@ -62,19 +98,30 @@ interface AttemptGroup {
   n: number;
 }
 
+/** Which attempts countAttempts counts. */
+export type AttemptSpan =
+  /** Started in [since, until) (until null: open); with `below`, only those of transactions below it, or of none. */
+  | { by: "start"; since: Date; until: Date | null; below: string | null }
+  /** Written by transactions in [from, below) (below null: every one from `from` on), started at or after `since`. */
+  | { by: "xact"; from: string; below: string | null; since: Date };
+
 /**
- * Attempts started in [since, until) counted per destination, minute, outcome, error class and
- * latency bucket — of `destinationIds`, or of every destination when null. The rollup (null)
- * walks attempts_started_idx; a dashboard's live tail (ids) walks attempts_destination_time_idx.
+ * Attempts of `span` counted per destination, minute, outcome, error class and latency bucket — of
+ * `destinationIds`, or of every destination when null. By transaction, the statement walks
+ * attempts_xact_idx; by start time, attempts_started_idx (a first rollup pass), or
+ * attempts_destination_time_idx (a dashboard's live tail before the first pass).
  * Publish→delivery = the attempt's start + its latency − the delivery's created_at (the publish
  * transaction's time); a retried delivery counts from its publish, a deliver_at wait included.
  */
-export async function countAttempts(
-  q: Queryable,
-  since: Date,
-  until: Date | null,
-  destinationIds: string[] | null,
-): Promise<MinuteStats[]> {
+export async function countAttempts(q: Queryable, span: AttemptSpan, destinationIds: string[] | null): Promise<MinuteStats[]> {
+  // $1 since, $2 until (start) or below (xact), $3 the latency bounds, $4 below (start) or from (xact), $5 ids.
+  const where =
+    span.by === "start"
+      ? "a.started_at >= $1 AND ($2::timestamptz IS NULL OR a.started_at < $2) AND ($4::xid8 IS NULL OR a.xact IS NULL OR a.xact < $4)"
+      : "a.xact >= $4::xid8 AND ($2::xid8 IS NULL OR a.xact < $2::xid8) AND a.started_at >= $1";
+  const params: unknown[] =
+    span.by === "start" ? [span.since, span.until, BOUNDS_MS, span.below] : [span.since, span.below, BOUNDS_MS, span.from];
+  if (destinationIds !== null) params.push(destinationIds);
   const groups = await q.query<AttemptGroup>(
     `SELECT a.destination_id, d.tenant_id, date_trunc('minute', a.started_at, 'UTC') AS minute, a.outcome, a.error_class,
             CASE WHEN a.outcome = 'success' AND dl.created_at IS NOT NULL
@@ -84,11 +131,11 @@ export async function countAttempts(
        FROM attempts a
        JOIN destinations d ON d.id = a.destination_id
        LEFT JOIN deliveries dl ON a.outcome = 'success' AND dl.destination_id = a.destination_id AND dl.id = a.delivery_id
-      WHERE a.started_at >= $1 AND ($2::timestamptz IS NULL OR a.started_at < $2)
+      WHERE ${where}
         AND left(a.delivery_id, 4) <> 'prb_'
-        ${destinationIds === null ? "" : "AND a.destination_id = ANY($4::text[])"}
+        ${destinationIds === null ? "" : "AND a.destination_id = ANY($5::text[])"}
       GROUP BY 1, 2, 3, 4, 5, 6`,
-    destinationIds === null ? [since, until, BOUNDS_MS] : [since, until, BOUNDS_MS, destinationIds],
+    params,
   );
   return foldGroups(groups);
 }
@@ -147,12 +194,12 @@ export function addMinutes(a: MinuteStats, b: MinuteStats): MinuteStats {
 }
 
 /**
- * Replaces the rollups of the minutes in [since, until) with `rows`: deleted and written again in
- * the caller's transaction, so a pass is idempotent and a minute recomputed later (attempts
- * written late) keeps nothing of its earlier count.
+ * Replaces the rollups of the minutes in [since, until) (until null: open) with `rows`: deleted and
+ * written again in the caller's transaction, so a pass by start time is idempotent and a minute
+ * recomputed later (attempts written late) keeps nothing of its earlier count.
  */
-export async function replaceStatsMinutes(q: Queryable, since: Date, until: Date, rows: readonly MinuteStats[]): Promise<void> {
-  await q.query("DELETE FROM stats_minutes WHERE minute >= $1 AND minute < $2", [since, until]);
+export async function replaceStatsMinutes(q: Queryable, since: Date, until: Date | null, rows: readonly MinuteStats[]): Promise<void> {
+  await q.query("DELETE FROM stats_minutes WHERE minute >= $1 AND ($2::timestamptz IS NULL OR minute < $2)", [since, until]);
   if (rows.length === 0) return;
   await q.query(
     `INSERT INTO stats_minutes (destination_id, tenant_id, minute, delivered, failed, rate_limited, timeouts, by_class, latency_hist)
@@ -163,12 +210,43 @@ export async function replaceStatsMinutes(q: Queryable, since: Date, until: Date
   );
 }
 
-/** Rolled-up minutes of `destinationIds` in [since, until), oldest first. */
-export async function statsMinutes(q: Queryable, destinationIds: string[], since: Date, until: Date): Promise<MinuteStats[]> {
-  if (destinationIds.length === 0 || until <= since) return [];
+/**
+ * Adds `rows` to the rollups of their destinations and minutes (a pass counting by transaction:
+ * each attempt is counted once, into its minute however late it was written). Histograms are
+ * added bucket by bucket, error classes key by key.
+ */
+export async function addStatsMinutes(q: Queryable, rows: readonly MinuteStats[]): Promise<void> {
+  if (rows.length === 0) return;
+  await q.query(
+    `INSERT INTO stats_minutes AS s (destination_id, tenant_id, minute, delivered, failed, rate_limited, timeouts, by_class, latency_hist)
+     SELECT r.destination_id, r.tenant_id, r.minute, r.delivered, r.failed, r.rate_limited, r.timeouts, r.by_class, r.latency_hist
+       FROM json_to_recordset($1::json) AS r(destination_id text, tenant_id text, minute timestamptz, delivered int, failed int,
+                                              rate_limited int, timeouts int, by_class jsonb, latency_hist int[])
+     ON CONFLICT (destination_id, minute) DO UPDATE SET
+       delivered = s.delivered + EXCLUDED.delivered,
+       failed = s.failed + EXCLUDED.failed,
+       rate_limited = s.rate_limited + EXCLUDED.rate_limited,
+       timeouts = s.timeouts + EXCLUDED.timeouts,
+       by_class = (SELECT coalesce(jsonb_object_agg(k, n), '{}')
+                     FROM (SELECT k, sum(v::int) AS n
+                             FROM (SELECT * FROM jsonb_each_text(s.by_class) UNION ALL SELECT * FROM jsonb_each_text(EXCLUDED.by_class)) AS c(k, v)
+                            GROUP BY k) AS t),
+       latency_hist = (SELECT coalesce(array_agg(coalesce(x, 0) + coalesce(y, 0) ORDER BY i), '{}')
+                         FROM unnest(s.latency_hist, EXCLUDED.latency_hist) WITH ORDINALITY AS u(x, y, i))`,
+    [JSON.stringify(rows)],
+  );
+}
+
+/** Nothing to read: no destinations, or an empty span of minutes. */
+const nothing = (ids: readonly string[], since: Date, until: Date | null) => ids.length === 0 || (until !== null && until <= since);
+const MINUTES_IN = "destination_id = ANY($1::text[]) AND minute >= $2 AND ($3::timestamptz IS NULL OR minute < $3)";
+
+/** Rolled-up minutes of `destinationIds` in [since, until) (until null: open), oldest first. */
+export async function statsMinutes(q: Queryable, destinationIds: string[], since: Date, until: Date | null): Promise<MinuteStats[]> {
+  if (nothing(destinationIds, since, until)) return [];
   return q.query<MinuteStats>(
     `SELECT destination_id, tenant_id, minute, delivered, failed, rate_limited, timeouts, by_class, latency_hist
-       FROM stats_minutes WHERE destination_id = ANY($1::text[]) AND minute >= $2 AND minute < $3
+       FROM stats_minutes WHERE ${MINUTES_IN}
       ORDER BY minute`,
     [destinationIds, since, until],
   );
@@ -179,9 +257,9 @@ export async function statsMinutes(q: Queryable, destinationIds: string[], since
  * row per minute, histograms added bucket by bucket; destination_id and by_class left empty): a
  * tenant-wide day is 1,440 rows to send, however many destinations it has.
  */
-export async function statsMinutesSummed(q: Queryable, destinationIds: string[], since: Date, until: Date): Promise<MinuteStats[]> {
-  if (destinationIds.length === 0 || until <= since) return [];
-  const where = "destination_id = ANY($1::text[]) AND minute >= $2 AND minute < $3";
+export async function statsMinutesSummed(q: Queryable, destinationIds: string[], since: Date, until: Date | null): Promise<MinuteStats[]> {
+  if (nothing(destinationIds, since, until)) return [];
+  const where = MINUTES_IN;
   return q.query<MinuteStats>(
     `WITH m AS (
        SELECT minute, sum(delivered)::int AS delivered, sum(failed)::int AS failed,
@@ -206,12 +284,12 @@ export async function statsTotals(
   q: Queryable,
   destinationIds: string[],
   since: Date,
-  until: Date,
+  until: Date | null,
 ): Promise<{ destination_id: string; delivered: number; failed: number }[]> {
-  if (destinationIds.length === 0 || until <= since) return [];
+  if (nothing(destinationIds, since, until)) return [];
   return q.query(
     `SELECT destination_id, sum(delivered)::int AS delivered, sum(failed)::int AS failed
-       FROM stats_minutes WHERE destination_id = ANY($1::text[]) AND minute >= $2 AND minute < $3
+       FROM stats_minutes WHERE ${MINUTES_IN}
       GROUP BY destination_id`,
     [destinationIds, since, until],
   );
@@ -220,27 +298,44 @@ export async function statsTotals(
 export interface RecentMinutes {
   /** Rolled-up rows (per destination, or summed per minute) followed by the live tail's, per destination. */
   rows: MinuteStats[];
-  /** The live tail alone (minutes from liveFrom on), per destination. */
+  /** The live tail alone: the attempts no pass has counted yet, per destination and minute. */
   live: MinuteStats[];
-  /** The first minute's start, where the live count starts, and the store's clock. */
+  /** The first minute's start, and the store's clock. */
   since: Date;
-  liveFrom: Date;
   now: Date;
+  /**
+   * Where the rolled-up minutes end and the live count by start time begins; null once the
+   * rollups count by transaction (rolled-up rows of every minute, the live tail added to them).
+   */
+  liveFrom: Date | null;
 }
 
 /**
- * The last `minutes` minutes of `destinationIds` (the current one included): rolled up where the
- * rollups reach, counted from attempts after that (normally the current minute and the one
- * before). `summed`: rolled-up minutes come summed over the destinations (statsMinutesSummed).
+ * The last `minutes` minutes of `destinationIds` (the current one included): what the rollups
+ * have counted, plus the attempts written since the last pass (normally a few seconds of them),
+ * counted live. `summed`: rolled-up minutes come summed over the destinations (statsMinutesSummed).
+ * Run it in one snapshot (readStats), or a pass committing between its reads counts twice.
  */
 export async function recentMinuteStats(q: Queryable, destinationIds: string[], minutes: number, summed = false): Promise<RecentMinutes> {
-  const { now, rolledUntil } = await rollupClock(q);
+  const { now, rolledUntil, countedBelow } = await rollupClock(q);
   const since = new Date((Math.floor(now.getTime() / 60_000) - (minutes - 1)) * 60_000);
-  const liveFrom = rolledUntil === null || rolledUntil < since ? since : rolledUntil;
+  const liveFrom = countedBelow !== null ? null : rolledUntil === null || rolledUntil < since ? since : rolledUntil;
   if (destinationIds.length === 0) return { rows: [], live: [], since, liveFrom, now };
   const rolled = await (summed ? statsMinutesSummed : statsMinutes)(q, destinationIds, since, liveFrom);
-  const live = await countAttempts(q, liveFrom, null, destinationIds);
+  const span: AttemptSpan =
+    countedBelow !== null
+      ? { by: "xact", from: countedBelow, below: null, since }
+      : { by: "start", since: liveFrom!, until: null, below: null };
+  const live = await countAttempts(q, span, destinationIds);
   return { rows: [...rolled, ...live], live, since, liveFrom, now };
+}
+
+/** Runs the stats reads of `fn` in one read-only snapshot: rolled-up rows and the live tail agree. */
+export function readStats<T>(db: Db, fn: (q: Queryable) => Promise<T>): Promise<T> {
+  return db.tx(async (q) => {
+    await q.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");
+    return fn(q);
+  });
 }
 
 /** Replaces the backlog sample of `minute` with `counts`. */
