@@ -20,6 +20,7 @@ import { SluiceCluster } from "./sluice.js";
 type Store = "embedded" | "server";
 type Read = { name: string; path: string };
 type Timing = { name: string; path: string; medianMs: number; maxMs: number; status: number };
+type Seeded = { seedS: number; perS: number; statsCallsMs: number[]; deliveries: Record<string, number>; timings: Timing[] };
 
 const flags = () =>
   parseFlags("npm run bench:api-reads", {
@@ -27,6 +28,11 @@ const flags = () =>
     idle: { def: 4000, quick: 400, min: 0, help: "destinations beside them that get none" },
     events: { def: 300_000, quick: 30_000, help: "events, one delivery each, round-robin over the destinations" },
     reps: { def: 9, quick: 5, help: "times each read is timed (median and slowest reported)" },
+    "poll-stats": {
+      def: 0,
+      min: 0,
+      help: "while seeding, a client asks GET /v1/stats?minutes=60 every this many seconds, as the dashboard's overview does (0: none)",
+    },
     stores: { type: "str", arg: "LIST", def: "embedded,server", help: "which stores, comma-separated (embedded, server)" },
     ...clusterFlags(900),
     quick: { type: "bool", help: "small: 100 destinations, 30,000 events" },
@@ -48,7 +54,7 @@ async function main(): Promise<void> {
   );
   const pg = stores.includes("server") ? await bench.postgres(!f["no-fsync"]) : null;
   const receiver = await Receiver.start(bench.log("api-reads-receiver.log"));
-  const results: Partial<Record<Store, { seedS: number; deliveries: Record<string, number>; timings: Timing[] }>> = {};
+  const results: Partial<Record<Store, Seeded>> = {};
   for (const store of stores) {
     process.stderr.write(`\n▶ ${store} store\n`);
     const dataDir = store === "embedded" ? mkdtempSync(join(tmpdir(), "sluice-api-reads-pglite-")) : undefined;
@@ -72,7 +78,16 @@ async function main(): Promise<void> {
     return e && s ? `${fmt(e / s, 2)}×` : "–";
   };
   out("");
-  for (const s of stores) out(`${s}: seeded in ${fmt(results[s]?.seedS, 0)} s; ${describe(results[s]?.deliveries)}`);
+  for (const s of stores) {
+    const r = results[s];
+    out(`${s}: seeded in ${fmt(r?.seedS, 0)} s (${fmt(r?.perS)} deliveries/s, first publish → last arrival); ${describe(r?.deliveries)}`);
+    const calls = r?.statsCallsMs ?? [];
+    if (calls.length > 0)
+      out(
+        `  GET /v1/stats every ${f["poll-stats"]} s while seeding: ${calls.length} calls, mean ${fmt(calls.reduce((a, b) => a + b, 0) / calls.length, 0)} ms, ` +
+          `slowest ${fmt(Math.max(...calls), 0)} ms`,
+      );
+  }
   out(`ms per read, median (slowest) of ${f.reps}; one tenant holds every row`);
   out(
     table(
@@ -104,7 +119,7 @@ async function oneStore(o: {
   dataDir: string | undefined;
   receiver: Receiver;
   log: (name: string) => string;
-}): Promise<{ seedS: number; deliveries: Record<string, number>; timings: Timing[] }> {
+}): Promise<Seeded> {
   const { f, store, receiver } = o;
   const cluster = new SluiceCluster({ databaseUrl: o.databaseUrl, dataDir: o.dataDir, logPrefix: o.log(`api-reads-${store}`) });
   try {
@@ -126,6 +141,7 @@ async function oneStore(o: {
     for (let i = 0; i < f.events; i++) if (deliverable(i)) expected++;
     await receiver.reset(expected);
     const deadline = Date.now() + f["timeout-s"] * 1000;
+    const poller = f["poll-stats"] > 0 ? pollStats(cluster, f["poll-stats"] * 1000) : null;
     let firstBatchAt = "";
     let numbered = 0; // deliverable events published so far
     for (let off = 0; off < f.events; off += 1000) {
@@ -146,9 +162,11 @@ async function oneStore(o: {
       deadline,
       (x) => `  received ${fmt(x.unique)} of ${fmt(expected)}`,
     );
+    const statsCallsMs = (await poller?.stop()) ?? [];
     if (p.unique < expected)
       throw new Error(`${store}: ${fmt(p.unique)} of ${fmt(expected)} deliveries arrived within ${f["timeout-s"]} s`);
     const seedS = (Date.now() - seedStart) / 1000;
+    const perS = expected / ((Date.now() - Date.parse(firstBatchAt)) / 1000);
     // Statistics as the store keeps them once it has settled: on the embedded store the janitor's
     // rounds come every 5 s; on a server autovacuum's once a minute.
     await sleep(7000);
@@ -167,10 +185,32 @@ async function oneStore(o: {
       times.sort((a, b) => a - b);
       timings.push({ ...r, status, medianMs: times[Math.floor(times.length / 2)]!, maxMs: times[times.length - 1]! });
     }
-    return { seedS, deliveries: await counts(cluster), timings };
+    return { seedS, perS, statsCallsMs, deliveries: await counts(cluster), timings };
   } finally {
     await cluster.stop();
   }
+}
+
+/** Asks GET /v1/stats?minutes=60 every `everyMs` until stopped; stop() returns each call's time. */
+function pollStats(cluster: SluiceCluster, everyMs: number): { stop: () => Promise<number[]> } {
+  const times: number[] = [];
+  let on = true;
+  const loop = (async () => {
+    while (on) {
+      await sleep(everyMs);
+      if (!on) break;
+      const t = performance.now();
+      await cluster.must(200, "GET", "/v1/stats?minutes=60");
+      times.push(performance.now() - t);
+    }
+  })();
+  return {
+    stop: async () => {
+      on = false;
+      await loop;
+      return times;
+    },
+  };
 }
 
 /** Waits (up to 3 min) until autovacuum has analyzed every table it is due to (its rule: 50 + 10 % changed); seconds waited. */
