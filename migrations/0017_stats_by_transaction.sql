@@ -11,6 +11,12 @@ ALTER TABLE attempts ADD COLUMN xact xid8;
 ALTER TABLE attempts ALTER COLUMN xact SET DEFAULT pg_current_xact_id();
 CREATE INDEX attempts_xact_idx ON attempts (xact) WHERE xact IS NOT NULL;
 
+-- queued_ms: from the event's publish to the attempt's start, so that a pass counts the
+-- publish→delivery latency (queued_ms + latency_ms) from the attempt alone; counting it by looking
+-- each success's delivery up tripled a pass's cost. Null for rows written before this migration
+-- (and probes): those are looked up as before.
+ALTER TABLE attempts ADD COLUMN queued_ms int;
+
 -- Every attempt with xact below counted_below is in stats_minutes; null until the first pass that
 -- counts by transaction (until then, the rollups reach rolled_until by start time).
 ALTER TABLE stats_rollup_state ADD COLUMN counted_below xid8;

@@ -20,6 +20,8 @@ export interface FinishedSend {
   retrySchedule: number[];
   throttleSchedule: number[];
   startedAt: Date;
+  /** When the delivery's event was published (the claim's created_ms). */
+  publishedMs: number;
   result: SendResult;
 }
 
@@ -70,6 +72,7 @@ export function decideDelivery(f: FinishedSend, nowMs: number, random: () => num
     attemptNo: f.attemptNo,
     startedAt: f.startedAt,
     latencyMs: Math.round(f.result.latencyMs),
+    queuedMs: Math.max(0, Math.round(f.startedAt.getTime() - f.publishedMs)),
     outcome: outcome.kind === "success" ? "success" : outcome.kind === "throttled" ? "throttled" : "failure",
     statusCode: outcome.statusCode,
     errorClass: outcome.errorClass,

@@ -272,6 +272,7 @@ export class Dispatcher {
           retrySchedule: dest.retry_schedule_seconds,
           throttleSchedule: dest.throttle_schedule_seconds,
           startedAt,
+          publishedMs: d.created_ms,
           result,
         });
         this.scheduleFlush();

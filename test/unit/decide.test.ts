@@ -23,6 +23,7 @@ const send = (result: SendResult, failuresBefore = 0, retrySchedule = [5, 30]): 
   retrySchedule,
   throttleSchedule: [60, 300, 900],
   startedAt: new Date(NOW - 100),
+  publishedMs: NOW - 2_100,
   result,
 });
 
@@ -31,6 +32,7 @@ describe("decideDelivery", () => {
     const d = decideDelivery(send(res(200)), NOW);
     assert.equal(d.delivery.status, "delivered");
     assert.equal(d.attempt.outcome, "success");
+    assert.equal(d.attempt.queuedMs, 2_000, "from the publish to the request's start");
   });
   test("a failure schedules the next retry from the schedule, then dies when it is spent", () => {
     const first = decideDelivery(send(res(500)), NOW, () => 0.5);

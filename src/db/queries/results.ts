@@ -65,6 +65,8 @@ export interface AttemptRow {
   attemptNo: number;
   startedAt: Date;
   latencyMs: number;
+  /** From the event's publish to this attempt's start (the stats' publish→delivery latency is this + latencyMs). */
+  queuedMs: number;
   outcome: AttemptOutcome;
   statusCode: number | null;
   errorClass: string | null;
@@ -117,12 +119,12 @@ export const finishSql = (count: number): string =>
           SELECT (SELECT x.ctid FROM leases x WHERE x.destination_id = u."destinationId" AND x.delivery_id = u.id AND x.token = u."leaseToken")
             FROM u))
      ), ins AS (
-       INSERT INTO attempts (destination_id, delivery_id, attempt_no, started_at, latency_ms, outcome,
+       INSERT INTO attempts (destination_id, delivery_id, attempt_no, started_at, latency_ms, queued_ms, outcome,
                              status_code, error_class, class, error_message, response_body)
-       SELECT a."destinationId", a."deliveryId", a."attemptNo", a."startedAt", a."latencyMs", a.outcome,
+       SELECT a."destinationId", a."deliveryId", a."attemptNo", a."startedAt", a."latencyMs", a."queuedMs", a.outcome,
               a."statusCode", a."errorClass", a."healthClass", a."errorMessage", a."responseBody"
          FROM json_to_recordset($2::json) AS a(
-           "destinationId" text, "deliveryId" text, "attemptNo" int, "startedAt" timestamptz, "latencyMs" int, outcome text,
+           "destinationId" text, "deliveryId" text, "attemptNo" int, "startedAt" timestamptz, "latencyMs" int, "queuedMs" int, outcome text,
            "statusCode" int, "errorClass" text, "healthClass" text, "errorMessage" text, "responseBody" text)
        ON CONFLICT DO NOTHING
      )

@@ -93,7 +93,7 @@ interface AttemptGroup {
   minute: Date;
   outcome: string;
   error_class: string | null;
-  /** Latency bucket of a success whose delivery row is still there, else null. */
+  /** Latency bucket of a success (null: written before 0017, and its delivery row is gone). */
   bucket: number | null;
   n: number;
 }
@@ -110,8 +110,10 @@ export type AttemptSpan =
  * `destinationIds`, or of every destination when null. By transaction, the statement walks
  * attempts_xact_idx; by start time, attempts_started_idx (a first rollup pass), or
  * attempts_destination_time_idx (a dashboard's live tail before the first pass).
- * Publish→delivery = the attempt's start + its latency − the delivery's created_at (the publish
- * transaction's time); a retried delivery counts from its publish, a deliver_at wait included.
+ * Publish→delivery = the attempt's queued_ms (from its event's publish to its start) + its
+ * latency; a retried delivery counts from its publish, a deliver_at wait included. Attempts
+ * written before migration 0017 have no queued_ms: their delivery's created_at (the publish
+ * transaction's time) is looked up instead, and a success whose delivery is gone has no bucket.
  */
 export async function countAttempts(q: Queryable, span: AttemptSpan, destinationIds: string[] | null): Promise<MinuteStats[]> {
   // $1 since, $2 until (start) or below (xact), $3 the latency bounds, $4 below (start) or from (xact), $5 ids.
@@ -124,13 +126,15 @@ export async function countAttempts(q: Queryable, span: AttemptSpan, destination
   if (destinationIds !== null) params.push(destinationIds);
   const groups = await q.query<AttemptGroup>(
     `SELECT a.destination_id, d.tenant_id, date_trunc('minute', a.started_at, 'UTC') AS minute, a.outcome, a.error_class,
-            CASE WHEN a.outcome = 'success' AND dl.created_at IS NOT NULL
-                 THEN width_bucket(greatest(0, extract(epoch FROM a.started_at - dl.created_at) * 1000 + a.latency_ms)::float8, $3::float8[])
+            CASE WHEN a.outcome = 'success'
+                 THEN width_bucket(greatest(0, coalesce(a.queued_ms,
+                        (SELECT extract(epoch FROM a.started_at - dl.created_at) * 1000
+                           FROM deliveries dl WHERE dl.destination_id = a.destination_id AND dl.id = a.delivery_id)) + a.latency_ms)::float8,
+                      $3::float8[])
             END AS bucket,
             count(*)::int AS n
        FROM attempts a
        JOIN destinations d ON d.id = a.destination_id
-       LEFT JOIN deliveries dl ON a.outcome = 'success' AND dl.destination_id = a.destination_id AND dl.id = a.delivery_id
       WHERE ${where}
         AND left(a.delivery_id, 4) <> 'prb_'
         ${destinationIds === null ? "" : "AND a.destination_id = ANY($5::text[])"}
