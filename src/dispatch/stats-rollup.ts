@@ -33,7 +33,7 @@ import { lookAtBacklogs } from "./backlog-watch.js";
 /** Kept this long whatever SLUICE_RETENTION_HOURS says: the dashboard shows up to 24 h, and rollups are small. */
 export const STATS_RETENTION_HOURS = 48;
 /** Completed minutes recounted by a pass by start time, for attempts written after their minute ended. */
-export const LATE_MINUTES = 3;
+const LATE_MINUTES = 3;
 /** Most minutes one pass by start time counts (catching up on first start): bounds one transaction. */
 const MAX_PASS_MINUTES = 60;
 /** A count spanning more transactions than this first finds where MAX_PASS_ATTEMPTS end (after a stop). */

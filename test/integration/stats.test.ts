@@ -15,7 +15,7 @@ import { BOUNDS_MS, bucketOf, total } from "../../src/policy/latency-histogram.j
 // delivering to a real receiver: counts per minute match what the receiver answered, 429s are
 // rate_limited, latency percentiles exist and are ordered, arrivals per second add up to the
 // attempts, token buckets show the configured burst, a paused destination's backlog is "paused",
-// and the minute rollups agree with the live count and are idempotent.
+// and the rollups agree with the live count and count each attempt once, however late it is written.
 
 const ADMIN = "admin_stats";
 
