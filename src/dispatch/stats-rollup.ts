@@ -11,7 +11,7 @@ import {
   replaceBacklogSample,
   replaceStatsMinutes,
   rollupClock,
-  setRolledUntil,
+  setRollupReach,
   tryStatsRollupLock,
   xactBound,
   type RollupClock,
@@ -78,7 +78,7 @@ async function countByStart(q: Queryable, clock: RollupClock, end: number, earli
   const until = catchingUp ? new Date(from.getTime() + MAX_PASS_MINUTES * MINUTE_MS) : null;
   const rows = await countAttempts(q, { by: "start", since: from, until, below: catchingUp ? null : clock.xmin }, null);
   await replaceStatsMinutes(q, from, until, rows);
-  await setRolledUntil(q, until ?? new Date(end), catchingUp ? null : clock.xmin);
+  await setRollupReach(q, until ?? new Date(end), catchingUp ? null : clock.xmin);
   return { by: "start", rows: rows.length, more: catchingUp, from, until };
 }
 
@@ -89,7 +89,7 @@ async function countByXact(q: Queryable, clock: RollupClock, end: number, earlie
   const below = bound ?? clock.xmin;
   const rows = await countAttempts(q, { by: "xact", from, below, since: new Date(earliest) }, null);
   await addStatsMinutes(q, rows);
-  await setRolledUntil(q, new Date(end), below);
+  await setRollupReach(q, new Date(end), below);
   return { by: "xact", rows: rows.length, more: bound !== null, from: null, until: null };
 }
 

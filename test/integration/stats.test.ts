@@ -460,8 +460,8 @@ test("xactBound ends a long span after about `limit` attempts, at a transaction'
   const { db, close } = await openTestStore("embedded");
   try {
     await migrate(db);
-    const xact = async (n: number) => {
-      const got = await db.tx(async (q) => {
+    const xact = (n: number) =>
+      db.tx(async (q) => {
         await q.query(
           `INSERT INTO attempts (destination_id, delivery_id, attempt_no, started_at, latency_ms, outcome)
            SELECT 'dst_b', 'dlv_' || g || '_' || $1, 1, now(), 1, 'success' FROM generate_series(1, $1::int) AS g`,
@@ -469,8 +469,6 @@ test("xactBound ends a long span after about `limit` attempts, at a transaction'
         );
         return (await q.query<{ x: string }>("SELECT pg_current_xact_id()::text AS x"))[0]!.x;
       });
-      return got;
-    };
     const a = await xact(3);
     const b = await xact(2);
     const c = await xact(4);

@@ -58,7 +58,7 @@ export async function oldestAttemptSince(q: Queryable, since: Date): Promise<Dat
  * Records how far the rollups reach: `rolledUntil` by start time (moved forward, never back), and
  * once counting by transaction, `countedBelow` (null keeps the value stored).
  */
-export async function setRolledUntil(q: Queryable, at: Date, countedBelow: string | null = null): Promise<void> {
+export async function setRollupReach(q: Queryable, at: Date, countedBelow: string | null = null): Promise<void> {
   await q.query(
     `INSERT INTO stats_rollup_state (id, rolled_until, counted_below) VALUES (true, $1, $2::xid8)
      ON CONFLICT (id) DO UPDATE SET rolled_until = greatest(stats_rollup_state.rolled_until, EXCLUDED.rolled_until),
@@ -116,28 +116,36 @@ export type AttemptSpan =
  * transaction's time) is looked up instead, and a success whose delivery is gone has no bucket.
  */
 export async function countAttempts(q: Queryable, span: AttemptSpan, destinationIds: string[] | null): Promise<MinuteStats[]> {
-  // $1 since, $2 until (start) or below (xact), $3 the latency bounds, $4 below (start) or from (xact), $5 ids.
+  const params: unknown[] = [BOUNDS_MS];
+  const param = (v: unknown, type: string) => {
+    params.push(v);
+    return `$${params.length}::${type}`;
+  };
   const where =
     span.by === "start"
-      ? "a.started_at >= $1 AND ($2::timestamptz IS NULL OR a.started_at < $2) AND ($4::xid8 IS NULL OR a.xact IS NULL OR a.xact < $4)"
-      : "a.xact >= $4::xid8 AND ($2::xid8 IS NULL OR a.xact < $2::xid8) AND a.started_at >= $1";
-  const params: unknown[] =
-    span.by === "start" ? [span.since, span.until, BOUNDS_MS, span.below] : [span.since, span.below, BOUNDS_MS, span.from];
-  if (destinationIds !== null) params.push(destinationIds);
+      ? [
+          `a.started_at >= ${param(span.since, "timestamptz")}`,
+          ...(span.until === null ? [] : [`a.started_at < ${param(span.until, "timestamptz")}`]),
+          ...(span.below === null ? [] : [`(a.xact IS NULL OR a.xact < ${param(span.below, "xid8")})`]),
+        ]
+      : [
+          `a.xact >= ${param(span.from, "xid8")}`,
+          ...(span.below === null ? [] : [`a.xact < ${param(span.below, "xid8")}`]),
+          `a.started_at >= ${param(span.since, "timestamptz")}`,
+        ];
+  if (destinationIds !== null) where.push(`a.destination_id = ANY(${param(destinationIds, "text[]")})`);
   const groups = await q.query<AttemptGroup>(
     `SELECT a.destination_id, d.tenant_id, date_trunc('minute', a.started_at, 'UTC') AS minute, a.outcome, a.error_class,
             CASE WHEN a.outcome = 'success'
                  THEN width_bucket(greatest(0, coalesce(a.queued_ms,
                         (SELECT extract(epoch FROM a.started_at - dl.created_at) * 1000
                            FROM deliveries dl WHERE dl.destination_id = a.destination_id AND dl.id = a.delivery_id)) + a.latency_ms)::float8,
-                      $3::float8[])
+                      $1::float8[])
             END AS bucket,
             count(*)::int AS n
        FROM attempts a
        JOIN destinations d ON d.id = a.destination_id
-      WHERE ${where}
-        AND left(a.delivery_id, 4) <> 'prb_'
-        ${destinationIds === null ? "" : "AND a.destination_id = ANY($5::text[])"}
+      WHERE ${where.join(" AND ")} AND left(a.delivery_id, 4) <> 'prb_'
       GROUP BY 1, 2, 3, 4, 5, 6`,
     params,
   );
@@ -197,6 +205,12 @@ export function addMinutes(a: MinuteStats, b: MinuteStats): MinuteStats {
   };
 }
 
+/** The columns of stats_minutes and MinuteStats rows as JSON ($1) to fill them. */
+const MINUTE_ROWS = `(destination_id, tenant_id, minute, delivered, failed, rate_limited, timeouts, by_class, latency_hist)
+     SELECT r.destination_id, r.tenant_id, r.minute, r.delivered, r.failed, r.rate_limited, r.timeouts, r.by_class, r.latency_hist
+       FROM json_to_recordset($1::json) AS r(destination_id text, tenant_id text, minute timestamptz, delivered int, failed int,
+                                              rate_limited int, timeouts int, by_class jsonb, latency_hist int[])`;
+
 /**
  * Replaces the rollups of the minutes in [since, until) (until null: open) with `rows`: deleted and
  * written again in the caller's transaction, so a pass by start time is idempotent and a minute
@@ -205,13 +219,7 @@ export function addMinutes(a: MinuteStats, b: MinuteStats): MinuteStats {
 export async function replaceStatsMinutes(q: Queryable, since: Date, until: Date | null, rows: readonly MinuteStats[]): Promise<void> {
   await q.query("DELETE FROM stats_minutes WHERE minute >= $1 AND ($2::timestamptz IS NULL OR minute < $2)", [since, until]);
   if (rows.length === 0) return;
-  await q.query(
-    `INSERT INTO stats_minutes (destination_id, tenant_id, minute, delivered, failed, rate_limited, timeouts, by_class, latency_hist)
-     SELECT r.destination_id, r.tenant_id, r.minute, r.delivered, r.failed, r.rate_limited, r.timeouts, r.by_class, r.latency_hist
-       FROM json_to_recordset($1::json) AS r(destination_id text, tenant_id text, minute timestamptz, delivered int, failed int,
-                                              rate_limited int, timeouts int, by_class jsonb, latency_hist int[])`,
-    [JSON.stringify(rows)],
-  );
+  await q.query(`INSERT INTO stats_minutes ${MINUTE_ROWS}`, [JSON.stringify(rows)]);
 }
 
 /**
@@ -222,10 +230,7 @@ export async function replaceStatsMinutes(q: Queryable, since: Date, until: Date
 export async function addStatsMinutes(q: Queryable, rows: readonly MinuteStats[]): Promise<void> {
   if (rows.length === 0) return;
   await q.query(
-    `INSERT INTO stats_minutes AS s (destination_id, tenant_id, minute, delivered, failed, rate_limited, timeouts, by_class, latency_hist)
-     SELECT r.destination_id, r.tenant_id, r.minute, r.delivered, r.failed, r.rate_limited, r.timeouts, r.by_class, r.latency_hist
-       FROM json_to_recordset($1::json) AS r(destination_id text, tenant_id text, minute timestamptz, delivered int, failed int,
-                                              rate_limited int, timeouts int, by_class jsonb, latency_hist int[])
+    `INSERT INTO stats_minutes AS s ${MINUTE_ROWS}
      ON CONFLICT (destination_id, minute) DO UPDATE SET
        delivered = s.delivered + EXCLUDED.delivered,
        failed = s.failed + EXCLUDED.failed,
