@@ -20,6 +20,9 @@ export function isWaiting(status: string): status is WaitingStatus {
   return (WAITING_STATUSES as readonly string[]).includes(status);
 }
 
+/** Stored statuses of deliveries that ended without arriving (migrations/0018's partial index lists the same). */
+export const UNSENT_STATUSES = ["dead", "discarded"] as const satisfies readonly DeliveryStatus[];
+
 /** The statuses a result write-back may set (leaving `delivering`). */
 export type ResultStatus = Exclude<DeliveryStatus, "delivering" | "discarded">;
 

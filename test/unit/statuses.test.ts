@@ -12,6 +12,7 @@ import {
   PAUSE_CAUSES,
   STORED_DELIVERY_STATUSES,
   SYSTEM_EVENT_TYPES,
+  UNSENT_STATUSES,
   WAITING_STATUSES,
 } from "../../src/policy/statuses.js";
 import { holdReason, type HoldFacts } from "../../src/policy/hold-reason.js";
@@ -60,6 +61,13 @@ describe("statuses", () => {
     const lists = [...sql.matchAll(/WHERE status IN \(([^)]*)\)/g)].map((m) => [...m[1]!.matchAll(/'([^']*)'/g)].map((x) => x[1]));
     assert.equal(lists.length, 2);
     for (const l of lists) assert.deepEqual(l, [...WAITING_STATUSES]);
+  });
+
+  test("the unsent partial index of 0018 covers exactly UNSENT_STATUSES", () => {
+    const lists = [...read("0018_unsent_index.sql").matchAll(/WHERE status IN \(([^)]*)\)/g)].map((m) =>
+      [...m[1]!.matchAll(/'([^']*)'/g)].map((x) => x[1]),
+    );
+    assert.deepEqual(lists, [[...UNSENT_STATUSES]]);
   });
 });
 

@@ -1,5 +1,5 @@
 import type { Queryable } from "../db.js";
-import type { AttemptOutcome, DeliveryStatus } from "../../policy/statuses.js";
+import { UNSENT_STATUSES, WAITING_STATUSES, type AttemptOutcome, type DeliveryStatus } from "../../policy/statuses.js";
 import { readyAtLaterThan, readyAtOutsideHold, wakeable } from "./ready-at.js";
 
 export interface DeliveryRow {
@@ -80,20 +80,36 @@ export async function listDeliveries(
     params.push(f.eventId);
     where.push(`dl.event_id = $${params.length}`);
   }
-  if (f.statuses) {
-    // The shown status (SHOWN_STATUS), written so that Postgres can estimate how many rows it
-    // keeps from the column's statistics: through the CASE it guessed 0.5 %, and for a status most
-    // rows have it read and sorted every row of the tenant for a page (66 ms at 30,000 queued).
-    params.push(f.statuses);
-    const shown = `dl.status = ANY($${params.length}::text[]) AND NOT ${LEASED}`;
-    where.push(f.statuses.includes("delivering") ? `(${shown} OR ${LEASED})` : shown);
-  }
+  if (f.statuses) where.push(...statusFilter(f.statuses, params));
   if (f.destinationIds) {
     params.push(f.destinationIds);
     where.push(`dl.destination_id = ANY($${params.length}::text[])`);
   }
   return q.query<DeliveryRow>(`${SELECT} WHERE ${where.join(" AND ")} ORDER BY dl.id DESC LIMIT $3`, params);
 }
+
+/**
+ * The conditions that keep the deliveries shown with one of `statuses` (SHOWN_STATUS), adding
+ * their parameter to `params`. Written so that Postgres can estimate how many rows they keep from
+ * the column's statistics: through the CASE it guessed 0.5 %, and for a status most rows have it
+ * read and sorted every row of the tenant for a page (66 ms at 30,000 queued). A status few rows
+ * have is also named by the literal set of a partial index that holds it — waiting (0001) or
+ * unsent (0018) — since `ANY($n)` proves no index predicate in a generic plan: without an index,
+ * a page of the dead letters walked every delivery the tenant has.
+ */
+function statusFilter(statuses: readonly DeliveryStatus[], params: unknown[]): string[] {
+  // A leased delivery keeps its waiting status (0014); `delivering` is stored by no row.
+  if (statuses.length === 1 && statuses[0] === "delivering") return [LEASED, IS_WAITING];
+  params.push(statuses);
+  const shown = `dl.status = ANY($${params.length}::text[]) AND NOT ${LEASED}`;
+  const out = [statuses.includes("delivering") ? `(${shown} OR ${LEASED})` : shown];
+  const within = (set: readonly string[]) => statuses.every((s) => set.includes(s));
+  if (within([...WAITING_STATUSES, "delivering"])) out.push(IS_WAITING);
+  else if (within(UNSENT_STATUSES)) out.push(`dl.status IN (${UNSENT_STATUSES.map((s) => `'${s}'`).join(", ")})`);
+  return out;
+}
+
+const IS_WAITING = `dl.status IN (${WAITING_STATUSES.map((s) => `'${s}'`).join(", ")})`;
 
 export interface AttemptRowOut {
   delivery_id: string;
