@@ -287,6 +287,8 @@ async function readsOf(
     { name: "deliveries, status delivered", path: "/v1/deliveries?limit=100&status=delivered" },
     { name: "deliveries, status queued", path: "/v1/deliveries?limit=100&status=queued" },
     { name: "deliveries, status dead (none)", path: "/v1/deliveries?limit=100&status=dead" },
+    { name: "deliveries, status discarded (none)", path: "/v1/deliveries?limit=100&status=discarded" },
+    { name: "deliveries, status delivering (none)", path: "/v1/deliveries?limit=100&status=delivering" },
     { name: "deliveries of a destination, queued", path: `/v1/deliveries?limit=100&destination_id=${held}&status=queued` },
     { name: "delivery", path: `/v1/deliveries/${retried}` },
     { name: "delivery's attempts", path: `/v1/deliveries/${retried}/attempts` },
