@@ -33,6 +33,11 @@ const flags = () =>
       min: 0,
       help: "while seeding, a client asks GET /v1/stats?minutes=60 every this many seconds, as the dashboard's overview does (0: none)",
     },
+    backlog: {
+      def: 0,
+      min: 0,
+      help: "after seeding, this many more events to one paused destination: a long backlog, as a pause builds (0: none)",
+    },
     stores: { type: "str", arg: "LIST", def: "embedded,server", help: "which stores, comma-separated (embedded, server)" },
     ...clusterFlags(900),
     quick: { type: "bool", help: "small: 100 destinations, 30,000 events" },
@@ -50,7 +55,9 @@ async function main(): Promise<void> {
   const { out } = bench;
   out(
     `workload: ${fmt(f.destinations)} destinations (1 in 20 failing: a closed port; 1 in 40 paused through the API) + ${fmt(f.idle)} idle; ` +
-      `${fmt(f.events)} events in batches of 1,000, round-robin; then each read ${f.reps} times, one at a time, once delivery is quiet.`,
+      `${fmt(f.events)} events in batches of 1,000, round-robin; ` +
+      (f.backlog > 0 ? `then ${fmt(f.backlog)} more to one paused destination; ` : "") +
+      `then each read ${f.reps} times, one at a time, once delivery is quiet.`,
   );
   const pg = stores.includes("server") ? await bench.postgres(!f["no-fsync"]) : null;
   const receiver = await Receiver.start(bench.log("api-reads-receiver.log"));
@@ -167,6 +174,14 @@ async function oneStore(o: {
       throw new Error(`${store}: ${fmt(p.unique)} of ${fmt(expected)} deliveries arrived within ${f["timeout-s"]} s`);
     const seedS = (Date.now() - seedStart) / 1000;
     const perS = expected / ((Date.now() - Date.parse(firstBatchAt)) / 1000);
+    for (let off = 0; off < f.backlog; off += 1000) {
+      const n = Math.min(1000, f.backlog - off);
+      await cluster.publishBatch(
+        Array.from({ length: n }, (_, k) => ({ type: "t.backlog", payload: { n: off + k }, destination_ids: [paused[0]!] })),
+      );
+      if ((off + n) % 50_000 === 0 || off + n === f.backlog)
+        process.stderr.write(`  backlog: published ${fmt(off + n)} of ${fmt(f.backlog)}\n`);
+    }
     // Statistics as the store keeps them once it has settled: on the embedded store the janitor's
     // rounds come every 5 s; on a server autovacuum's once a minute.
     await sleep(7000);
