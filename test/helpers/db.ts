@@ -3,6 +3,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { openDb, type Db } from "../../src/db/db.js";
+import { migrate } from "../../src/db/migrate.js";
 
 export interface TestDatabase {
   /** Connection string for the new, empty database. */
@@ -83,4 +84,19 @@ export async function openTestStore(
       await tdb.drop();
     },
   };
+}
+
+/** Runs `fn` on a bare test store (openTestStore), migrated first unless `migrate` is false, and closes it after. */
+export async function withTestStore<T>(
+  backend: "embedded" | "server",
+  fn: (db: Db) => Promise<T>,
+  opts: { migrate?: boolean; poolSize?: number } = {},
+): Promise<T> {
+  const { db, close } = await openTestStore(backend, opts);
+  try {
+    if (opts.migrate !== false) await migrate(db);
+    return await fn(db);
+  } finally {
+    await close();
+  }
 }

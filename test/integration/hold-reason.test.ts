@@ -1,14 +1,13 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { Db } from "../../src/db/db.js";
-import { migrate } from "../../src/db/migrate.js";
 import { getDelivery } from "../../src/db/queries/deliveries.js";
 import { heldByReason, scheduledDestinations } from "../../src/db/queries/stats.js";
 import { deliveryView } from "../../src/api/serialize.js";
 import { currentQuietWindow } from "../../src/policy/quiet-hours.js";
 import { HOLD_REASONS } from "../../src/policy/statuses.js";
 import { BACKENDS } from "../helpers/sluice.js";
-import { openTestStore } from "../helpers/db.js";
+import { withTestStore } from "../helpers/db.js";
 
 // One classification of why a delivery waits: the API's hold_reason (one delivery) and the
 // sluice_held gauge (an aggregate over all of them) must agree on the same rows.
@@ -80,9 +79,7 @@ async function seed(db: Db, destinations: [Dst, Dlv[]][]): Promise<string[]> {
 for (const backend of BACKENDS) {
   describe(`hold reasons on ${backend} Postgres`, () => {
     test("the sluice_held aggregate counts each waiting delivery under the hold_reason the API shows", async () => {
-      const { db, close } = await openTestStore(backend);
-      try {
-        await migrate(db);
+      await withTestStore(backend, async (db) => {
         const ids = await seed(db, [
           // paused beats throttled, for due and scheduled deliveries alike
           [
@@ -188,9 +185,7 @@ for (const backend of BACKENDS) {
           concurrency: 3,
           rate_limited: 3,
         });
-      } finally {
-        await close();
-      }
+      });
     });
   });
 }

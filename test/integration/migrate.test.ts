@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { openDb, type Db } from "../../src/db/db.js";
 import { loadMigrations, migrate } from "../../src/db/migrate.js";
 import { StartupError } from "../../src/errors.js";
-import { createTestDatabase, onServer, openTestStore } from "../helpers/db.js";
+import { createTestDatabase, onServer, openTestStore, withTestStore } from "../helpers/db.js";
 import { spawnSluiceCli } from "../helpers/processes.js";
 import { BACKENDS, startSluice } from "../helpers/sluice.js";
 
@@ -174,9 +174,7 @@ for (const backend of BACKENDS) {
     });
 
     test("CHECK constraints refuse a status Sluice does not know", async () => {
-      const { db, close } = await openTestStore(backend);
-      try {
-        await migrate(db);
+      await withTestStore(backend, async (db) => {
         await db.query("INSERT INTO tenants (id, name) VALUES ('ten_1', 't')");
         await db.query(
           `INSERT INTO destinations (id, tenant_id, url, secrets, timeout_seconds, max_concurrency, ordered, retry_schedule_seconds,
@@ -213,9 +211,7 @@ for (const backend of BACKENDS) {
         );
         await assert.rejects(db.query("UPDATE destinations SET pause_cause = 'auto'"), checkViolation("destinations_pause_cause_check"));
         await db.query("UPDATE destinations SET pause_cause = NULL, health_status = 'critical'"); // NULL and known values pass
-      } finally {
-        await close();
-      }
+      });
     });
   });
 }

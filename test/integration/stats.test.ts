@@ -3,8 +3,7 @@ import assert from "node:assert/strict";
 import { BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
-import { openTestStore } from "../helpers/db.js";
-import { migrate } from "../../src/db/migrate.js";
+import { withTestStore } from "../helpers/db.js";
 import type { ApiError, Delivery, Destination, Page, TenantCreated, ValidationFailed } from "../helpers/api-types.js";
 import type { DestinationStats, Stats } from "../../src/schemas/stats.js";
 import { rollupStats, type RollupPass } from "../../src/dispatch/stats-rollup.js";
@@ -404,9 +403,7 @@ for (const backend of BACKENDS) {
 // present; the one that does counts the attempts of every ended transaction, and from there on
 // passes count what each transaction wrote, once (as an upgraded store moves from start time).
 test("first passes count by start time from the oldest attempt of the last day, then by transaction, each attempt once", async () => {
-  const { db, close } = await openTestStore("embedded");
-  try {
-    await migrate(db);
+  await withTestStore("embedded", async (db) => {
     const pass = async () => (await rollupStats(db, { minuteTasks: false }))!;
     const empty = await pass();
     assert.equal(empty.by, "start");
@@ -450,16 +447,12 @@ test("first passes count by start time from the oldest attempt of the last day, 
     await pass();
     const failed = await db.query<{ n: number }>("SELECT sum(failed)::int AS n FROM stats_minutes WHERE destination_id = 'dst_old'");
     assert.equal(failed[0]!.n, 3);
-  } finally {
-    await close();
-  }
+  });
 });
 
 // A pass after a long stop bounds its work by transaction: the bound never splits one.
 test("xactBound ends a long span after about `limit` attempts, at a transaction's first", async () => {
-  const { db, close } = await openTestStore("embedded");
-  try {
-    await migrate(db);
+  await withTestStore("embedded", async (db) => {
     const xact = (n: number) =>
       db.tx(async (q) => {
         await q.query(
@@ -479,7 +472,5 @@ test("xactBound ends a long span after about `limit` attempts, at a transaction'
     assert.equal(await xactBound(db, a, below, 5), c);
     assert.equal(await xactBound(db, a, below, 9), null, "fewer than the limit: no bound");
     assert.equal(await xactBound(db, b, below, 2), c);
-  } finally {
-    await close();
-  }
+  });
 });

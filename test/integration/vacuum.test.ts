@@ -1,9 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { openTestStore } from "../helpers/db.js";
+import { withTestStore } from "../helpers/db.js";
 import { waitFor } from "../helpers/wait-for.js";
 import type { Db } from "../../src/db/db.js";
-import { migrate } from "../../src/db/migrate.js";
 import { vacuumOnce } from "../../src/dispatch/janitor.js";
 import { tableStats } from "../../src/db/queries/maintenance.js";
 import { DEFAULT_VACUUM_POLICY, SERVER_VACUUM_POLICY } from "../../src/policy/vacuum.js";
@@ -31,9 +30,7 @@ async function deadRows(db: Db, table: string, ok: (n: number) => boolean): Prom
 }
 
 test("on the embedded store the janitor vacuums the tables whose dead rows passed the threshold, and only those", async () => {
-  const { db, close } = await openTestStore("embedded");
-  try {
-    await migrate(db);
+  await withTestStore("embedded", async (db) => {
     await db.exec("CREATE TABLE churn (id int PRIMARY KEY, n int); CREATE TABLE calm (id int PRIMARY KEY, n int)");
     await db.query("INSERT INTO churn SELECT g, 0 FROM generate_series(1, 1000) g");
     await db.query("INSERT INTO calm SELECT g, 0 FROM generate_series(1, 1000) g");
@@ -75,15 +72,11 @@ test("on the embedded store the janitor vacuums the tables whose dead rows passe
     );
     // Statements prepared before it still run.
     assert.deepEqual(await db.query("SELECT count(*)::int AS n FROM churn WHERE n = 5"), [{ n: 200 }]);
-  } finally {
-    await close();
-  }
+  });
 });
 
 test("on a server the janitor vacuums leases once its dead rows pass the threshold, and not a table of its own choosing", async () => {
-  const { db, close } = await openTestStore("server");
-  try {
-    await migrate(db);
+  await withTestStore("server", async (db) => {
     await db.exec("CREATE TABLE churn (id int PRIMARY KEY, n int)");
     await db.query("INSERT INTO churn SELECT g, 0 FROM generate_series(1, 1000) g");
     // What claims and write-backs do to leases, many times over: they come and go.
@@ -115,7 +108,5 @@ test("on a server the janitor vacuums leases once its dead rows pass the thresho
       JSON.stringify(done),
     );
     assert.equal(await deadRows(db, "leases", (n) => n === 0), 0);
-  } finally {
-    await close();
-  }
+  });
 });
