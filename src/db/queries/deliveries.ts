@@ -105,11 +105,13 @@ function statusFilter(statuses: readonly DeliveryStatus[], params: unknown[]): s
   const out = [statuses.includes("delivering") ? `(${shown} OR ${LEASED})` : shown];
   const within = (set: readonly string[]) => statuses.every((s) => set.includes(s));
   if (within([...WAITING_STATUSES, "delivering"])) out.push(IS_WAITING);
-  else if (within(UNSENT_STATUSES)) out.push(`dl.status IN (${UNSENT_STATUSES.map((s) => `'${s}'`).join(", ")})`);
+  else if (within(UNSENT_STATUSES)) out.push(statusIn(UNSENT_STATUSES));
   return out;
 }
 
-const IS_WAITING = `dl.status IN (${WAITING_STATUSES.map((s) => `'${s}'`).join(", ")})`;
+/** `dl.status IN ('a', 'b')`: the statuses as literals (names from statuses.ts, no quotes in them). */
+const statusIn = (statuses: readonly DeliveryStatus[]): string => `dl.status IN (${statuses.map((s) => `'${s}'`).join(", ")})`;
+const IS_WAITING = statusIn(WAITING_STATUSES);
 
 export interface AttemptRowOut {
   delivery_id: string;

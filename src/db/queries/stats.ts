@@ -55,9 +55,9 @@ export async function heldGroups(q: Queryable, quietDestinationIds: string[], de
     // Each waiting delivery is read for its own facts and counted into a group; what holds a
     // destination's deliveries alike (a pause, a throttle, leases against its cap: at_cap as in
     // deliveries.ts's SELECT) is joined to the groups afterwards, a few rows per destination
-    // whatever its backlog. Joined row by row, the destination cost the overview a third of its
-    // time at a long backlog. In an ordered destination every waiting delivery after the first
-    // unfinished one is behind it.
+    // whatever its backlog. Joined to every waiting delivery, they took about half the time at a
+    // long backlog (200,000 waiting: 330 → 195 ms embedded). In an ordered destination every
+    // waiting delivery after the first unfinished one is behind it.
     `WITH first_unfinished AS (
        SELECT d.id AS destination_id, f.occurred_at, f.id
          FROM destinations d
