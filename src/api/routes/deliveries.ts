@@ -59,14 +59,12 @@ export function deliveryRoutes(ctx: ApiContext) {
             eventId: req.query.event_id,
             statuses: status ? STORED[status] : undefined,
             destinationIds: destinationScope(req),
-            unheld: status === "queued" || status === "retry_scheduled",
           },
           limit,
           before,
         );
-        // Filter on the derived status too (a stored "queued" may read as "held"; `unheld` has
-        // left out the holds the query can tell at once); the cursor still advances over the raw
-        // page, so paging stays correct.
+        // Filter on the derived status too (a stored "queued" may read as "held"); the cursor
+        // still advances over the raw page, so paging stays correct.
         const views = rows.map(deliveryView);
         const out = page(views, limit);
         return status ? { data: out.data.filter((d) => d.status === status), next_cursor: out.next_cursor } : out;

@@ -60,13 +60,6 @@ export interface DeliveryFilter {
   statuses?: readonly DeliveryStatus[] | undefined;
   /** Only deliveries to these destinations (a portal session's scope); null/absent: any. */
   destinationIds?: readonly string[] | null | undefined;
-  /**
-   * Leave out the waiting deliveries that read as held for a reason the row and its destination
-   * tell at once: a paused or throttled destination, a first attempt not yet due (the caller
-   * still applies the rest of hold_reason). For the shown `queued` and `retry_scheduled`: a
-   * paused destination's backlog no longer fills their pages with rows that are then dropped.
-   */
-  unheld?: boolean | undefined;
 }
 
 /** Newest first, by id; `before` is the last id of the previous page. */
@@ -91,14 +84,6 @@ export async function listDeliveries(
   if (f.destinationIds) {
     params.push(f.destinationIds);
     where.push(`dl.destination_id = ANY($${params.length}::text[])`);
-  }
-  // As deliveryHoldFacts and holdReason judge them, at the statement's now().
-  if (f.unheld) {
-    where.push(
-      "d.paused_at IS NULL",
-      "NOT coalesce(d.throttled_until > now(), false)",
-      "(dl.status <> 'queued' OR dl.attempts > 0 OR dl.next_attempt_at <= now())",
-    );
   }
   return q.query<DeliveryRow>(`${SELECT} WHERE ${where.join(" AND ")} ORDER BY dl.id DESC LIMIT $3`, params);
 }
