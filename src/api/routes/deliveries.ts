@@ -10,7 +10,7 @@ import { IdParams, Page } from "../../schemas/common.js";
 import { Delivery, DeliveryListQuery } from "../../schemas/deliveries.js";
 import { Attempt } from "../../schemas/destinations.js";
 import { answers } from "../openapi.js";
-import { deliveryView, attemptView, decodeCursor, page } from "../serialize.js";
+import { deliveryView, attemptView, decodeCursor, encodeCursor, page } from "../serialize.js";
 import { badCursor } from "./destinations.js";
 import { WAITING_STATUSES, type ApiDeliveryStatus, type DeliveryStatus } from "../../policy/statuses.js";
 import { canSeeDestination, destinationScope } from "../access.js";
@@ -25,6 +25,42 @@ const STORED: Record<ApiDeliveryStatus, readonly DeliveryStatus[]> = {
   dead: ["dead"],
   discarded: ["discarded"],
 };
+
+/** Raw rows one page of a status may read: up to 10 pages' worth, and no more than 2,000 past the first page. */
+const scanBudget = (limit: number): number => Math.max(limit, Math.min(limit * 10, 2000));
+
+/**
+ * A page of the deliveries shown with `status`. The query reads stored statuses (`STORED`); a
+ * stored `queued` one may read as `held` (hold_reason is worked out per delivery), so rows are
+ * read and the ones that do not read as `status` dropped. Behind a paused destination's backlog
+ * a page of `queued` would then come back empty: it reads on, a window at a time, up to
+ * scanBudget rows, and its cursor is where it stopped — the last delivery kept when the page is
+ * full, else the last one read (still a correct place to go on from: ids are unique and the
+ * order is by id).
+ */
+async function statusPage(
+  read: (window: number, before: string | null) => Promise<DeliveryRow[]>,
+  status: ApiDeliveryStatus,
+  limit: number,
+  before: string | null,
+): Promise<{ data: ReturnType<typeof deliveryView>[]; next_cursor: string | null }> {
+  const kept: ReturnType<typeof deliveryView>[] = [];
+  let budget = scanBudget(limit);
+  let last = before;
+  for (let window = limit; ; window = Math.min(budget, limit * 10)) {
+    const rows = await read(window, last);
+    budget -= rows.length;
+    for (const r of rows) {
+      last = r.id;
+      const v = deliveryView(r);
+      if (v.status !== status) continue;
+      kept.push(v);
+      if (kept.length === limit) return { data: kept, next_cursor: encodeCursor(r.id) };
+    }
+    if (rows.length < window) return { data: kept, next_cursor: null }; // read to the end
+    if (budget <= 0) return { data: kept, next_cursor: last === null ? null : encodeCursor(last) };
+  }
+}
 
 export function deliveryRoutes(ctx: ApiContext) {
   const tags = ["deliveries"];
@@ -51,23 +87,14 @@ export function deliveryRoutes(ctx: ApiContext) {
         if (req.query.destination_id !== undefined && !canSeeDestination(req, req.query.destination_id)) {
           return { data: [], next_cursor: null };
         }
-        const rows = await listDeliveries(
-          ctx.db,
-          req.tenant.id,
-          {
-            destinationId: req.query.destination_id,
-            eventId: req.query.event_id,
-            statuses: status ? STORED[status] : undefined,
-            destinationIds: destinationScope(req),
-          },
-          limit,
-          before,
-        );
-        // Filter on the derived status too (a stored "queued" may read as "held"); the cursor
-        // still advances over the raw page, so paging stays correct.
-        const views = rows.map(deliveryView);
-        const out = page(views, limit);
-        return status ? { data: out.data.filter((d) => d.status === status), next_cursor: out.next_cursor } : out;
+        const filter = {
+          destinationId: req.query.destination_id,
+          eventId: req.query.event_id,
+          statuses: status ? STORED[status] : undefined,
+          destinationIds: destinationScope(req),
+        };
+        if (!status) return page((await listDeliveries(ctx.db, req.tenant.id, filter, limit, before)).map(deliveryView), limit);
+        return statusPage((window, after) => listDeliveries(ctx.db, req.tenant.id, filter, window, after), status, limit, before);
       },
     );
 
