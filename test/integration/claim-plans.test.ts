@@ -182,22 +182,9 @@ describe("the embedded store's plans, before and after the janitor analyzes its 
       deliverAt: null,
       quietHold: false,
     }));
-    const { sql, params } = await statementOf((q) => insertPublished(q, "ten_plan", null, events, deliveries, null));
-    const literal = (x: unknown): string => (x === null ? "NULL" : `'${(x as string).replace(/'/g, "''")}'`);
+    const publish = (q: Queryable) => insertPublished(q, "ten_plan", null, events, deliveries, null);
     for (const generic of [false, true]) {
-      const plan = await db.tx(async (q) => {
-        await q.exec("SAVEPOINT plan");
-        let rows: { "QUERY PLAN": { Plan: PlanNode }[] }[];
-        if (!generic) rows = await q.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params);
-        else {
-          await q.exec("SET LOCAL plan_cache_mode = force_generic_plan");
-          await q.exec(`PREPARE publish_plan(text, json, json, json, text) AS ${sql}`);
-          rows = await q.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE publish_plan(${params.map(literal).join(", ")})`);
-          await q.exec("DEALLOCATE publish_plan");
-        }
-        await q.exec("ROLLBACK TO SAVEPOINT plan");
-        return rows[0]!["QUERY PLAN"][0]!.Plan;
-      });
+      const plan = await explainAnalyze(db, publish, { generic });
       assert.deepEqual(
         [...new Set(scansOf(plan, "destinations"))],
         ["Index Scan destinations_pkey"],
@@ -242,7 +229,7 @@ for (const backend of ["embedded", "server"] as const) {
         const read = (q: Queryable) => listDeliveries(q, "ten_plan", { statuses }, 100, null);
         assert.equal((await read(db)).length, n);
         for (const generic of [false, true]) {
-          const plan = generic ? await explainGeneric(db, read) : await explainAnalyze(db, read);
+          const plan = await explainAnalyze(db, read, { generic });
           const rows = rowsRead(plan, "deliveries");
           assert.ok(rows <= 250, `${generic ? "generic" : "custom"}: ${rows} rows of deliveries read — ${JSON.stringify(plan)}`);
         }
@@ -303,32 +290,34 @@ async function statementOf(send: (q: Queryable) => Promise<unknown>): Promise<{ 
   return sent!;
 }
 
-/** EXPLAIN ANALYZE of the one statement `read` sends, as it sends it. */
-async function explainAnalyze(db: Db, read: (q: Queryable) => Promise<unknown>): Promise<PlanNode> {
+/**
+ * EXPLAIN ANALYZE of the one statement `read` sends, as it sends it: on a custom plan, or with
+ * `generic` on the generic plan a prepared statement may settle on. Rolled back after, so a
+ * statement that writes leaves nothing behind.
+ */
+async function explainAnalyze(db: Db, read: (q: Queryable) => Promise<unknown>, { generic = false } = {}): Promise<PlanNode> {
   const { sql, params } = await statementOf(read);
-  const rows = await db.query<{ "QUERY PLAN": { Plan: PlanNode }[] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params);
-  return rows[0]!["QUERY PLAN"][0]!.Plan;
-}
-
-/** EXPLAIN ANALYZE of the generic plan of the one statement `read` sends, prepared as the stores prepare it. */
-async function explainGeneric(db: Db, read: (q: Queryable) => Promise<unknown>): Promise<PlanNode> {
-  const { sql, params } = await statementOf(read);
-  // The reads' parameters are strings, numbers, string arrays and nulls.
-  const literal = (x: unknown): string => {
-    if (x === null) return "NULL";
-    if (typeof x === "number") return x.toString();
-    if (Array.isArray(x)) return `'{${x.join(",")}}'`;
-    return `'${(x as string).replace(/'/g, "''")}'`;
-  };
   return db.tx(async (q) => {
-    await q.exec("SET LOCAL plan_cache_mode = force_generic_plan");
-    await q.exec(`PREPARE read_plan AS ${sql}`);
-    const rows = await q.query<{ "QUERY PLAN": { Plan: PlanNode }[] }>(
-      `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE read_plan(${params.map(literal).join(", ")})`,
-    );
-    await q.exec("DEALLOCATE read_plan");
+    await q.exec("SAVEPOINT plan");
+    let rows: { "QUERY PLAN": { Plan: PlanNode }[] }[];
+    if (!generic) rows = await q.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params);
+    else {
+      await q.exec("SET LOCAL plan_cache_mode = force_generic_plan");
+      await q.exec(`PREPARE plan_of AS ${sql}`);
+      rows = await q.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE plan_of(${params.map(sqlLiteral).join(", ")})`);
+      await q.exec("DEALLOCATE plan_of");
+    }
+    await q.exec("ROLLBACK TO SAVEPOINT plan");
     return rows[0]!["QUERY PLAN"][0]!.Plan;
   });
+}
+
+/** A statement's parameter as an SQL literal: strings, numbers, string arrays and nulls. */
+function sqlLiteral(x: unknown): string {
+  if (x === null) return "NULL";
+  if (typeof x === "number") return x.toString();
+  if (Array.isArray(x)) return `'{${x.join(",")}}'`;
+  return `'${(x as string).replace(/'/g, "''")}'`;
 }
 
 /**
