@@ -1,0 +1,95 @@
+// Polling for the dashboard's live views (hooks.ts usePoll), apart from Preact so that it can be
+// tested in Node (test/unit/poller.test.ts).
+//
+// At most one load is in flight, and the next starts `everyMs` after the last one settled. A
+// fixed-rate timer would start a new load every `everyMs` whatever the last one was doing: on a
+// store where an answer takes longer than that (a long backlog's held counts, a busy embedded
+// store), loads would pile up, each slowing the others, and every open tab would add to them.
+
+export interface PollerOptions<T> {
+  load: () => Promise<T>;
+  /** Pause between one load's end and the next one's start; 0: load once. */
+  everyMs: number;
+  onAnswer: (data: T) => void;
+  onError: (err: unknown) => void;
+  /** True while the page is hidden: a load that comes due then waits until it is shown. */
+  hidden?: () => boolean;
+}
+
+export interface Poller {
+  /**
+   * Loads now; with a load in flight, once more as soon as it settles (reloads asked meanwhile are
+   * one), and the answer in flight is dropped.
+   */
+  reload(): void;
+  /** No more loads by the timer (reload still loads): e.g. after a 404, which asking again will not change. */
+  stopRepeating(): void;
+  /** Nothing more: no loads, and the answer of one in flight is dropped. */
+  stop(): void;
+}
+
+/** Starts polling: the first load starts at once. */
+export function startPoller<T>(o: PollerOptions<T>): Poller {
+  let stopped = false;
+  let repeating = o.everyMs > 0;
+  let inflight = false;
+  let again = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+
+  const clearTimer = () => {
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
+  };
+  const schedule = () => {
+    clearTimer();
+    if (!stopped && repeating) timer = setTimeout(due, o.everyMs);
+  };
+  const due = () => {
+    timer = undefined;
+    if (o.hidden?.()) schedule();
+    else run();
+  };
+  const run = () => {
+    if (stopped) return;
+    if (inflight) {
+      again = true;
+      return;
+    }
+    clearTimer();
+    inflight = true;
+    // A load that throws rather than rejecting is an error like any other.
+    new Promise<T>((resolve) => resolve(o.load()))
+      .then(
+        // With a reload asked meanwhile, this answer may predate what the reload is for (an
+        // action just taken): the reload's answer is shown instead.
+        (data) => {
+          if (!stopped && !again) o.onAnswer(data);
+        },
+        (err: unknown) => {
+          if (!stopped && !again) o.onError(err);
+        },
+      )
+      .finally(() => {
+        inflight = false;
+        if (stopped) return;
+        if (again) {
+          again = false;
+          run();
+        } else schedule();
+      });
+  };
+
+  run();
+  return {
+    reload: run,
+    stopRepeating() {
+      repeating = false;
+      clearTimer();
+    },
+    stop() {
+      stopped = true;
+      again = false;
+      clearTimer();
+    },
+  };
+}
