@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
-import { startPoller, type Poller } from "../../ui/src/poller.js";
+import { SLOW_ANSWER_FACTOR, startPoller, type Poller } from "../../ui/src/poller.js";
 
 // The dashboard's polling (ui/src/poller.ts, under hooks.ts usePoll), with real timers.
 
@@ -26,20 +26,31 @@ function collect<T>(): { answers: T[]; errors: unknown[]; onAnswer: (d: T) => vo
   return { answers, errors, onAnswer: (d) => answers.push(d), onError: (e) => errors.push(e) };
 }
 
-test("a load slower than the interval never overlaps the next: the next starts everyMs after it settled", async () => {
-  const { s, load } = slowLoad(60);
+test("a load slower than the interval never overlaps the next, which waits SLOW_ANSWER_FACTOR times as long as it took", async () => {
+  const { s, load } = slowLoad(30);
   const c = collect<number>();
   const p = startPoller({ load, everyMs: 10, ...c });
   await sleep(400);
   p.stop();
   assert.equal(s.maxInflight, 1);
-  // 60 ms of load + 10 ms of pause each: about 6 in 400 ms (a fixed-rate timer would have started ~40).
-  assert.ok(s.started >= 3 && s.started <= 7, `${s.started} loads`);
-  for (let i = 1; i < s.starts.length; i++) assert.ok(s.starts[i]! - s.starts[i - 1]! >= 60 + 10 - 2, `gap ${i}`);
+  // 30 ms of load + 4 × 30 ms of pause each: 3 in 400 ms (a fixed-rate timer would have started ~40).
+  assert.ok(s.started >= 2 && s.started <= 3, `${s.started} loads`);
+  for (let i = 1; i < s.starts.length; i++) assert.ok(s.starts[i]! - s.starts[i - 1]! >= 30 * (1 + SLOW_ANSWER_FACTOR) - 2, `gap ${i}`);
   assert.deepEqual(
     c.answers,
     c.answers.map((_, i) => i + 1),
   );
+});
+
+test("quick answers come every everyMs", async () => {
+  const { s, load } = slowLoad(1);
+  const c = collect<number>();
+  const p = startPoller({ load, everyMs: 20, ...c });
+  await sleep(210);
+  p.stop();
+  // One load every ~21-25 ms (the timers' own delay): 7 to 10 in 210 ms, fewer on a busy machine.
+  assert.ok(s.started >= 3 && s.started <= 11, `${s.started} loads`);
+  for (let i = 1; i < s.starts.length; i++) assert.ok(s.starts[i]! - s.starts[i - 1]! >= 20, `gap ${i}`);
 });
 
 test("reloads asked during a load are one load, right after it, and the answer in flight is dropped", async () => {

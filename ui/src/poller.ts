@@ -1,14 +1,19 @@
 // Polling for the dashboard's live views (hooks.ts usePoll), apart from Preact so that it can be
 // tested in Node (test/unit/poller.test.ts).
 //
-// At most one load is in flight, and the next starts `everyMs` after the last one settled. A
-// fixed-rate timer would start a new load every `everyMs` whatever the last one was doing: on a
-// store where an answer takes longer than that (a long backlog's held counts, a busy embedded
-// store), loads would pile up, each slowing the others, and every open tab would add to them.
+// At most one load is in flight, and the next starts `everyMs` after the last one settled — or,
+// after a slow answer, SLOW_ANSWER_FACTOR times as long as that answer took. A fixed-rate timer
+// would start a new load every `everyMs` whatever the last one was doing: on a store where an
+// answer takes longer than that (held counts over a long backlog, a busy embedded store), loads
+// would pile up, each slowing the others. Now one open view keeps whatever answers it busy a fifth
+// of the time at most, however slow its answers become.
+
+/** After an answer that took `t`, the next load waits at least this many times `t`. */
+export const SLOW_ANSWER_FACTOR = 4;
 
 export interface PollerOptions<T> {
   load: () => Promise<T>;
-  /** Pause between one load's end and the next one's start; 0: load once. */
+  /** Pause between one load's end and the next one's start (longer after a slow answer); 0: load once. */
   everyMs: number;
   onAnswer: (data: T) => void;
   onError: (err: unknown) => void;
@@ -35,6 +40,8 @@ export function startPoller<T>(o: PollerOptions<T>): Poller {
   let inflight = false;
   let again = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
+  /** How long the last load took (ms). */
+  let tookMs = 0;
 
   const clearTimer = () => {
     if (timer !== undefined) clearTimeout(timer);
@@ -42,7 +49,7 @@ export function startPoller<T>(o: PollerOptions<T>): Poller {
   };
   const schedule = () => {
     clearTimer();
-    if (!stopped && repeating) timer = setTimeout(due, o.everyMs);
+    if (!stopped && repeating) timer = setTimeout(due, Math.max(o.everyMs, SLOW_ANSWER_FACTOR * tookMs));
   };
   const due = () => {
     timer = undefined;
@@ -57,6 +64,7 @@ export function startPoller<T>(o: PollerOptions<T>): Poller {
     }
     clearTimer();
     inflight = true;
+    const startedAt = Date.now();
     // A load that throws rather than rejecting is an error like any other.
     new Promise<T>((resolve) => resolve(o.load()))
       .then(
@@ -71,6 +79,7 @@ export function startPoller<T>(o: PollerOptions<T>): Poller {
       )
       .finally(() => {
         inflight = false;
+        tookMs = Date.now() - startedAt;
         if (stopped) return;
         if (again) {
           again = false;
