@@ -65,6 +65,7 @@ async function main(): Promise<void> {
     );
     results.push(r);
     printPlans(out, r);
+    if (r.stall) out(describeStall(r.stall, deliveries).trimEnd());
     process.stderr.write(
       `  ${fmt(scale)} destinations: ${fmt(r.received)}/${fmt(deliveries)} in ${fmt(r.spanS, 1)} s = ${fmt(r.deliveriesPerSec)}/s\n`,
     );
@@ -185,12 +186,18 @@ async function oneScale(o: {
     const cpu = new CpuSampler({ system: "sluice", pids: () => cluster.pids(), postmaster: o.postmaster, receiver: receiver.pid }).begin();
     const spawnedAt = Date.now();
     await cluster.startWorkers(f.workers, false);
+    const t = (): string => ((Date.now() - spawnedAt) / 1000).toFixed(0);
+    const stalled = stallWatch(deliveries);
+    let stall: StallSnapshot | null = null;
     const halfway = async (p: { unique: number }): Promise<boolean> => {
       if (plans.length === 1 && p.unique >= deliveries / 2)
         plans.push(await explainClaim(db, { ...o.claim, phase: "mid-run", receivedAt: p.unique, reps: Math.min(3, reps) }));
+      if (stall === null && stalled(p.unique)) {
+        stall = await stallSnapshot(db, p.unique, Number(t()));
+        process.stderr.write(describeStall(stall, deliveries));
+      }
       return p.unique >= deliveries;
     };
-    const t = (): string => ((Date.now() - spawnedAt) / 1000).toFixed(0);
     await receiver.waitFor(
       halfway,
       spawnedAt + f["timeout-s"] * 1000,
@@ -215,11 +222,82 @@ async function oneScale(o: {
       cpu: cpuUse,
       engine: await cluster.engineMetrics(),
       endState: await deliveriesByStatus(db),
+      /** What the store held when delivery stalled near the end (stallWatch), if it did. */
+      stall: stall as StallSnapshot | null,
     };
   } finally {
     await db.end().catch(() => undefined);
     await cluster.stop();
   }
+}
+
+/**
+ * True once delivery has stalled near its end: 99 % received, and fewer than 0.2 % of the
+ * workload in the last 5 s (a run at full speed delivers the last 1 % in a second or two). One run
+ * in several of session 32 had a tail (the last ~0.1 % over a minute) that others did not; this
+ * catches the store's state when it happens. `unique` is fed every progress poll.
+ */
+function stallWatch(total: number): (unique: number) => boolean {
+  const seen: { at: number; unique: number }[] = [];
+  return (unique) => {
+    const now = Date.now();
+    seen.push({ at: now, unique });
+    while (seen.length > 1 && seen[1]!.at <= now - 5000) seen.shift();
+    const oldest = seen[0]!;
+    return unique < total && unique >= 0.99 * total && now - oldest.at >= 5000 && unique - oldest.unique < 0.002 * total;
+  };
+}
+
+interface StallSnapshot {
+  received: number;
+  atS: number;
+  leases: number;
+  /** Destinations with waiting deliveries, grouped by what their rows say. */
+  groups: {
+    ready: "idle" | "now" | "later";
+    idle_recheck: boolean;
+    leased: boolean;
+    paused: boolean;
+    throttled: boolean;
+    destinations: number;
+    waiting: number;
+    max_ready_in_s: number | null;
+    min_lease_left_s: number | null;
+    max_next_attempt_in_s: number | null;
+  }[];
+}
+
+async function stallSnapshot(db: pg.Client, received: number, atS: number): Promise<StallSnapshot> {
+  const { rows } = await db.query<StallSnapshot["groups"][number]>(
+    `WITH w AS (
+       SELECT destination_id, count(*)::int AS n, max(next_attempt_at) AS next_at
+         FROM deliveries WHERE status IN ('queued', 'retry_scheduled') GROUP BY 1
+     ), l AS (SELECT destination_id, count(*)::int AS n, min(expires_at) AS expires_at FROM leases GROUP BY 1)
+     SELECT CASE WHEN d.ready_at IS NULL THEN 'idle' WHEN d.ready_at <= now() THEN 'now' ELSE 'later' END AS ready,
+            d.idle_recheck, l.n IS NOT NULL AS leased, d.paused_at IS NOT NULL AS paused,
+            coalesce(d.throttled_until > now(), false) AS throttled,
+            count(*)::int AS destinations, sum(w.n)::int AS waiting,
+            round(max(extract(epoch FROM d.ready_at - now()))::numeric, 1)::float8 AS max_ready_in_s,
+            round(min(extract(epoch FROM l.expires_at - now()))::numeric, 1)::float8 AS min_lease_left_s,
+            round(max(extract(epoch FROM w.next_at - now()))::numeric, 1)::float8 AS max_next_attempt_in_s
+       FROM w JOIN destinations d ON d.id = w.destination_id LEFT JOIN l ON l.destination_id = w.destination_id
+      GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5`,
+  );
+  const leases = (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM leases")).rows[0]!.n;
+  return { received, atS, leases, groups: rows };
+}
+
+function describeStall(s: StallSnapshot, total: number): string {
+  const lines = s.groups.map(
+    (g) =>
+      `    ready ${g.ready}${g.idle_recheck ? " (idle re-check)" : ""}${g.leased ? ", leased" : ""}${g.paused ? ", paused" : ""}` +
+      `${g.throttled ? ", throttled" : ""}: ${fmt(g.destinations)} destinations, ${fmt(g.waiting)} waiting; ready in ≤ ${g.max_ready_in_s ?? "—"} s, ` +
+      `first lease ends in ${g.min_lease_left_s ?? "—"} s, latest next attempt in ${g.max_next_attempt_in_s ?? "—"} s`,
+  );
+  return (
+    `  ⚠ delivery stalled at ${fmt(s.received)}/${fmt(total)} (t=${s.atS}s, ${fmt(s.leases)} leases); waiting deliveries by their destination's state:\n` +
+    `${lines.join("\n")}\n`
+  );
 }
 
 /**
