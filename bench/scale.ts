@@ -195,6 +195,8 @@ async function oneScale(o: {
       if (stall === null && stalled(p.unique)) {
         stall = await stallSnapshot(db, p.unique, Number(t()));
         process.stderr.write(describeStall(stall, deliveries));
+        // The claim's plans as they are now: a statement that went slow would show here.
+        plans.push(await explainClaim(db, { ...o.claim, phase: "stalled", receivedAt: p.unique, reps: 1 }));
       }
       return p.unique >= deliveries;
     };
@@ -386,7 +388,10 @@ const median = (xs: number[]): number => {
  * savepoint that is rolled back, and the whole transaction rolled back at the end: nothing changes.
  * `reps` times; per statement the median execution time, and the last plan.
  */
-async function explainClaim(db: pg.Client, o: ClaimSettings & { phase: "before" | "mid-run"; receivedAt: number; reps: number }) {
+async function explainClaim(
+  db: pg.Client,
+  o: ClaimSettings & { phase: "before" | "mid-run" | "stalled"; receivedAt: number; reps: number },
+) {
   const started = Date.now();
   const runs: Captured[][] = [];
   let locked = 0;
