@@ -64,6 +64,14 @@ export interface TxOptions {
    * connection plans these statements (an idle start; vacuum truncates it) and thousands of rows
    * under load, while the plans stay cached for the connection's life. Planned as a one-row
    * table, every lookup in it would be a scan of it. (No statement here wants a sequential scan.)
+   *
+   * And JIT compilation is off. Postgres compiles a statement whose estimated cost passes
+   * `jit_above_cost` (100,000 by default), and a generic plan's estimate can pass it for a claim
+   * that reads a few rows: at 100,000 destinations, once `leases` (a row in and out per delivery)
+   * had been analyzed bloated, the claim's state read was estimated at 167,000 and spent 39 ms of
+   * its 77 ms compiling (`npm run bench:scale`, session 32). Most likely that is what once
+   * turned the last 0.1 % of a million deliveries into a minute-long trickle. These statements
+   * run in well under a millisecond: compiling never pays. (PGlite has no JIT; nothing changes there.)
    */
   genericPlans?: boolean;
 }

@@ -82,6 +82,7 @@ export const GENERIC_SETTINGS = [
   ["enable_hashjoin", "off"],
   ["enable_mergejoin", "off"],
   ["enable_seqscan", "off"],
+  ["jit", "off"],
 ] as const;
 
 /** A transaction's own statements on the embedded store, prepared once like any other. */
