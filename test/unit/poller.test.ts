@@ -42,6 +42,18 @@ test("a load slower than the interval never overlaps the next, which waits SLOW_
   );
 });
 
+test("the wait after a slow answer is capped (an answer that hung until a timeout must not keep the page stale for minutes)", async () => {
+  const { s, load } = slowLoad(40);
+  const c = collect<number>();
+  const p = startPoller({ load, everyMs: 10, maxWaitMs: 50, ...c });
+  await sleep(400);
+  p.stop();
+  // 40 ms of load + min(50, 4 × 40) of wait: one every ~90 ms, not every 200.
+  assert.ok(s.started >= 3, `${s.started} loads`);
+  for (let i = 1; i < s.starts.length; i++) assert.ok(s.starts[i]! - s.starts[i - 1]! >= 40 + 50 - 2, `gap ${i}`);
+  assert.ok(s.starts[1]! - s.starts[0]! < 40 + 4 * 40, "capped");
+});
+
 test("quick answers come every everyMs", async () => {
   const { s, load } = slowLoad(1);
   const c = collect<number>();

@@ -6,10 +6,12 @@
 // would start a new load every `everyMs` whatever the last one was doing: on a store where an
 // answer takes longer than that (held counts over a long backlog, a busy embedded store), loads
 // would pile up, each slowing the others. Now one open view keeps whatever answers it busy a fifth
-// of the time at most, however slow its answers become.
+// of the time at most (while answers take under MAX_WAIT_MS / SLOW_ANSWER_FACTOR).
 
-/** After an answer that took `t`, the next load waits at least this many times `t`. */
+/** After an answer that took `t`, the next load waits at least this many times `t`… */
 export const SLOW_ANSWER_FACTOR = 4;
+/** …but never longer than this: an answer that hung until a timeout should not keep the page stale for minutes. */
+export const MAX_WAIT_MS = 30_000;
 
 export interface PollerOptions<T> {
   load: () => Promise<T>;
@@ -19,6 +21,8 @@ export interface PollerOptions<T> {
   onError: (err: unknown) => void;
   /** True while the page is hidden: a load that comes due then waits until it is shown. */
   hidden?: () => boolean;
+  /** The longest wait after a slow answer (default MAX_WAIT_MS). */
+  maxWaitMs?: number;
 }
 
 export interface Poller {
@@ -49,7 +53,8 @@ export function startPoller<T>(o: PollerOptions<T>): Poller {
   };
   const schedule = () => {
     clearTimer();
-    if (!stopped && repeating) timer = setTimeout(due, Math.max(o.everyMs, SLOW_ANSWER_FACTOR * tookMs));
+    if (!stopped && repeating)
+      timer = setTimeout(due, Math.max(o.everyMs, Math.min(o.maxWaitMs ?? MAX_WAIT_MS, SLOW_ANSWER_FACTOR * tookMs)));
   };
   const due = () => {
     timer = undefined;
