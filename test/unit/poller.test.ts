@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
-import { SLOW_ANSWER_FACTOR, startPoller, type Poller } from "../../ui/src/poller.js";
+import { SLOW_ANSWER_FACTOR, startPoller, type Poller, type PollerOptions } from "../../ui/src/poller.js";
 
 // The dashboard's polling (ui/src/poller.ts, under hooks.ts usePoll), with real timers.
 
@@ -26,16 +26,26 @@ function collect<T>(): { answers: T[]; errors: unknown[]; onAnswer: (d: T) => vo
   return { answers, errors, onAnswer: (d) => answers.push(d), onError: (e) => errors.push(e) };
 }
 
-test("a load slower than the interval never overlaps the next, which waits SLOW_ANSWER_FACTOR times as long as it took", async () => {
-  const { s, load } = slowLoad(30);
+/** Polls slowLoad(loadMs) with `opts`, collecting what it answers. */
+function pollSlow(loadMs: number, opts: Omit<PollerOptions<number>, "load" | "onAnswer" | "onError">) {
+  const { s, load } = slowLoad(loadMs);
   const c = collect<number>();
-  const p = startPoller({ load, everyMs: 10, ...c });
+  return { s, c, p: startPoller({ load, ...opts, ...c }) };
+}
+
+/** Every load started at least `ms` after the one before. */
+function assertGapsAtLeast(starts: readonly number[], ms: number): void {
+  for (let i = 1; i < starts.length; i++) assert.ok(starts[i]! - starts[i - 1]! >= ms, `gap ${i}: ${starts[i]! - starts[i - 1]!} ms`);
+}
+
+test("a load slower than the interval never overlaps the next, which waits SLOW_ANSWER_FACTOR times as long as it took", async () => {
+  const { s, c, p } = pollSlow(30, { everyMs: 10 });
   await sleep(400);
   p.stop();
   assert.equal(s.maxInflight, 1);
   // 30 ms of load + 4 × 30 ms of pause each: 3 in 400 ms (a fixed-rate timer would have started ~40).
   assert.ok(s.started >= 2 && s.started <= 3, `${s.started} loads`);
-  for (let i = 1; i < s.starts.length; i++) assert.ok(s.starts[i]! - s.starts[i - 1]! >= 30 * (1 + SLOW_ANSWER_FACTOR) - 2, `gap ${i}`);
+  assertGapsAtLeast(s.starts, 30 * (1 + SLOW_ANSWER_FACTOR) - 2);
   assert.deepEqual(
     c.answers,
     c.answers.map((_, i) => i + 1),
@@ -43,32 +53,26 @@ test("a load slower than the interval never overlaps the next, which waits SLOW_
 });
 
 test("the wait after a slow answer is capped (an answer that hung until a timeout must not keep the page stale for minutes)", async () => {
-  const { s, load } = slowLoad(40);
-  const c = collect<number>();
-  const p = startPoller({ load, everyMs: 10, maxWaitMs: 50, ...c });
+  const { s, p } = pollSlow(40, { everyMs: 10, maxWaitMs: 50 });
   await sleep(400);
   p.stop();
   // 40 ms of load + min(50, 4 × 40) of wait: one every ~90 ms, not every 200.
   assert.ok(s.started >= 3, `${s.started} loads`);
-  for (let i = 1; i < s.starts.length; i++) assert.ok(s.starts[i]! - s.starts[i - 1]! >= 40 + 50 - 2, `gap ${i}`);
+  assertGapsAtLeast(s.starts, 40 + 50 - 2);
   assert.ok(s.starts[1]! - s.starts[0]! < 40 + 4 * 40, "capped");
 });
 
 test("quick answers come every everyMs", async () => {
-  const { s, load } = slowLoad(1);
-  const c = collect<number>();
-  const p = startPoller({ load, everyMs: 20, ...c });
+  const { s, p } = pollSlow(1, { everyMs: 20 });
   await sleep(210);
   p.stop();
   // One load every ~21-25 ms (the timers' own delay): 7 to 10 in 210 ms, fewer on a busy machine.
   assert.ok(s.started >= 3 && s.started <= 11, `${s.started} loads`);
-  for (let i = 1; i < s.starts.length; i++) assert.ok(s.starts[i]! - s.starts[i - 1]! >= 20, `gap ${i}`);
+  assertGapsAtLeast(s.starts, 20);
 });
 
 test("reloads asked during a load are one load, right after it, and the answer in flight is dropped", async () => {
-  const { s, load } = slowLoad(50);
-  const c = collect<number>();
-  const p = startPoller({ load, everyMs: 10_000, ...c });
+  const { s, c, p } = pollSlow(50, { everyMs: 10_000 });
   await sleep(10);
   p.reload();
   p.reload();
@@ -86,9 +90,7 @@ test("reloads asked during a load are one load, right after it, and the answer i
 });
 
 test("stop drops the answer in flight and loads nothing more", async () => {
-  const { s, load } = slowLoad(30);
-  const c = collect<number>();
-  const p = startPoller({ load, everyMs: 5, ...c });
+  const { s, c, p } = pollSlow(30, { everyMs: 5 });
   await sleep(10);
   p.stop();
   p.reload();
@@ -142,9 +144,7 @@ test("a load that throws instead of rejecting is an error, and polling goes on",
 
 test("no load comes due while hidden; the next comes once shown", async () => {
   let hidden = false;
-  const { s, load } = slowLoad(1);
-  const c = collect<number>();
-  const p = startPoller({ load, everyMs: 10, hidden: () => hidden, ...c });
+  const { s, p } = pollSlow(1, { everyMs: 10, hidden: () => hidden });
   await sleep(5);
   hidden = true;
   const before = s.started;
@@ -157,9 +157,7 @@ test("no load comes due while hidden; the next comes once shown", async () => {
 });
 
 test("everyMs 0 loads once", async () => {
-  const { s, load } = slowLoad(1);
-  const c = collect<number>();
-  const p = startPoller({ load, everyMs: 0, ...c });
+  const { s, c, p } = pollSlow(1, { everyMs: 0 });
   await sleep(50);
   assert.equal(s.started, 1);
   assert.deepEqual(c.answers, [1]);
