@@ -47,8 +47,7 @@ type Statement = {
   wal_bytes: number;
   blks_hit: number;
   blks_read: number;
-  /** Functions JIT-compiled, and ms spent compiling them (0 on a Postgres without the columns, before 15). */
-  jit_functions: number;
+  /** ms spent JIT-compiling (0 on a Postgres without the columns, before 15). */
   jit_ms: number;
 };
 
@@ -57,7 +56,6 @@ async function statements(db: pg.Client): Promise<Statement[]> {
   const res = await db.query<Record<keyof Statement, string | number>>(
     `SELECT query, calls::float8 AS calls, total_exec_time AS total_ms, mean_exec_time AS mean_ms, rows::float8 AS rows,
             wal_bytes::float8 AS wal_bytes, shared_blks_hit::float8 AS blks_hit, shared_blks_read::float8 AS blks_read,
-            coalesce((to_jsonb(s) ->> 'jit_functions')::float8, 0) AS jit_functions,
             coalesce((to_jsonb(s) ->> 'jit_generation_time')::float8 + (to_jsonb(s) ->> 'jit_inlining_time')::float8
                      + (to_jsonb(s) ->> 'jit_optimization_time')::float8 + (to_jsonb(s) ->> 'jit_emission_time')::float8, 0) AS jit_ms
        FROM pg_stat_statements s
@@ -74,7 +72,6 @@ async function statements(db: pg.Client): Promise<Statement[]> {
     wal_bytes: Number(r.wal_bytes),
     blks_hit: Number(r.blks_hit),
     blks_read: Number(r.blks_read),
-    jit_functions: Number(r.jit_functions),
     jit_ms: Number(r.jit_ms),
   }));
 }

@@ -258,7 +258,8 @@ interface StallSnapshot {
   groups: {
     ready: "idle" | "now" | "later";
     idle_recheck: boolean;
-    leased: boolean;
+    /** Live leases of these destinations (a leased delivery keeps its waiting status, so every lease is counted here). */
+    leases: number;
     paused: boolean;
     throttled: boolean;
     destinations: number;
@@ -276,23 +277,22 @@ async function stallSnapshot(db: pg.Client, received: number, atS: number): Prom
          FROM deliveries WHERE status IN ('queued', 'retry_scheduled') GROUP BY 1
      ), l AS (SELECT destination_id, count(*)::int AS n, min(expires_at) AS expires_at FROM leases GROUP BY 1)
      SELECT CASE WHEN d.ready_at IS NULL THEN 'idle' WHEN d.ready_at <= now() THEN 'now' ELSE 'later' END AS ready,
-            d.idle_recheck, l.n IS NOT NULL AS leased, d.paused_at IS NOT NULL AS paused,
-            coalesce(d.throttled_until > now(), false) AS throttled,
+            d.idle_recheck, d.paused_at IS NOT NULL AS paused, coalesce(d.throttled_until > now(), false) AS throttled,
+            sum(coalesce(l.n, 0))::int AS leases,
             count(*)::int AS destinations, sum(w.n)::int AS waiting,
             round(max(extract(epoch FROM d.ready_at - now()))::numeric, 1)::float8 AS max_ready_in_s,
             round(min(extract(epoch FROM l.expires_at - now()))::numeric, 1)::float8 AS min_lease_left_s,
             round(max(extract(epoch FROM w.next_at - now()))::numeric, 1)::float8 AS max_next_attempt_in_s
        FROM w JOIN destinations d ON d.id = w.destination_id LEFT JOIN l ON l.destination_id = w.destination_id
-      GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5`,
+      GROUP BY 1, 2, 3, 4, l.n IS NOT NULL ORDER BY 1, 2, 3, 4, l.n IS NOT NULL`,
   );
-  const leases = (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM leases")).rows[0]!.n;
-  return { received, atS, leases, groups: rows };
+  return { received, atS, leases: rows.reduce((n, g) => n + g.leases, 0), groups: rows };
 }
 
 function describeStall(s: StallSnapshot, total: number): string {
   const lines = s.groups.map(
     (g) =>
-      `    ready ${g.ready}${g.idle_recheck ? " (idle re-check)" : ""}${g.leased ? ", leased" : ""}${g.paused ? ", paused" : ""}` +
+      `    ready ${g.ready}${g.idle_recheck ? " (idle re-check)" : ""}${g.leases ? `, ${fmt(g.leases)} leases` : ""}${g.paused ? ", paused" : ""}` +
       `${g.throttled ? ", throttled" : ""}: ${fmt(g.destinations)} destinations, ${fmt(g.waiting)} waiting; ready in ≤ ${g.max_ready_in_s ?? "—"} s, ` +
       `first lease ends in ${g.min_lease_left_s ?? "—"} s, latest next attempt in ${g.max_next_attempt_in_s ?? "—"} s`,
   );
