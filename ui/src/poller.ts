@@ -23,7 +23,22 @@ export interface PollerOptions<T> {
   hidden?: () => boolean;
   /** The longest wait after a slow answer (default MAX_WAIT_MS). */
   maxWaitMs?: number;
+  /** Time and timers (default: the page's); the tests pass a virtual clock. */
+  clock?: PollClock;
 }
+
+/** What the poller needs of time: a reading in ms and one-shot timers. */
+export interface PollClock {
+  now(): number;
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+const realClock: PollClock = {
+  now: () => performance.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
+};
 
 export interface Poller {
   /**
@@ -43,18 +58,19 @@ export function startPoller<T>(o: PollerOptions<T>): Poller {
   let repeating = o.everyMs > 0;
   let inflight = false;
   let again = false;
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  const clock = o.clock ?? realClock;
+  let timer: unknown;
   /** How long the last load took (ms). */
   let tookMs = 0;
 
   const clearTimer = () => {
-    if (timer !== undefined) clearTimeout(timer);
+    if (timer !== undefined) clock.clearTimeout(timer);
     timer = undefined;
   };
   const schedule = () => {
     clearTimer();
     if (!stopped && repeating)
-      timer = setTimeout(due, Math.max(o.everyMs, Math.min(o.maxWaitMs ?? MAX_WAIT_MS, SLOW_ANSWER_FACTOR * tookMs)));
+      timer = clock.setTimeout(due, Math.max(o.everyMs, Math.min(o.maxWaitMs ?? MAX_WAIT_MS, SLOW_ANSWER_FACTOR * tookMs)));
   };
   const due = () => {
     timer = undefined;
@@ -69,7 +85,7 @@ export function startPoller<T>(o: PollerOptions<T>): Poller {
     }
     clearTimer();
     inflight = true;
-    const startedAt = Date.now();
+    const startedAt = clock.now();
     // A load that throws rather than rejecting is an error like any other.
     new Promise<T>((resolve) => resolve(o.load()))
       .then(
@@ -84,7 +100,7 @@ export function startPoller<T>(o: PollerOptions<T>): Poller {
       )
       .finally(() => {
         inflight = false;
-        tookMs = Date.now() - startedAt;
+        tookMs = clock.now() - startedAt;
         if (stopped) return;
         if (again) {
           again = false;
