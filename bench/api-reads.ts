@@ -5,13 +5,14 @@
 // them, then events published in batches of 1,000 (one delivery each, round-robin) while
 // `sluice start` (embedded) or `sluice api` + N × `sluice worker` (server) deliver them; then, once
 // delivery is quiet and the janitor has had a round, every read is timed `reps` times (median and
-// slowest) through HTTP, as a dashboard or a client calls it. The ratio column is embedded ÷ server.
+// slowest) through HTTP, as a dashboard or a client calls it. The ratio column is embedded ÷ server;
+// on the server, pg_stat_statements also tells how long Postgres spent JIT-compiling each read.
 // Prints a table; writes bench/results/api-reads-<time>.json.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { connect, withDatabase } from "./pg.js";
+import { connect, jitSinceReset, withDatabase } from "./pg.js";
 import { clusterFlags, parseFlags, runBench, sleep, waitQuiet } from "./procs.js";
 import { Receiver } from "./receiver.js";
 import { benchStart, fmt, table } from "./report.js";
@@ -19,7 +20,15 @@ import { SluiceCluster } from "./sluice.js";
 
 type Store = "embedded" | "server";
 type Read = { name: string; path: string };
-type Timing = { name: string; path: string; medianMs: number; maxMs: number; status: number };
+type Timing = {
+  name: string;
+  path: string;
+  medianMs: number;
+  maxMs: number;
+  status: number;
+  /** The server store: Postgres's time JIT-compiling, per call (pg_stat_statements). */
+  jitMs?: number;
+};
 type Seeded = { seedS: number; perS: number; statsCallsMs: number[]; deliveries: Record<string, number>; timings: Timing[] };
 
 const flags = () =>
@@ -59,7 +68,8 @@ async function main(): Promise<void> {
       (f.backlog > 0 ? `then ${fmt(f.backlog)} more to one paused destination; ` : "") +
       `then each read ${f.reps} times, one at a time, once delivery is quiet.`,
   );
-  const pg = stores.includes("server") ? await bench.postgres(!f["no-fsync"]) : null;
+  // pg_stat_statements: to tell which reads Postgres JIT-compiles.
+  const pg = stores.includes("server") ? await bench.postgres(!f["no-fsync"], true) : null;
   const receiver = await Receiver.start(bench.log("api-reads-receiver.log"));
   const results: Partial<Record<Store, Seeded>> = {};
   for (const store of stores) {
@@ -99,8 +109,13 @@ async function main(): Promise<void> {
   out(
     table(
       [
-        ["read", ...stores, ...(both ? ["embedded ÷ server"] : [])],
-        ...names.map((n) => [n, ...stores.map((s) => cell(s, n)), ...(both ? [ratioOf(n)] : [])]),
+        ["read", ...stores, ...(both ? ["embedded ÷ server"] : []), ...(results.server ? ["server: JIT ms per call"] : [])],
+        ...names.map((n) => [
+          n,
+          ...stores.map((s) => cell(s, n)),
+          ...(both ? [ratioOf(n)] : []),
+          ...(results.server ? [fmt(results.server.timings.find((x) => x.name === n)?.jitMs, 1)] : []),
+        ]),
       ],
       true,
     ),
@@ -129,6 +144,7 @@ async function oneStore(o: {
 }): Promise<Seeded> {
   const { f, store, receiver } = o;
   const cluster = new SluiceCluster({ databaseUrl: o.databaseUrl, dataDir: o.dataDir, logPrefix: o.log(`api-reads-${store}`) });
+  const db = o.databaseUrl ? await connect(o.databaseUrl) : null;
   try {
     await cluster.startApi(store === "embedded" ? "start" : "api");
     if (store === "server") await cluster.startWorkers(f.workers, true);
@@ -189,19 +205,23 @@ async function oneStore(o: {
     if (f["wait-quiet-s"] > 0) await waitQuiet(f["wait-quiet-s"] * 1000);
     const reads = await readsOf(cluster, { ids, paused, failing, firstBatchAt });
     const timings: Timing[] = [];
+    await db?.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
     for (const r of reads) {
       const times: number[] = [];
       let status = 0;
+      await db?.query("SELECT pg_stat_statements_reset()");
       for (let i = 0; i < f.reps; i++) {
         const t = performance.now();
         status = (await cluster.call("GET", r.path)).status;
         times.push(performance.now() - t);
       }
       times.sort((a, b) => a - b);
-      timings.push({ ...r, status, medianMs: times[Math.floor(times.length / 2)]!, maxMs: times[times.length - 1]! });
+      const jitMs = db ? (await jitSinceReset(db)).ms / f.reps : undefined;
+      timings.push({ ...r, status, medianMs: times[Math.floor(times.length / 2)]!, maxMs: times[times.length - 1]!, jitMs });
     }
     return { seedS, perS, statsCallsMs, deliveries: await counts(cluster), timings };
   } finally {
+    await db?.end();
     await cluster.stop();
   }
 }

@@ -6,7 +6,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import type pg from "pg";
-import { connect, withDatabase } from "./pg.js";
+import { connect, JIT_MS_SQL, withDatabase } from "./pg.js";
 import { CpuSampler, machineBusyPct, parseFlags, runBench, sleep, waitQuiet } from "./procs.js";
 import { Receiver } from "./receiver.js";
 import { benchStart, fmt, table } from "./report.js";
@@ -56,8 +56,7 @@ async function statements(db: pg.Client): Promise<Statement[]> {
   const res = await db.query<Record<keyof Statement, string | number>>(
     `SELECT query, calls::float8 AS calls, total_exec_time AS total_ms, mean_exec_time AS mean_ms, rows::float8 AS rows,
             wal_bytes::float8 AS wal_bytes, shared_blks_hit::float8 AS blks_hit, shared_blks_read::float8 AS blks_read,
-            coalesce((to_jsonb(s) ->> 'jit_generation_time')::float8 + (to_jsonb(s) ->> 'jit_inlining_time')::float8
-                     + (to_jsonb(s) ->> 'jit_optimization_time')::float8 + (to_jsonb(s) ->> 'jit_emission_time')::float8, 0) AS jit_ms
+            ${JIT_MS_SQL} AS jit_ms
        FROM pg_stat_statements s
       WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
         AND query NOT ILIKE '%pg_stat_statements%'
