@@ -5,7 +5,8 @@ import { onServer } from "../helpers/db.js";
 import { apiError } from "../helpers/sdk.js";
 import { Sluice, type Event, type paths } from "../../sdk/src/index.js";
 import type { ValidationFailed } from "../helpers/api-types.js";
-import { eventSearchStatement } from "../../src/db/queries/events.js";
+import type pg from "pg";
+import { eventSearchStatements, PREFIX_WALK_ROWS } from "../../src/db/queries/events.js";
 
 // Finding events (GET /v1/events), through the SDK: by exact type or type prefix, by occurred_at
 // range, newest first, paged without duplicates or gaps (ties in occurred_at, microseconds), per
@@ -130,6 +131,43 @@ for (const backend of BACKENDS) {
       );
     });
 
+    test("a type prefix behind more newer events of other types than the first statement walks: every event once, in order, across pages", async () => {
+      const at = (m: number, s = 0) => new Date(Date.UTC(2022, 0, 1, 0, m, s)).toISOString();
+      const batch = async (events: { type: string; occurred_at: string }[]) =>
+        (await sluice.post("/v1/events/batch", { body: { events: events.map((e) => ({ ...e, payload: {} })) } })).events.map((e) => e.id);
+      // Old matching events of three types, then more non-matching ones than one walk reads, then
+      // a few matching ones newer than all: the first page comes from the walk, the rest type by type.
+      const old = await batch(Array.from({ length: 25 }, (_, i) => ({ type: `t5.${"abc"[i % 3]}`, occurred_at: at(i) })));
+      for (let off = 0; off < PREFIX_WALK_ROWS + 200; off += 1000)
+        await batch(
+          Array.from({ length: Math.min(1000, PREFIX_WALK_ROWS + 200 - off) }, (_, i) => ({
+            type: "t5x.noise",
+            occurred_at: at(100, off + i),
+          })),
+        );
+      const recent = await batch(Array.from({ length: 10 }, (_, i) => ({ type: "t5.d", occurred_at: at(500 + i) })));
+
+      const newestFirst = (ids: string[]) => [...ids].reverse();
+      const expected = [...newestFirst(recent), ...newestFirst(old)];
+      const whole = (await list({ type: "t5.*", limit: 1000 })).data.map((e) => e.id);
+      assert.deepEqual(whole, expected, "one page: every matching event, newest first");
+      const pages = await all({ type: "t5.*" }, 7);
+      assert.deepEqual(
+        pages.map((p) => p.length),
+        [7, 7, 7, 7, 7, 0],
+      );
+      assert.deepEqual(
+        pages.flat().map((e) => e.id),
+        expected,
+        "pages: the same events in the same order",
+      );
+      assert.deepEqual(
+        (await all({ type: "t5.*", since: at(10), until: at(505) }, 4)).flat().map((e) => e.id),
+        [...newestFirst(recent.slice(0, 5)), ...newestFirst(old.slice(10))],
+        "with a time range",
+      );
+    });
+
     test("a key sees only its own tenant's events", async () => {
       const t = await as("admin_events").post("/v1/tenants", { body: { name: "other" } });
       const theirs = await publish("t4.secret", minute(1), t.api_key);
@@ -197,31 +235,66 @@ for (const backend of BACKENDS) {
           await c.query("ANALYZE events");
           const cursor = { at: "2020-01-01T00:30:00.000000Z", id: "evt_000000000000000000000000708" };
           const searches = {
-            all: eventSearchStatement(me.id, {}, 100, null),
-            "all, next page": eventSearchStatement(me.id, {}, 100, cursor),
-            "time range": eventSearchStatement(
+            all: eventSearchStatements(me.id, {}, 100, null),
+            "all, next page": eventSearchStatements(me.id, {}, 100, cursor),
+            "time range": eventSearchStatements(
               me.id,
               { since: new Date("2020-01-01T00:10:00Z"), until: new Date("2020-01-01T00:20:00Z") },
               100,
               null,
             ),
-            "exact type": eventSearchStatement(me.id, { type: "bulk7.kind0" }, 100, null),
-            "exact type, next page": eventSearchStatement(me.id, { type: "bulk7.kind0" }, 100, cursor),
-            "type prefix": eventSearchStatement(me.id, { type: "bulk7.*" }, 100, null),
+            "exact type": eventSearchStatements(me.id, { type: "bulk7.kind0" }, 100, null),
+            "exact type, next page": eventSearchStatements(me.id, { type: "bulk7.kind0" }, 100, cursor),
+            "type prefix": eventSearchStatements(me.id, { type: "bulk7.*" }, 100, null),
           };
-          for (const [name, st] of Object.entries(searches)) {
-            const plan = (await c.query<{ "QUERY PLAN": string }>(`EXPLAIN ${st.sql}`, st.params)).rows
-              .map((r) => r["QUERY PLAN"])
-              .join("\n");
-            assert.doesNotMatch(plan, /Seq Scan on events/, `${name}:\n${plan}`);
-            assert.match(
-              plan,
-              /Index (Only )?Scan( Backward)? using events_tenant_|Bitmap Index Scan on events_tenant_/,
-              `${name}:\n${plan}`,
-            );
-          }
+          for (const [name, statements] of Object.entries(searches))
+            for (const st of statements) {
+              const plan = (await c.query<{ "QUERY PLAN": string }>(`EXPLAIN ${st.sql}`, st.params)).rows
+                .map((r) => r["QUERY PLAN"])
+                .join("\n");
+              assert.doesNotMatch(plan, /Seq Scan on events/, `${name}:\n${plan}`);
+              assert.match(
+                plan,
+                /Index (Only )?Scan( Backward)? using events_tenant_|Bitmap Index Scan on events_tenant_/,
+                `${name}:\n${plan}`,
+              );
+            }
+          assert.equal(searches["type prefix"].length, 2, "a prefix search: the walk, then type by type");
+
+          // A prefix whose 2,000 events (5 types) are older than 20,000 of another type: one walk
+          // newest first, which the planner picks for so common a prefix, reads all 20,000 before
+          // the first match. The two statements read at most the walk's rows and the newest page
+          // of each of the 5 types.
+          await c.query(
+            `INSERT INTO events (id, tenant_id, type, payload, occurred_at)
+             SELECT 'evt_r' || lpad(to_hex(i), 26, '0'), $1, CASE WHEN i <= 2000 THEN 'rare.kind' || (i % 5) ELSE 'noise' END, '{}'::json,
+                    timestamptz '2021-01-01' + make_interval(secs => i)
+               FROM generate_series(1, 22000) AS i`,
+            [me.id],
+          );
+          await c.query("ANALYZE events");
+          let read = 0;
+          for (const st of eventSearchStatements(me.id, { type: "rare.*" }, 100, null)) read += await rowsReadFrom(c, "events", st);
+          assert.ok(read <= PREFIX_WALK_ROWS + 5 * 100 + 100 + 50, `${read} rows of events read`);
         });
       });
     }
   });
+}
+
+type PlanNode = {
+  "Relation Name"?: string;
+  "Actual Rows": number;
+  "Actual Loops": number;
+  "Rows Removed by Filter"?: number;
+  Plans?: PlanNode[];
+};
+
+/** Rows the statement's scans of `table` read (returned or filtered out), over every loop, by EXPLAIN ANALYZE. */
+async function rowsReadFrom(c: pg.Client, table: string, st: { sql: string; params: unknown[] }): Promise<number> {
+  const res = await c.query<{ "QUERY PLAN": [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${st.sql}`, st.params);
+  const walk = (n: PlanNode): number =>
+    (n["Relation Name"] === table ? (n["Actual Rows"] + (n["Rows Removed by Filter"] ?? 0)) * n["Actual Loops"] : 0) +
+    (n.Plans ?? []).reduce((sum, x) => sum + walk(x), 0);
+  return walk(res.rows[0]!["QUERY PLAN"][0].Plan);
 }
