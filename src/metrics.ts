@@ -140,6 +140,37 @@ export function setBuildInfo(version: string): void {
 // sum() over every process from counting the store once per worker. Several API processes each
 // report the same values: aggregate them with max() (docs/metrics.md).
 const SAMPLE_MS = 5_000;
+/**
+ * After a slow sample, the next waits this many times as long as it took (up to MAX_SAMPLE_AGE_MS):
+ * the held counts read every waiting delivery (seconds of the embedded store's one session at
+ * 1,000,000 waiting), and a scrape every few seconds must not keep the store busy most of the time.
+ */
+export const SLOW_SAMPLE_FACTOR = 4;
+const MAX_SAMPLE_AGE_MS = 60_000;
+
+/**
+ * Runs `sample` when asked, unless the last one is fresh: younger than SAMPLE_MS, or than
+ * SLOW_SAMPLE_FACTOR times as long as it took. Asks meanwhile wait on the sample in flight. A
+ * failed sample keeps the previous values and counts as a sample. `now`: the clock (tests).
+ */
+export function freshSampler(sample: () => Promise<void>, now: () => number = Date.now): () => Promise<void> {
+  let endedAt = -Infinity;
+  let tookMs = 0;
+  let pending: Promise<void> | null = null;
+  return async () => {
+    if (pending) return pending;
+    if (now() - endedAt < Math.max(SAMPLE_MS, Math.min(MAX_SAMPLE_AGE_MS, SLOW_SAMPLE_FACTOR * tookMs))) return;
+    const startedAt = now();
+    pending = sample()
+      .catch(() => undefined)
+      .finally(() => {
+        endedAt = now();
+        tookMs = endedAt - startedAt;
+        pending = null;
+      });
+    return pending;
+  };
+}
 
 /** Names of the gauges registerDatabaseGauges() adds. */
 export const DATABASE_GAUGES = [
@@ -153,8 +184,6 @@ export const DATABASE_GAUGES = [
 export function registerDatabaseGauges(db: Db): void {
   // One process may start Sluice more than once (tests): the latest store wins.
   for (const name of DATABASE_GAUGES) registry.removeSingleMetric(name);
-  let last = 0;
-  let pending: Promise<void> | null = null;
   // No destination label: destination ids are unbounded (and churn), so each would be a new
   // series in Prometheus; per destination, GET /v1/destinations/{id} has `inflight`.
   const inflight = new client.Gauge({
@@ -208,15 +237,6 @@ export function registerDatabaseGauges(db: Db): void {
     }
   };
   // prom-client collects the metrics of a scrape concurrently: all of them wait on one sample.
-  const refresh = async () => {
-    if (Date.now() - last < SAMPLE_MS) return;
-    pending ??= sample()
-      .catch(() => undefined) // a failed sample keeps the previous values
-      .finally(() => {
-        last = Date.now();
-        pending = null;
-      });
-    await pending;
-  };
+  const refresh = freshSampler(sample);
   for (const g of [inflight, held, oldest, health, backlog]) (g as unknown as { collect: () => Promise<void> }).collect = refresh;
 }
