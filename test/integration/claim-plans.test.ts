@@ -2,6 +2,7 @@ import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { openDb, BEGIN_GENERIC, type Db, type Queryable } from "../../src/db/db.js";
 import { migrate } from "../../src/db/migrate.js";
+import { planNodes, rowsRead, type PlanNode } from "../helpers/plans.js";
 import { insertDestination } from "../../src/db/queries/destinations.js";
 import { LEASE_SQL, CLAIMED_STATE_SQL } from "../../src/db/queries/claim.js";
 import { finishSql } from "../../src/db/queries/results.js";
@@ -275,30 +276,11 @@ async function seed(db: Db, destinations: number, deliveries: number, destinatio
                     FROM generate_series(1, ${deliveries}) g`);
 }
 
-interface PlanNode {
-  "Node Type": string;
-  "Relation Name"?: string;
-  "Index Name"?: string;
-  "Actual Rows"?: number;
-  "Actual Loops"?: number;
-  "Rows Removed by Filter"?: number;
-  Plans?: PlanNode[];
-}
-
-/** Every node of a plan (EXPLAIN's JSON), depth first. */
-const planNodes = (n: PlanNode): PlanNode[] => [n, ...(n.Plans ?? []).flatMap(planNodes)];
-
 /** How a plan reads `table`: each scan as "node type [index]" (the node writing to it left out). */
 const scansOf = (plan: PlanNode, table: string): string[] =>
   planNodes(plan)
     .filter((n) => n["Relation Name"] === table && n["Node Type"] !== "ModifyTable")
     .map((n) => `${n["Node Type"]} ${n["Index Name"] ?? ""}`.trim());
-
-/** Rows a plan read from `table` or its indexes (named `table_…`), filtered ones included, over all loops. */
-const rowsRead = (plan: PlanNode, table: string): number =>
-  planNodes(plan)
-    .filter((n) => n["Node Type"].endsWith("Scan") && (n["Relation Name"] === table || n["Index Name"]?.startsWith(`${table}_`)))
-    .reduce((sum, n) => sum + ((n["Actual Rows"] ?? 0) + (n["Rows Removed by Filter"] ?? 0)) * (n["Actual Loops"] ?? 1), 0);
 
 /**
  * The one statement `send` sends, as it sends it: captured by a Queryable that only records (and

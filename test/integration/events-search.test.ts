@@ -7,6 +7,7 @@ import { Sluice, type Event, type paths } from "../../sdk/src/index.js";
 import type { ValidationFailed } from "../helpers/api-types.js";
 import type pg from "pg";
 import { eventSearchStatements, PREFIX_WALK_ROWS } from "../../src/db/queries/events.js";
+import { rowsRead, type PlanNode } from "../helpers/plans.js";
 
 // Finding events (GET /v1/events), through the SDK: by exact type or type prefix, by occurred_at
 // range, newest first, paged without duplicates or gaps (ties in occurred_at, microseconds), per
@@ -282,19 +283,8 @@ for (const backend of BACKENDS) {
   });
 }
 
-type PlanNode = {
-  "Relation Name"?: string;
-  "Actual Rows": number;
-  "Actual Loops": number;
-  "Rows Removed by Filter"?: number;
-  Plans?: PlanNode[];
-};
-
-/** Rows the statement's scans of `table` read (returned or filtered out), over every loop, by EXPLAIN ANALYZE. */
+/** Rows the statement read from `table` (returned or filtered out, over every loop), by EXPLAIN ANALYZE. */
 async function rowsReadFrom(c: pg.Client, table: string, st: { sql: string; params: unknown[] }): Promise<number> {
   const res = await c.query<{ "QUERY PLAN": [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${st.sql}`, st.params);
-  const walk = (n: PlanNode): number =>
-    (n["Relation Name"] === table ? (n["Actual Rows"] + (n["Rows Removed by Filter"] ?? 0)) * n["Actual Loops"] : 0) +
-    (n.Plans ?? []).reduce((sum, x) => sum + walk(x), 0);
-  return walk(res.rows[0]!["QUERY PLAN"][0].Plan);
+  return rowsRead(res.rows[0]!["QUERY PLAN"][0].Plan, table);
 }
