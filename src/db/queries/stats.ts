@@ -4,7 +4,7 @@ import type { RateLimit, StoredBuckets } from "../../policy/token-bucket.js";
 import { holdReason, type HoldFacts } from "../../policy/hold-reason.js";
 import { HOLD_REASONS, type HoldReason } from "../../policy/statuses.js";
 import type { PacedDestination } from "../../policy/adaptive-pace.js";
-import { UNLEASED } from "./leases.js";
+import { UNLEASED_MANY } from "./leases.js";
 
 // Read-only aggregates for metrics and audits, and the readiness probe.
 
@@ -71,7 +71,7 @@ export async function heldGroups(q: Queryable, quietDestinationIds: string[], de
               count(*) AS n, min(dl.created_at) AS oldest_at
          FROM deliveries dl
          LEFT JOIN first_unfinished f ON f.destination_id = dl.destination_id
-        WHERE dl.status IN ('queued', 'retry_scheduled') AND ${UNLEASED("dl")} ${only("dl.destination_id")}
+        WHERE dl.status IN ('queued', 'retry_scheduled') AND ${UNLEASED_MANY("dl")} ${only("dl.destination_id")}
         GROUP BY 1, 2, 3, 4, 5, 6
      ), inflight AS (
        SELECT destination_id, count(*) AS n FROM leases WHERE true ${only("destination_id")} GROUP BY destination_id
