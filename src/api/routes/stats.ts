@@ -68,9 +68,9 @@ function minutesAndLastHour(db: Db, ids: string[], minutes: number, summed: bool
 }
 
 /** Held groups of `ids` now (quiet windows judged at the store's clock). */
-async function heldNow(q: Queryable, ids: string[], nowMs: number): Promise<HeldGroup[]> {
+async function heldNow(db: Db, ids: string[], nowMs: number): Promise<HeldGroup[]> {
   if (ids.length === 0) return [];
-  return heldGroups(q, await quietNow(q, ids, nowMs), ids);
+  return db.tx(async (q) => heldGroups(q, await quietNow(q, ids, nowMs), ids));
 }
 
 const heldView = (counts: readonly { reason: HoldReason; n: number; oldest_age_s: number }[]) =>

@@ -5,7 +5,7 @@ import { bumpRoutingVersion } from "./events.js";
 import { emptyHealth } from "../../policy/health.js";
 import { setHealth } from "./health.js";
 import { READY_AT_IDLE, READY_AT_NOW, readyAtNoLaterThan, readyAtOutsideHold } from "./ready-at.js";
-import { UNLEASED_MANY } from "./leases.js";
+import { UNLEASED } from "./leases.js";
 import type { HealthStatus, PauseCauseStored } from "../../policy/statuses.js";
 import type { PaceState } from "../../policy/adaptive-pace.js";
 import type { BacklogWatch } from "../../policy/backlog-alerts.js";
@@ -197,7 +197,7 @@ export async function deleteDestination(q: Queryable, id: string): Promise<void>
   if (d) await bumpRoutingVersion(q, d.tenant_id);
   await q.query(
     `UPDATE deliveries x SET status = 'discarded', finished_at = now(), updated_at = now(), last_error = 'destination deleted'
-      WHERE x.destination_id = $1 AND x.status IN ('queued', 'retry_scheduled') AND ${UNLEASED_MANY("x")}`,
+      WHERE x.destination_id = $1 AND x.status IN ('queued', 'retry_scheduled') AND ${UNLEASED("x")}`,
     [id],
   );
 }
@@ -218,7 +218,7 @@ export async function resumeDestination(q: Queryable, id: string, replay: boolea
       `WITH d AS (
          UPDATE deliveries x SET status = 'discarded', finished_at = now(), updated_at = now(),
                 last_error = 'discarded when the destination was resumed without replay'
-          WHERE x.destination_id = $1 AND x.status IN ('queued', 'retry_scheduled') AND ${UNLEASED_MANY("x")} RETURNING 1)
+          WHERE x.destination_id = $1 AND x.status IN ('queued', 'retry_scheduled') AND ${UNLEASED("x")} RETURNING 1)
        SELECT count(*)::int AS n FROM d`,
       [id],
     );

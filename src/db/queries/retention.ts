@@ -1,6 +1,6 @@
 import type { Queryable } from "../db.js";
 import { RETENTION_LOCK } from "../locks.js";
-import { UNLEASED_MANY } from "./leases.js";
+import { UNLEASED } from "./leases.js";
 
 // Retention, run by dispatch/janitor.ts: attempts, finished deliveries and events with nothing
 // left to deliver are deleted past retention in batches of `batch` rows, idempotency keys after
@@ -74,7 +74,7 @@ export async function discardHeldPastPausedRetention(q: Queryable): Promise<numb
           SET status = 'discarded', finished_at = now(), updated_at = now(),
               last_error = 'discarded: held for over ' || p.paused_retention_hours || ' h while the destination was paused'
          FROM p
-        WHERE dl.destination_id = p.id AND dl.status IN ('queued', 'retry_scheduled') AND ${UNLEASED_MANY("dl")}
+        WHERE dl.destination_id = p.id AND dl.status IN ('queued', 'retry_scheduled') AND ${UNLEASED("dl")}
           AND greatest(dl.created_at, p.paused_at) < now() - make_interval(hours => p.paused_retention_hours)
        RETURNING 1)
      SELECT count(*)::int AS n FROM d`,

@@ -1,10 +1,10 @@
-import type { Queryable } from "../db.js";
+import type { Db, Queryable, TxQueryable } from "../db.js";
 import { currentQuietWindow, type DeliverySchedule } from "../../policy/quiet-hours.js";
 import type { RateLimit, StoredBuckets } from "../../policy/token-bucket.js";
 import { holdReason, type HoldFacts } from "../../policy/hold-reason.js";
 import { HOLD_REASONS, type HoldReason } from "../../policy/statuses.js";
 import type { PacedDestination } from "../../policy/adaptive-pace.js";
-import { UNLEASED_MANY } from "./leases.js";
+import { UNLEASED } from "./leases.js";
 
 // Read-only aggregates for metrics and audits, and the readiness probe.
 
@@ -27,10 +27,10 @@ export async function inflightTotal(q: Queryable): Promise<number> {
  * is open now, worked out by the caller. Unheld deliveries are left out.
  */
 export async function heldByReason(
-  q: Queryable,
+  db: Db,
   quietDestinationIds: string[] = [],
 ): Promise<{ reason: HoldReason; n: number; oldest_age_s: number }[]> {
-  return sumByReason(classifyHeld(await heldGroups(q, quietDestinationIds, null)));
+  return sumByReason(classifyHeld(await db.tx((q) => heldGroups(q, quietDestinationIds, null))));
 }
 
 /** A group of waiting deliveries of one destination that share their HoldFacts. */
@@ -47,11 +47,21 @@ export interface HeldGroup extends HoldFacts {
  * The waiting deliveries of `destinationIds` (null: of every destination) grouped by destination
  * and HoldFacts: a few groups per destination, whatever its backlog. Costs one pass over those
  * destinations' waiting deliveries (the deliveries_waiting_idx partial index).
+ *
+ * Run in a transaction (`q`), with nested loops off for the one statement. The deliveries in
+ * flight are left out by a NOT EXISTS against `leases`; once `leases` had been analyzed empty (a
+ * quiet store: nothing in flight), Postgres made that a nested loop that rescanned `leases` once
+ * per waiting delivery, where a hash anti-join reads it once: at 1,000,000 waiting, 2.1 s against
+ * 0.68 s on the embedded store's one session (docs/benchmarks.md, session 33). NOT IN would
+ * hash too, but only while Postgres expects the leases to fit in memory; past that it compares
+ * every lease with every delivery (session 31). The lateral read of the first unfinished delivery
+ * of each ordered destination stays a nested loop: it cannot be anything else.
  */
-export async function heldGroups(q: Queryable, quietDestinationIds: string[], destinationIds: string[] | null): Promise<HeldGroup[]> {
+export async function heldGroups(q: TxQueryable, quietDestinationIds: string[], destinationIds: string[] | null): Promise<HeldGroup[]> {
   const only = (col: string) => (destinationIds === null ? "" : `AND ${col} = ANY($2::text[])`);
+  await q.query("SET LOCAL enable_nestloop = off");
   // Columns named as HoldFacts' fields: each group row is classified as it comes.
-  return q.query<HeldGroup>(
+  const groups = await q.query<HeldGroup>(
     // Each waiting delivery is read for its own facts and counted into a group; what holds a
     // destination's deliveries alike (a pause, a throttle, leases against its cap: at_cap as in
     // deliveries.ts's SELECT) is joined to the groups afterwards, a few rows per destination
@@ -71,7 +81,7 @@ export async function heldGroups(q: Queryable, quietDestinationIds: string[], de
               count(*) AS n, min(dl.created_at) AS oldest_at
          FROM deliveries dl
          LEFT JOIN first_unfinished f ON f.destination_id = dl.destination_id
-        WHERE dl.status IN ('queued', 'retry_scheduled') AND ${UNLEASED_MANY("dl")} ${only("dl.destination_id")}
+        WHERE dl.status IN ('queued', 'retry_scheduled') AND ${UNLEASED("dl")} ${only("dl.destination_id")}
         GROUP BY 1, 2, 3, 4, 5, 6
      ), inflight AS (
        SELECT destination_id, count(*) AS n FROM leases WHERE true ${only("destination_id")} GROUP BY destination_id
@@ -92,6 +102,8 @@ export async function heldGroups(q: Queryable, quietDestinationIds: string[], de
       GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11`,
     destinationIds === null ? [quietDestinationIds] : [quietDestinationIds, destinationIds],
   );
+  await q.query("SET LOCAL enable_nestloop TO DEFAULT"); // the rest of the caller's transaction plans as before
+  return groups;
 }
 
 export interface HeldCount {
