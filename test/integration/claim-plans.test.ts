@@ -295,16 +295,23 @@ for (const backend of ["embedded", "server"] as const) {
       // Its statements as it sends them, in its transaction, the grouping one explained.
       const plan = await db.tx(async (q) => {
         let explained: PlanNode | null = null;
+        let jit: unknown = null;
         const explaining: TxQueryable = {
           ...q,
           query: async <R>(sql: string, params?: unknown[]) => {
             if (!sql.trimStart().startsWith("WITH")) return q.query<R>(sql, params);
-            const rows = await q.query<{ "QUERY PLAN": { Plan: PlanNode }[] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params);
+            const rows = await q.query<{ "QUERY PLAN": { Plan: PlanNode; JIT?: unknown }[] }>(
+              `EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`,
+              params,
+            );
             explained = rows[0]!["QUERY PLAN"][0]!.Plan;
+            jit = rows[0]!["QUERY PLAN"][0]!.JIT ?? null;
             return [];
           },
         };
         await heldGroups(explaining, [], null);
+        // A disabled nested loop is costed far past jit_above_cost: nothing may be compiled.
+        assert.equal(jit, null, `JIT: ${JSON.stringify(jit)}`);
         return explained!;
       });
       const loops = planNodes(plan)

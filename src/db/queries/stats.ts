@@ -55,11 +55,13 @@ export interface HeldGroup extends HoldFacts {
  * 0.68 s on the embedded store's one session (docs/benchmarks.md, session 33). NOT IN would
  * hash too, but only while Postgres expects the leases to fit in memory; past that it compares
  * every lease with every delivery (session 31). The lateral read of the first unfinished delivery
- * of each ordered destination stays a nested loop: it cannot be anything else.
+ * of each ordered destination stays a nested loop: it cannot be anything else, but it is then
+ * costed as a disabled plan, far past `jit_above_cost`, so JIT is off as well (with nested loops
+ * off alone, a server spent 400–600 ms compiling each call).
  */
 export async function heldGroups(q: TxQueryable, quietDestinationIds: string[], destinationIds: string[] | null): Promise<HeldGroup[]> {
   const only = (col: string) => (destinationIds === null ? "" : `AND ${col} = ANY($2::text[])`);
-  await q.query("SET LOCAL enable_nestloop = off");
+  await q.exec("SET LOCAL enable_nestloop = off; SET LOCAL jit = off");
   // Columns named as HoldFacts' fields: each group row is classified as it comes.
   const groups = await q.query<HeldGroup>(
     // Each waiting delivery is read for its own facts and counted into a group; what holds a
@@ -102,7 +104,7 @@ export async function heldGroups(q: TxQueryable, quietDestinationIds: string[], 
       GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11`,
     destinationIds === null ? [quietDestinationIds] : [quietDestinationIds, destinationIds],
   );
-  await q.query("SET LOCAL enable_nestloop TO DEFAULT"); // the rest of the caller's transaction plans as before
+  await q.exec("SET LOCAL enable_nestloop TO DEFAULT; SET LOCAL jit TO DEFAULT"); // the rest of the caller's transaction plans as before
   return groups;
 }
 
