@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import type { Db, Queryable } from "../db/db.js";
 import { everyRound } from "./rounds.js";
 import { MINUTE_MS, ROLLUP_SCHEDULE, rollupDue, type LastRollup, type RollupSchedule } from "../policy/rollup-schedule.js";
-import { classifyHeld, heldGroups, quietNow } from "../db/queries/stats.js";
+import { classifyHeld, heldGroupsOn, quietNow } from "../db/queries/stats.js";
 import {
   addStatsMinutes,
   countAttempts,
@@ -112,7 +112,7 @@ export async function rollupStats(db: Db, { minuteTasks = true } = {}): Promise<
     if (!minuteTasks) return { ...counted, minute: null };
 
     const quiet = await quietNow(q, null, clock.now.getTime());
-    const groups = await heldGroups(q, quiet, null);
+    const groups = await heldGroupsOn(db.kind, q, quiet, null);
     const held = classifyHeld(groups);
     await replaceBacklogSample(q, new Date(end), held);
     const pruned = await pruneStats(q, STATS_RETENTION_HOURS);

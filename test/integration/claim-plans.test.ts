@@ -8,7 +8,7 @@ import { LEASE_SQL, CLAIMED_STATE_SQL } from "../../src/db/queries/claim.js";
 import { finishSql } from "../../src/db/queries/results.js";
 import { insertPublished, listEvents } from "../../src/db/queries/events.js";
 import { listDeliveries } from "../../src/db/queries/deliveries.js";
-import { heldGroups } from "../../src/db/queries/stats.js";
+import { heldGroupsOn } from "../../src/db/queries/stats.js";
 import { tableStats } from "../../src/db/queries/maintenance.js";
 import { vacuumOnce } from "../../src/dispatch/janitor.js";
 import { waitFor } from "../helpers/wait-for.js";
@@ -266,12 +266,12 @@ for (const backend of ["embedded", "server"] as const) {
 
 /** A tenant, `destinations` destinations and `deliveries` waiting deliveries with their events; delivery g goes to `destinationOf` (SQL of g). */
 // The held counts (the overview's GET /v1/stats, the sluice_held gauge, the minute's backlog
-// sample) read every waiting delivery and leave out those in flight. Written as NOT EXISTS, that
-// became a nested loop once `leases` was analyzed as nearly empty, rescanning it once per
-// delivery: 2.1 s on the embedded store at 1,000,000 waiting. Now nested loops are off for that
-// statement, and the leases are read once, into a hash.
+// sample) read every waiting delivery and leave out those in flight, by a NOT EXISTS against
+// `leases`. Once `leases` was analyzed as empty, PGlite made that a nested loop that rescanned it
+// once per delivery: 2.3 s at 1,000,000 waiting. There, nested loops are now off for that
+// statement and the leases are read once (heldGroupsOn); a server plans as it likes.
 for (const backend of ["embedded", "server"] as const) {
-  describe(`the held counts read the leases once, however long the backlog (${backend})`, () => {
+  describe(`the held counts leave out what is in flight; on the embedded store they read the leases once (${backend})`, () => {
     let db: Db;
     let close: () => Promise<void>;
     before(async () => {
@@ -283,42 +283,38 @@ for (const backend of ["embedded", "server"] as const) {
     });
     after(async () => close?.());
 
-    test("every waiting delivery but the two in flight is counted; with none in flight, no scan of leases runs more than once", async () => {
-      const groups = await db.tx((q) => heldGroups(q, [], null));
+    test("every waiting delivery but the two in flight is counted", async () => {
+      const groups = await db.tx((q) => heldGroupsOn(db.kind, q, [], null));
       assert.equal(
         groups.reduce((n, g) => n + g.n, 0),
         20_000 - 2,
       );
-      // Nothing in flight, as the janitor or autovacuum analyzes a quiet store's leases.
-      await db.query("DELETE FROM leases");
-      await db.query("VACUUM ANALYZE leases");
-      // Its statements as it sends them, in its transaction, the grouping one explained.
-      const plan = await db.tx(async (q) => {
-        let explained: PlanNode | null = null;
-        let jit: unknown = null;
-        const explaining: TxQueryable = {
-          ...q,
-          query: async <R>(sql: string, params?: unknown[]) => {
-            if (!sql.trimStart().startsWith("WITH")) return q.query<R>(sql, params);
-            const rows = await q.query<{ "QUERY PLAN": { Plan: PlanNode; JIT?: unknown }[] }>(
-              `EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`,
-              params,
-            );
-            explained = rows[0]!["QUERY PLAN"][0]!.Plan;
-            jit = rows[0]!["QUERY PLAN"][0]!.JIT ?? null;
-            return [];
-          },
-        };
-        await heldGroups(explaining, [], null);
-        // A disabled nested loop is costed far past jit_above_cost: nothing may be compiled.
-        assert.equal(jit, null, `JIT: ${JSON.stringify(jit)}`);
-        return explained!;
-      });
-      const loops = planNodes(plan)
-        .filter((n) => n["Relation Name"] === "leases" || n["Index Name"]?.startsWith("leases_"))
-        .map((n) => n["Actual Loops"] ?? 1);
-      assert.ok(loops.length > 0 && Math.max(...loops) === 1, `loops over leases: ${JSON.stringify(loops)} — ${JSON.stringify(plan)}`);
     });
+
+    if (backend === "embedded")
+      test("with nothing in flight and leases analyzed empty, no scan of leases runs more than once", async () => {
+        await db.query("DELETE FROM leases");
+        await db.query("VACUUM ANALYZE leases");
+        // Its statements as it sends them, in its transaction, the grouping one explained.
+        const plan = await db.tx(async (q) => {
+          let explained: PlanNode | null = null;
+          const explaining: TxQueryable = {
+            ...q,
+            query: async <R>(sql: string, params?: unknown[]) => {
+              if (!sql.trimStart().startsWith("WITH")) return q.query<R>(sql, params);
+              const rows = await q.query<{ "QUERY PLAN": { Plan: PlanNode }[] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params);
+              explained = rows[0]!["QUERY PLAN"][0]!.Plan;
+              return [];
+            },
+          };
+          await heldGroupsOn(db.kind, explaining, [], null);
+          return explained!;
+        });
+        const loops = planNodes(plan)
+          .filter((n) => n["Relation Name"] === "leases" || n["Index Name"]?.startsWith("leases_"))
+          .map((n) => n["Actual Loops"] ?? 1);
+        assert.ok(loops.length > 0 && Math.max(...loops) === 1, `loops over leases: ${JSON.stringify(loops)} — ${JSON.stringify(plan)}`);
+      });
   });
 }
 

@@ -9,7 +9,7 @@ import {
   arrivalsPerSecond,
   classifyHeld,
   destinationRateState,
-  heldGroups,
+  heldGroupsOn,
   quietNow,
   sumByReason,
   type HeldGroup,
@@ -70,7 +70,7 @@ function minutesAndLastHour(db: Db, ids: string[], minutes: number, summed: bool
 /** Held groups of `ids` now (quiet windows judged at the store's clock). */
 async function heldNow(db: Db, ids: string[], nowMs: number): Promise<HeldGroup[]> {
   if (ids.length === 0) return [];
-  return db.tx(async (q) => heldGroups(q, await quietNow(q, ids, nowMs), ids));
+  return db.tx(async (q) => heldGroupsOn(db.kind, q, await quietNow(q, ids, nowMs), ids));
 }
 
 const heldView = (counts: readonly { reason: HoldReason; n: number; oldest_age_s: number }[]) =>

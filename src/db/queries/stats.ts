@@ -30,7 +30,7 @@ export async function heldByReason(
   db: Db,
   quietDestinationIds: string[] = [],
 ): Promise<{ reason: HoldReason; n: number; oldest_age_s: number }[]> {
-  return sumByReason(classifyHeld(await db.tx((q) => heldGroups(q, quietDestinationIds, null))));
+  return sumByReason(classifyHeld(await db.tx((q) => heldGroupsOn(db.kind, q, quietDestinationIds, null))));
 }
 
 /** A group of waiting deliveries of one destination that share their HoldFacts. */
@@ -44,26 +44,39 @@ export interface HeldGroup extends HoldFacts {
 }
 
 /**
+ * heldGroups as each store plans it best, in `q`'s transaction. On the embedded store, with
+ * nested loops off for that one statement: the deliveries in flight are left out by a NOT EXISTS
+ * against `leases`, and once `leases` had been analyzed empty (a quiet store, nothing in flight)
+ * PGlite planned it as a nested loop that rescanned `leases` once per waiting delivery, where a
+ * hash anti-join reads it once. At 1,000,000 waiting, `GET /v1/stats` took 2.3 s of the store's
+ * one session, and 0.8 s with nested loops off. On a server the same setting made it slower (0.45
+ * → 1.0 s; docs/benchmarks.md, session 33), so a server plans as it likes. NOT IN would hash on
+ * both, but only while Postgres expects the leases to fit in memory; past that it compares every
+ * lease with every delivery (session 31).
+ */
+export async function heldGroupsOn(
+  kind: Db["kind"],
+  q: TxQueryable,
+  quietDestinationIds: string[],
+  destinationIds: string[] | null,
+): Promise<HeldGroup[]> {
+  if (kind === "server") return heldGroups(q, quietDestinationIds, destinationIds);
+  await q.exec("SET LOCAL enable_nestloop = off");
+  const groups = await heldGroups(q, quietDestinationIds, destinationIds);
+  await q.exec("SET LOCAL enable_nestloop TO DEFAULT"); // the rest of the caller's transaction plans as before
+  return groups;
+}
+
+/**
  * The waiting deliveries of `destinationIds` (null: of every destination) grouped by destination
  * and HoldFacts: a few groups per destination, whatever its backlog. Costs one pass over those
- * destinations' waiting deliveries (the deliveries_waiting_idx partial index).
- *
- * Run in a transaction (`q`), with nested loops off for the one statement. The deliveries in
- * flight are left out by a NOT EXISTS against `leases`; once `leases` had been analyzed empty (a
- * quiet store: nothing in flight), Postgres made that a nested loop that rescanned `leases` once
- * per waiting delivery, where a hash anti-join reads it once: at 1,000,000 waiting, 2.1 s against
- * 0.68 s on the embedded store's one session (docs/benchmarks.md, session 33). NOT IN would
- * hash too, but only while Postgres expects the leases to fit in memory; past that it compares
- * every lease with every delivery (session 31). The lateral read of the first unfinished delivery
- * of each ordered destination stays a nested loop: it cannot be anything else, but it is then
- * costed as a disabled plan, far past `jit_above_cost`, so JIT is off as well (with nested loops
- * off alone, a server spent 400–600 ms compiling each call).
+ * destinations' waiting deliveries (the deliveries_waiting_idx partial index). Callers use
+ * heldGroupsOn.
  */
-export async function heldGroups(q: TxQueryable, quietDestinationIds: string[], destinationIds: string[] | null): Promise<HeldGroup[]> {
+export async function heldGroups(q: Queryable, quietDestinationIds: string[], destinationIds: string[] | null): Promise<HeldGroup[]> {
   const only = (col: string) => (destinationIds === null ? "" : `AND ${col} = ANY($2::text[])`);
-  await q.exec("SET LOCAL enable_nestloop = off; SET LOCAL jit = off");
   // Columns named as HoldFacts' fields: each group row is classified as it comes.
-  const groups = await q.query<HeldGroup>(
+  return q.query<HeldGroup>(
     // Each waiting delivery is read for its own facts and counted into a group; what holds a
     // destination's deliveries alike (a pause, a throttle, leases against its cap: at_cap as in
     // deliveries.ts's SELECT) is joined to the groups afterwards, a few rows per destination
@@ -104,8 +117,6 @@ export async function heldGroups(q: TxQueryable, quietDestinationIds: string[], 
       GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11`,
     destinationIds === null ? [quietDestinationIds] : [quietDestinationIds, destinationIds],
   );
-  await q.exec("SET LOCAL enable_nestloop TO DEFAULT; SET LOCAL jit TO DEFAULT"); // the rest of the caller's transaction plans as before
-  return groups;
 }
 
 export interface HeldCount {
