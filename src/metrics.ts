@@ -142,8 +142,8 @@ export function setBuildInfo(version: string): void {
 const SAMPLE_MS = 5_000;
 /**
  * After a slow sample, the next waits this many times as long as it took (up to MAX_SAMPLE_AGE_MS):
- * the held counts read every waiting delivery (seconds of the embedded store's one session at
- * 1,000,000 waiting), and a scrape every few seconds must not keep the store busy most of the time.
+ * the held counts read every waiting delivery (most of a second of the embedded store's one
+ * session at 1,000,000 waiting), and a scrape every few seconds must not keep the store busy most of the time.
  */
 export const SLOW_SAMPLE_FACTOR = 4;
 const MAX_SAMPLE_AGE_MS = 60_000;
