@@ -286,14 +286,15 @@ export function eventSearchStatements(
     params.push(v);
     return `$${params.length}`;
   };
-  const type = f.type === undefined || f.type === "*" ? null : f.type;
-  const range = type?.endsWith("*") ? prefixRange(type.slice(0, -1)) : null;
-  const typeFilter =
-    type === null
-      ? []
-      : range
-        ? [`type COLLATE "C" >= ${p(range.from)}`, `type COLLATE "C" < ${p(range.to)}`]
-        : [`type COLLATE "C" = ${p(type)}`];
+  const type = f.type === undefined || f.type === "*" ? null : f.type; // "*" alone: every type
+  let typeFilter: string[] = [];
+  /** A prefix search: the range's upper bound, which the loose index scan below keeps to. */
+  let belowRange: string | null = null;
+  if (type?.endsWith("*")) {
+    const range = prefixRange(type.slice(0, -1));
+    belowRange = `type COLLATE "C" < ${p(range.to)}`;
+    typeFilter = [`type COLLATE "C" >= ${p(range.from)}`, belowRange];
+  } else if (type !== null) typeFilter = [`type COLLATE "C" = ${p(type)}`];
   const rest: string[] = [];
   if (f.since) rest.push(`occurred_at >= ${p(f.since)}`);
   if (f.until) rest.push(`occurred_at < ${p(f.until)}`);
@@ -303,7 +304,7 @@ export function eventSearchStatements(
     : [];
   const newestFirst = "ORDER BY occurred_at DESC, id DESC";
   const where = (...conds: string[][]) => ["tenant_id = $1", ...conds.flat()].join(" AND ");
-  if (!range)
+  if (belowRange === null)
     return [{ sql: `SELECT ${EVENT_COLUMNS} FROM events WHERE ${where(typeFilter, rest, scope)} ${newestFirst} LIMIT $2`, params }];
   const walk = `SELECT ${EVENT_COLUMNS}
                   FROM (SELECT * FROM events WHERE ${where(rest)} ${newestFirst} LIMIT ${PREFIX_WALK_ROWS}) events
@@ -311,7 +312,7 @@ export function eventSearchStatements(
   const byType = `WITH RECURSIVE types (t) AS (
                     SELECT (SELECT min(type COLLATE "C") FROM events WHERE ${where(typeFilter)})
                     UNION ALL
-                    SELECT (SELECT min(type COLLATE "C") FROM events WHERE ${where([`type COLLATE "C" > types.t`, typeFilter[1]!])})
+                    SELECT (SELECT min(type COLLATE "C") FROM events WHERE ${where([`type COLLATE "C" > types.t`, belowRange])})
                       FROM types WHERE types.t IS NOT NULL
                   ), top AS (
                     SELECT k.occurred_at, k.id FROM types CROSS JOIN LATERAL (
@@ -329,8 +330,7 @@ export function eventSearchStatements(
 }
 
 /** The byte range of the types that start with `prefix`: [prefix, prefix with its last character incremented). */
-function prefixRange(prefix: string): { from: string; to: string } | null {
-  if (prefix === "") return null;
+function prefixRange(prefix: string): { from: string; to: string } {
   return { from: prefix, to: prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1) };
 }
 
