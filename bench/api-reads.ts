@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { connect, jitSinceReset, withDatabase } from "./pg.js";
+import { connect, jitMsSinceReset, withDatabase } from "./pg.js";
 import { clusterFlags, parseFlags, runBench, sleep, waitQuiet } from "./procs.js";
 import { Receiver } from "./receiver.js";
 import { benchStart, fmt, table } from "./report.js";
@@ -216,7 +216,7 @@ async function oneStore(o: {
         times.push(performance.now() - t);
       }
       times.sort((a, b) => a - b);
-      const jitMs = db ? (await jitSinceReset(db)).ms / f.reps : undefined;
+      const jitMs = db ? (await jitMsSinceReset(db)) / f.reps : undefined;
       timings.push({ ...r, status, medianMs: times[Math.floor(times.length / 2)]!, maxMs: times[times.length - 1]!, jitMs });
     }
     return { seedS, perS, statsCallsMs, deliveries: await counts(cluster), timings };

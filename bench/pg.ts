@@ -30,14 +30,14 @@ export function postmasterPid(dataDir: string): number | null {
 export const JIT_MS_SQL = `coalesce((to_jsonb(s) ->> 'jit_generation_time')::float8 + (to_jsonb(s) ->> 'jit_inlining_time')::float8
                      + (to_jsonb(s) ->> 'jit_optimization_time')::float8 + (to_jsonb(s) ->> 'jit_emission_time')::float8, 0)`;
 
-/** This database's JIT compiling since pg_stat_statements was last reset: ms, and functions compiled. */
-export async function jitSinceReset(db: pg.Client): Promise<{ ms: number; functions: number }> {
-  const r = await db.query<{ ms: number; functions: number }>(
-    `SELECT coalesce(sum(${JIT_MS_SQL}), 0)::float8 AS ms, coalesce(sum((to_jsonb(s) ->> 'jit_functions')::float8), 0)::float8 AS functions
+/** This database's ms of JIT compiling since pg_stat_statements was last reset. */
+export async function jitMsSinceReset(db: pg.Client): Promise<number> {
+  const r = await db.query<{ ms: number }>(
+    `SELECT coalesce(sum(${JIT_MS_SQL}), 0)::float8 AS ms
        FROM pg_stat_statements s
       WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query NOT ILIKE '%pg_stat_statements%'`,
   );
-  return { ms: Number(r.rows[0]?.ms ?? 0), functions: Number(r.rows[0]?.functions ?? 0) };
+  return Number(r.rows[0]?.ms ?? 0);
 }
 
 /** The same server, another database. */
