@@ -1,6 +1,7 @@
 import client from "prom-client";
 import type { Db } from "./db/db.js";
 import { inflightTotal, heldByReason, destinationsByHealth, scheduledDestinations } from "./db/queries/stats.js";
+import { nextAskAfterMs } from "./policy/slow-answer.js";
 import { backlogAlertsStanding } from "./db/queries/backlog-watch.js";
 import { currentQuietWindow } from "./policy/quiet-hours.js";
 import { HEALTH_STATUSES, HOLD_REASONS, SYSTEM_EVENT_TYPES } from "./policy/statuses.js";
@@ -140,18 +141,16 @@ export function setBuildInfo(version: string): void {
 // sum() over every process from counting the store once per worker. Several API processes each
 // report the same values: aggregate them with max() (docs/metrics.md).
 const SAMPLE_MS = 5_000;
-/**
- * After a slow sample, the next waits this many times as long as it took (up to MAX_SAMPLE_AGE_MS):
- * the held counts read every waiting delivery (most of a second of the embedded store's one
- * session at 1,000,000 waiting), and a scrape every few seconds must not keep the store busy most of the time.
- */
-export const SLOW_SAMPLE_FACTOR = 4;
+/** The longest a slow sample is reused (policy/slow-answer.ts). */
 const MAX_SAMPLE_AGE_MS = 60_000;
 
 /**
  * Runs `sample` when asked, unless the last one is fresh: younger than SAMPLE_MS, or than
- * SLOW_SAMPLE_FACTOR times as long as it took. Asks meanwhile wait on the sample in flight. A
- * failed sample keeps the previous values and counts as a sample. `now`: the clock (tests).
+ * SLOW_ANSWER_FACTOR times as long as it took (policy/slow-answer.ts: the held counts read every
+ * waiting delivery, most of a second of the embedded store's one session at 1,000,000 waiting, and
+ * a scrape every few seconds must not keep the store busy most of the time). Asks meanwhile wait
+ * on the sample in flight. A failed sample keeps the previous values and counts as a sample.
+ * `now`: the clock (tests).
  */
 export function freshSampler(sample: () => Promise<void>, now: () => number = Date.now): () => Promise<void> {
   let endedAt = -Infinity;
@@ -159,7 +158,7 @@ export function freshSampler(sample: () => Promise<void>, now: () => number = Da
   let pending: Promise<void> | null = null;
   return async () => {
     if (pending) return pending;
-    if (now() - endedAt < Math.max(SAMPLE_MS, Math.min(MAX_SAMPLE_AGE_MS, SLOW_SAMPLE_FACTOR * tookMs))) return;
+    if (now() - endedAt < nextAskAfterMs(SAMPLE_MS, tookMs, MAX_SAMPLE_AGE_MS)) return;
     const startedAt = now();
     pending = sample()
       .catch(() => undefined)

@@ -1,9 +1,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { freshSampler, SLOW_SAMPLE_FACTOR } from "../../src/metrics.js";
+import { freshSampler } from "../../src/metrics.js";
+import { SLOW_ANSWER_FACTOR } from "../../src/policy/slow-answer.js";
 
 // The database gauges' sampling (src/metrics.ts): a scrape samples at most every 5 s, and after a
-// slow sample waits SLOW_SAMPLE_FACTOR times as long as it took. On a virtual clock: each sample
+// slow sample waits SLOW_ANSWER_FACTOR times as long as it took. On a virtual clock: each sample
 // moves it on by the time it "takes".
 
 function sampler(costMs: () => number, fail = () => false) {
@@ -31,14 +32,14 @@ test("a quick sample is reused for 5 s", async () => {
   assert.deepEqual(s.started, [0, 5010]);
 });
 
-test("after a slow sample the next waits SLOW_SAMPLE_FACTOR times as long as it took", async () => {
+test("after a slow sample the next waits SLOW_ANSWER_FACTOR times as long as it took", async () => {
   const s = sampler(() => 2000);
   for (let ms = 0; ms <= 30_000; ms += 1000) {
     s.at(ms);
     await s.refresh();
   }
   // Each takes 2 s, then 8 s pass before the next: one every 10 s (with only the 5 s floor: every 7 s).
-  assert.equal(SLOW_SAMPLE_FACTOR, 4);
+  assert.equal(SLOW_ANSWER_FACTOR, 4);
   assert.deepEqual(s.started, [0, 10_000, 20_000, 30_000]);
 });
 

@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { SLOW_ANSWER_FACTOR, startPoller, type PollClock, type Poller, type PollerOptions } from "../../ui/src/poller.js";
+import { startPoller, type PollClock, type Poller, type PollerOptions } from "../../ui/src/poller.js";
+import { SLOW_ANSWER_FACTOR } from "../../src/policy/slow-answer.js";
 
 // The dashboard's polling (ui/src/poller.ts, under hooks.ts usePoll), on a virtual clock: the
 // poller's timers and the loads' own durations run on it, so every start time is exact and no test

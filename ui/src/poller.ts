@@ -2,15 +2,15 @@
 // tested in Node (test/unit/poller.test.ts).
 //
 // At most one load is in flight, and the next starts `everyMs` after the last one settled — or,
-// after a slow answer, SLOW_ANSWER_FACTOR times as long as that answer took. A fixed-rate timer
+// after a slow answer, SLOW_ANSWER_FACTOR times as long as that answer took (src/policy/slow-answer.ts). A fixed-rate timer
 // would start a new load every `everyMs` whatever the last one was doing: on a store where an
 // answer takes longer than that (held counts over a long backlog, a busy embedded store), loads
 // would pile up, each slowing the others. Now one open view keeps whatever answers it busy a fifth
 // of the time at most (while answers take under MAX_WAIT_MS / SLOW_ANSWER_FACTOR).
 
-/** After an answer that took `t`, the next load waits at least this many times `t`… */
-export const SLOW_ANSWER_FACTOR = 4;
-/** …but never longer than this: an answer that hung until a timeout should not keep the page stale for minutes. */
+import { nextAskAfterMs } from "../../src/policy/slow-answer.js";
+
+/** The longest wait after a slow answer: one that hung until a timeout should not keep the page stale for minutes. */
 export const MAX_WAIT_MS = 30_000;
 
 export interface PollerOptions<T> {
@@ -69,8 +69,7 @@ export function startPoller<T>(o: PollerOptions<T>): Poller {
   };
   const schedule = () => {
     clearTimer();
-    if (!stopped && repeating)
-      timer = clock.setTimeout(due, Math.max(o.everyMs, Math.min(o.maxWaitMs ?? MAX_WAIT_MS, SLOW_ANSWER_FACTOR * tookMs)));
+    if (!stopped && repeating) timer = clock.setTimeout(due, nextAskAfterMs(o.everyMs, tookMs, o.maxWaitMs ?? MAX_WAIT_MS));
   };
   const due = () => {
     timer = undefined;
