@@ -59,12 +59,22 @@ export class EmbeddedSession implements SessionOps {
    * than a moment.
    */
   static async open(dir: string, opts: { existing?: boolean } = {}): Promise<EmbeddedSession> {
-    if (opts.existing && !existsSync(path.join(dir, "PG_VERSION"))) throw new Error(`${dir} no longer holds the store (no PG_VERSION)`);
+    const holdsStore = () => {
+      if (opts.existing && !existsSync(path.join(dir, "PG_VERSION"))) throw new Error(`${dir} no longer holds the store (no PG_VERSION)`);
+    };
+    holdsStore();
     // New WAL segments are not written full of zeros first: PGlite's file system writes through
     // JavaScript, and a 16 MB segment's zeros every ~4,000 deliveries cost ~3 % of the CPU. (The
     // setting exists for file systems where the zeros buy nothing; PGlite never flushes anyway.)
     const startParams = [...PGlite.defaultStartParams, "-c", "wal_init_zero=off"];
-    return new EmbeddedSession(await PGlite.create(dir.startsWith("memory://") ? undefined : dir, { startParams }));
+    try {
+      return new EmbeddedSession(await PGlite.create(dir.startsWith("memory://") ? undefined : dir, { startParams }));
+    } catch (err) {
+      // The folder may have gone while PGlite opened it (deleted, moved, unmounted just after the
+      // check above): then that is the reason to tell, not the file error it caused.
+      holdsStore();
+      throw err;
+    }
   }
 
   async query(sql: string, params: unknown[]): Promise<unknown[]> {

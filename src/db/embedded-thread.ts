@@ -37,10 +37,25 @@ export interface WireError {
 }
 
 export function toWire(err: unknown): WireError {
-  if (!(err instanceof Error)) return { message: String(err), fields: {} };
+  if (!(err instanceof Error)) return { message: describeThrown(err), fields: {} };
   const fields: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(err)) if (v === null || ["string", "number", "boolean"].includes(typeof v)) fields[k] = v;
   return { message: err.message, fields };
+}
+
+/**
+ * What was thrown, when it is not an Error: PGlite's file system throws Emscripten's ErrnoError, a
+ * plain object ({ name: "ErrnoError", errno: 44 }), which String() would turn into "[object Object]".
+ */
+function describeThrown(x: unknown): string {
+  if (typeof x !== "object" || x === null) return String(x);
+  const o = x as Record<string, unknown>;
+  if (typeof o.message === "string" && o.message !== "") return o.message;
+  const facts = Object.entries(o)
+    .filter(([k, v]) => k !== "name" && ["string", "number", "boolean"].includes(typeof v))
+    .map(([k, v]) => `${k} ${String(v)}`);
+  const name = typeof o.name === "string" ? o.name : (o.constructor?.name ?? "an object");
+  return facts.length > 0 ? `${name} (${facts.join(", ")})` : name;
 }
 
 /**
