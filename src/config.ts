@@ -20,6 +20,8 @@ export interface Config {
   allowedCidrs: string[];
   maxPayloadBytes: number;
   maxBatchBytes: number;
+  /** Most deliveries one publish request may create (events × the destinations each reaches). */
+  maxDeliveriesPerRequest: number;
   retentionHours: number;
   /** Deliveries a recovery queues again per transaction. */
   recoveryPageSize: number;
@@ -233,6 +235,13 @@ export const SETTINGS = [
     default: 32 * 1_048_576,
     parse: int(1024, 1024 * 1_048_576),
     doc: "Largest POST /v1/events/batch body.",
+  }),
+  setting({
+    key: "maxDeliveriesPerRequest",
+    env: "SLUICE_MAX_DELIVERIES_PER_REQUEST",
+    default: 100_000,
+    parse: int(1000, 10_000_000),
+    doc: "Most deliveries one publish may create (events × the destinations each reaches); more is 413. One request's fan-out is one transaction, and on the embedded store nothing else runs while it does.",
   }),
   setting({
     key: "retentionHours",

@@ -150,6 +150,13 @@ export const ERROR_CATALOGUE = {
     when: "retrying a delivery that is not dead or discarded",
     message: "Delivery '{id}' is {status}; only dead or discarded deliveries can be retried.",
   },
+  SLUICE_DESTINATION_CONFIG_INVALID: {
+    status: 409,
+    docs: "api",
+    when: "resuming a destination whose stored config is outside what the API admits",
+    message:
+      "Destination '{id}' cannot be resumed: its stored config is outside what Sluice admits ({problem}). Correct it with PATCH first, then resume.",
+  },
   SLUICE_API_KEY_LAST: {
     status: 409,
     docs: "api",
@@ -163,6 +170,13 @@ export const ERROR_CATALOGUE = {
     when: "an event payload over SLUICE_MAX_PAYLOAD_BYTES",
     message:
       "{field} is {bytes} bytes; at most {limit} are allowed (SLUICE_MAX_PAYLOAD_BYTES). Send a reference (an id or URL) instead of the whole document.",
+  },
+  SLUICE_EVENT_FANOUT_TOO_LARGE: {
+    status: 413,
+    docs: "api",
+    when: "a publish that would create more deliveries than SLUICE_MAX_DELIVERIES_PER_REQUEST",
+    message:
+      "This request would create {deliveries} deliveries (its events times the destinations each reaches); at most {limit} are created by one request (SLUICE_MAX_DELIVERIES_PER_REQUEST). Publish the events in smaller batches.",
   },
   SLUICE_REQUEST_TOO_LARGE: {
     status: 413,

@@ -445,7 +445,7 @@ export interface components {
                  * @description stable code: branch on it (docs/api.md says when each happens)
                  * @enum {string}
                  */
-                code: "SLUICE_REQUEST_MALFORMED_JSON" | "SLUICE_REQUEST_EMPTY_BODY" | "SLUICE_REQUEST_INVALID" | "SLUICE_AUTH_TENANT_REQUIRED" | "SLUICE_AUTH_INVALID_KEY" | "SLUICE_PORTAL_LINK_INVALID" | "SLUICE_AUTH_ADMIN_DISABLED" | "SLUICE_AUTH_ADMIN_REQUIRED" | "SLUICE_PORTAL_FORBIDDEN" | "SLUICE_PORTAL_READ_ONLY" | "SLUICE_PORTAL_SESSION_REQUIRED" | "SLUICE_DESTINATION_NOT_FOUND" | "SLUICE_DELIVERY_NOT_FOUND" | "SLUICE_EVENT_NOT_FOUND" | "SLUICE_API_KEY_NOT_FOUND" | "SLUICE_RECOVERY_NOT_FOUND" | "SLUICE_TENANT_NOT_FOUND" | "SLUICE_PORTAL_SESSION_NOT_FOUND" | "SLUICE_ROUTE_NOT_FOUND" | "SLUICE_IDEMPOTENCY_KEY_REUSED" | "SLUICE_DELIVERY_NOT_RETRYABLE" | "SLUICE_API_KEY_LAST" | "SLUICE_EVENT_PAYLOAD_TOO_LARGE" | "SLUICE_REQUEST_TOO_LARGE" | "SLUICE_REQUEST_UNSUPPORTED_MEDIA_TYPE" | "SLUICE_VALIDATION_FAILED" | "SLUICE_INTERNAL" | "SLUICE_STORE_UNAVAILABLE";
+                code: "SLUICE_REQUEST_MALFORMED_JSON" | "SLUICE_REQUEST_EMPTY_BODY" | "SLUICE_REQUEST_INVALID" | "SLUICE_AUTH_TENANT_REQUIRED" | "SLUICE_AUTH_INVALID_KEY" | "SLUICE_PORTAL_LINK_INVALID" | "SLUICE_AUTH_ADMIN_DISABLED" | "SLUICE_AUTH_ADMIN_REQUIRED" | "SLUICE_PORTAL_FORBIDDEN" | "SLUICE_PORTAL_READ_ONLY" | "SLUICE_PORTAL_SESSION_REQUIRED" | "SLUICE_DESTINATION_NOT_FOUND" | "SLUICE_DELIVERY_NOT_FOUND" | "SLUICE_EVENT_NOT_FOUND" | "SLUICE_API_KEY_NOT_FOUND" | "SLUICE_RECOVERY_NOT_FOUND" | "SLUICE_TENANT_NOT_FOUND" | "SLUICE_PORTAL_SESSION_NOT_FOUND" | "SLUICE_ROUTE_NOT_FOUND" | "SLUICE_IDEMPOTENCY_KEY_REUSED" | "SLUICE_DELIVERY_NOT_RETRYABLE" | "SLUICE_DESTINATION_CONFIG_INVALID" | "SLUICE_API_KEY_LAST" | "SLUICE_EVENT_PAYLOAD_TOO_LARGE" | "SLUICE_EVENT_FANOUT_TOO_LARGE" | "SLUICE_REQUEST_TOO_LARGE" | "SLUICE_REQUEST_UNSUPPORTED_MEDIA_TYPE" | "SLUICE_VALIDATION_FAILED" | "SLUICE_INTERNAL" | "SLUICE_STORE_UNAVAILABLE";
                 /** @description what is wrong and how to mend it */
                 message: string;
                 /** @description for 422: one {field, message} per invalid field */
@@ -2392,6 +2392,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Conflicts with the object's state or an earlier request */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Body too large */
             413: {
                 headers: {
@@ -2526,11 +2535,14 @@ export interface operations {
                     type: string;
                     /** @description Any JSON value; at most SLUICE_MAX_PAYLOAD_BYTES */
                     payload: unknown;
-                    /** Format: date-time */
+                    /**
+                     * Format: date-time
+                     * @description when it happened (default: now); at most a day ahead of the server's clock
+                     */
                     occurred_at?: string;
                     /**
                      * Format: date-time
-                     * @description not delivered before this time
+                     * @description not delivered before this time; at most 365 days ahead
                      */
                     deliver_at?: string;
                     /** @description only these destinations (else every destination whose event_types match) */
@@ -2640,11 +2652,14 @@ export interface operations {
                         type: string;
                         /** @description Any JSON value; at most SLUICE_MAX_PAYLOAD_BYTES */
                         payload: unknown;
-                        /** Format: date-time */
+                        /**
+                         * Format: date-time
+                         * @description when it happened (default: now); at most a day ahead of the server's clock
+                         */
                         occurred_at?: string;
                         /**
                          * Format: date-time
-                         * @description not delivered before this time
+                         * @description not delivered before this time; at most 365 days ahead
                          */
                         deliver_at?: string;
                         /** @description only these destinations (else every destination whose event_types match) */

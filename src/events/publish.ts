@@ -3,6 +3,9 @@ import { ValidationError, SluiceError, type FieldError } from "../errors.js";
 import { newId } from "../ids.js";
 import { matchesEventType, isSystemEventType } from "../policy/event-match.js";
 import { scheduleApplies, currentQuietWindow } from "../policy/quiet-hours.js";
+import { BOUNDS } from "../policy/bounds.js";
+import { jsonDepth } from "../policy/json-depth.js";
+import { unlessFaulty } from "../policy/stored-config.js";
 import {
   routingTargets,
   routingVersion,
@@ -78,6 +81,8 @@ export interface PublishOptions {
   /** Keep routing tables in memory between calls (else every call reads them). */
   routing?: RoutingCache;
   maxPayloadBytes: number;
+  /** Most deliveries one call may create (default: no bound, for Sluice's own events). */
+  maxDeliveries?: number;
   /** Sluice's own events (destination.*, delivery.dead); tenants may not publish those types. */
   system?: boolean;
   /** Field-name prefix for error details (e.g. "events[3]."). */
@@ -149,7 +154,9 @@ export async function planPublish(
   const prefix = opts.fieldPrefix ?? (() => "");
   const problems: FieldError[] = [];
   const events: NewEvent[] = [];
+  const nowMs = Date.now();
   for (const [i, e] of inputs.entries()) {
+    problems.push(...timeProblems(e, nowMs, prefix(i)));
     if (!opts.system && isSystemEventType(e.type)) {
       problems.push({
         field: `${prefix(i)}type`,
@@ -162,6 +169,13 @@ export async function planPublish(
         field: `${prefix(i)}payload`,
         bytes: Buffer.byteLength(payload),
         limit: opts.maxPayloadBytes,
+      });
+    }
+    const depth = jsonDepth(payload, BOUNDS.payload_depth.max);
+    if (depth > BOUNDS.payload_depth.max) {
+      problems.push({
+        field: `${prefix(i)}payload`,
+        message: `nests more than ${BOUNDS.payload_depth.max} levels deep; flatten it, or send the deep part as a string`,
       });
     }
     events.push({
@@ -191,23 +205,30 @@ export async function planPublish(
 
   const deliveries: NewDelivery[] = [];
   // The open quiet window's end per destination, worked out once per call.
-  const nowMs = Date.now();
   const quietEnds = new Map<string, number | null>();
   const quietEnd = (t: RoutingTarget): number | null => {
     let end = quietEnds.get(t.id);
     if (end === undefined) {
-      end = t.delivery_schedule ? (currentQuietWindow(t.delivery_schedule, nowMs)?.endMs ?? null) : null;
+      // A schedule the policy cannot read holds nothing here: the claim sets its destination aside.
+      const schedule = t.delivery_schedule;
+      end = schedule ? unlessFaulty(() => currentQuietWindow(schedule, nowMs)?.endMs ?? null, null) : null;
       quietEnds.set(t.id, end);
     }
     return end;
   };
   const out: Published[] = [];
+  // destination_ids targets those destinations directly; otherwise event_types decide.
+  const reached = inputs.map((e) =>
+    e.destination_ids ? e.destination_ids.map((id) => byId.get(id)!) : targets.filter((t) => matchesEventType(t.event_types, e.type)),
+  );
+  // Counted before any delivery is made: one request's fan-out is one transaction (and its memory).
+  const fanOut = reached.reduce((n, to) => n + to.length, 0);
+  if (opts.maxDeliveries !== undefined && fanOut > opts.maxDeliveries) {
+    throw new SluiceError("SLUICE_EVENT_FANOUT_TOO_LARGE", { deliveries: fanOut, limit: opts.maxDeliveries });
+  }
   for (const [i, e] of inputs.entries()) {
     const ev = events[i]!;
-    // destination_ids targets those destinations directly; otherwise event_types decide.
-    const to = e.destination_ids
-      ? e.destination_ids.map((id) => byId.get(id)!)
-      : targets.filter((t) => matchesEventType(t.event_types, e.type));
+    const to = reached[i]!;
     for (const t of to) {
       const quietHold = t.delivery_schedule !== null && scheduleApplies(t.delivery_schedule, e.type);
       const delivery: NewDelivery = {
@@ -227,6 +248,31 @@ export async function planPublish(
     out.push({ id: ev.id, deliveries: to.length });
   }
   return { tenantId, routingVersion: version, events, deliveries, out };
+}
+
+const HOUR_MS = 3_600_000;
+
+/**
+ * occurred_at at most a day ahead (further is a clock gone wrong, or seconds sent as
+ * milliseconds) and deliver_at at most a year ahead (policy/bounds.ts).
+ */
+function timeProblems(e: EventInput, nowMs: number, prefix: string): FieldError[] {
+  const out: FieldError[] = [];
+  const hoursAhead = BOUNDS.occurred_at_hours_ahead.max;
+  if (e.occurred_at !== undefined && Date.parse(e.occurred_at) > nowMs + hoursAhead * HOUR_MS) {
+    out.push({
+      field: `${prefix}occurred_at`,
+      message: `is more than ${hoursAhead} hours ahead of the server's clock (${new Date(nowMs).toISOString()}); send when the event happened, in UTC or with its offset`,
+    });
+  }
+  const daysAhead = BOUNDS.deliver_at_days_ahead.max;
+  if (e.deliver_at !== undefined && Date.parse(e.deliver_at) > nowMs + daysAhead * 24 * HOUR_MS) {
+    out.push({
+      field: `${prefix}deliver_at`,
+      message: `is more than ${daysAhead} days ahead; schedule at most a year ahead, and publish later events nearer their time`,
+    });
+  }
+  return out;
 }
 
 function invalid(problems: FieldError[]): ValidationError {

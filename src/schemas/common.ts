@@ -1,5 +1,6 @@
-import { Type, type TSchema } from "@sinclair/typebox";
+import { CloneType, Type, type TSchema } from "@sinclair/typebox";
 import { ERROR_CATALOGUE, type ErrorCode } from "../errors.js";
+import { BOUNDS, EARLIEST_INSTANT, LATEST_INSTANT, type BoundName } from "../policy/bounds.js";
 
 // Shapes shared by every part of the API. The schemas in src/schemas/ are the one source of each
 // shape: they validate requests (ajv), serialize responses (fast-json-stringify: a field not in
@@ -13,8 +14,62 @@ export const Enum = <T extends string>(values: readonly T[], description?: strin
 
 export const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 export const Timestamp = (description?: string) => Type.String({ format: "date-time", ...(description ? { description } : {}) });
-export const Seconds = (min: number, max: number, description?: string) =>
-  Type.Integer({ minimum: min, maximum: max, ...(description ? { description } : {}) });
+/**
+ * A number the API takes, with its range from policy/bounds.ts: the one table the schemas, the
+ * stored-state check and docs/api.md share.
+ */
+export const Bounded = (name: BoundName, options: { description?: string; default?: number } = {}) => {
+  const b = BOUNDS[name];
+  const schema = { minimum: b.min, maximum: b.max, ...options };
+  return b.integer ? Type.Integer(schema) : Type.Number(schema);
+};
+
+// What a request may send is narrower than what an answer may show: a row stored before a bound
+// existed (or written by hand) is shown as it is, so its owner can see what to mend — the
+// serializer picks a nullable's branch by validating it, and an out-of-range value would fail.
+const REQUEST_ONLY = [
+  "minimum",
+  "maximum",
+  "exclusiveMinimum",
+  "exclusiveMaximum",
+  "minLength",
+  "maxLength",
+  "minItems",
+  "maxItems",
+  "pattern",
+  "uniqueItems",
+  "formatMinimum",
+  "formatMaximum",
+  "maxProperties",
+];
+
+/** `t` for answers: the same shape, without the ranges, lengths and patterns only requests are held to. */
+export function Loose<T extends TSchema>(t: T): T {
+  const copy = CloneType(t);
+  // `names`: a map of property names (`properties`), whose keys are names, not keywords.
+  const strip = (node: unknown, names = false): void => {
+    if (Array.isArray(node)) return node.forEach((n) => strip(n));
+    if (typeof node !== "object" || node === null) return;
+    const o = node as Record<string, unknown>;
+    if (!names) for (const k of REQUEST_ONLY) delete o[k];
+    for (const [k, v] of Object.entries(o)) strip(v, !names && k === "properties");
+  };
+  strip(copy);
+  return copy;
+}
+
+/**
+ * An instant a request names (occurred_at, deliver_at, a range's since/until): a date-time inside
+ * what both a Postgres timestamptz and a JavaScript Date hold (ajv-formats' formatMinimum and
+ * formatMaximum keywords).
+ */
+export const InstantIn = (description?: string) =>
+  Type.String({
+    format: "date-time",
+    formatMinimum: EARLIEST_INSTANT,
+    formatMaximum: LATEST_INSTANT,
+    ...(description ? { description } : {}),
+  });
 
 export const TIME_OF_DAY = "^([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9])?$";
 // Event types: no spaces, no `*` (reserved for patterns).
@@ -25,7 +80,7 @@ export const SECRET_PATTERN = "^whsec_[A-Za-z0-9+/=]{16,200}$";
 
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
 
-const Limit = Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: "page size" });
+const Limit = Bounded("page_limit", { default: 100, description: "page size" });
 const Cursor = Type.String({ maxLength: 200, description: "the next_cursor of the previous page" });
 
 /** The query of a list endpoint: limit and cursor, and the filters given. */

@@ -2,13 +2,25 @@ import { Type, type Static } from "@sinclair/typebox";
 import { DAY_NAMES } from "../policy/quiet-hours.js";
 import { ATTEMPT_OUTCOMES, DESTINATION_STATUSES, HEALTH_STATUSES } from "../policy/statuses.js";
 import { HEADER_MASK, MAX_CUSTOM_HEADERS, MAX_HEADER_NAME_LENGTH, MAX_HEADER_VALUE_LENGTH } from "../policy/custom-headers.js";
-import { Enum, EVENT_TYPE_PATTERN, Nullable, SECRET_PATTERN, Seconds, TIME_OF_DAY, Timestamp, URL_PATTERN } from "./common.js";
+import {
+  Bounded,
+  Loose,
+  Enum,
+  EVENT_TYPE_PATTERN,
+  InstantIn,
+  Nullable,
+  SECRET_PATTERN,
+  TIME_OF_DAY,
+  Timestamp,
+  URL_PATTERN,
+} from "./common.js";
+import { BOUNDS } from "../policy/bounds.js";
 
 export const RateLimit = Type.Object(
   {
-    max_per_second: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 100_000 })),
-    max_per_minute: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 6_000_000 })),
-    burst_capacity: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+    max_per_second: Type.Optional(Bounded("rate_per_second")),
+    max_per_minute: Type.Optional(Bounded("rate_per_minute")),
+    burst_capacity: Type.Optional(Bounded("burst_capacity")),
   },
   { additionalProperties: false, description: "Token buckets; null = unlimited" },
 );
@@ -17,20 +29,12 @@ export type RateLimit = Static<typeof RateLimit>;
 export const AdaptivePace = Type.Object(
   {
     enabled: Type.Boolean({ description: "let Sluice find this destination's pace from its answers (429, 503, timeouts, latency)" }),
-    min_per_second: Type.Optional(
-      Type.Number({ exclusiveMinimum: 0, maximum: 100_000, description: "never slower than this (default 1)" }),
-    ),
+    min_per_second: Type.Optional(Bounded("adaptive_rate_per_second", { description: "never slower than this (default 1)" })),
     max_per_second: Type.Optional(
-      Type.Number({
-        exclusiveMinimum: 0,
-        maximum: 100_000,
-        description: "never faster than this (default 1000, and never above rate_limit when set)",
-      }),
+      Bounded("adaptive_rate_per_second", { description: "never faster than this (default 1000, and never above rate_limit when set)" }),
     ),
     target_latency_ms: Type.Optional(
-      Type.Integer({
-        minimum: 1,
-        maximum: 600_000,
+      Bounded("target_latency_ms", {
         description: "slow down when recent latency is above this; default: when it is well above the destination's own baseline",
       }),
     ),
@@ -72,32 +76,32 @@ const configFields = {
   name: Type.String({ maxLength: 200 }),
   url: Type.String({ minLength: 1, maxLength: 2048, pattern: URL_PATTERN, description: "http or https URL deliveries POST to" }),
   event_types: Type.Array(Type.String({ pattern: EVENT_TYPE_PATTERN }), { maxItems: 500, uniqueItems: true }),
-  timeout_seconds: Seconds(1, 60),
-  max_concurrency: Type.Integer({ minimum: 1, maximum: 1000 }),
+  timeout_seconds: Bounded("timeout_seconds"),
+  max_concurrency: Bounded("max_concurrency"),
   ordered: Type.Boolean(),
   rate_limit: Nullable(RateLimit),
   adaptive: Nullable(AdaptivePace),
   delivery_schedule: Nullable(DeliverySchedule),
-  retry_schedule_seconds: Type.Array(Seconds(0, 7 * 86400), { maxItems: 50 }),
-  throttle_schedule_seconds: Type.Array(Seconds(1, 7 * 86400), { minItems: 1, maxItems: 50 }),
-  probe_interval_seconds: Seconds(1, 86400),
+  retry_schedule_seconds: Type.Array(Bounded("retry_delay_seconds"), {
+    minItems: BOUNDS.retry_schedule_length.min,
+    maxItems: BOUNDS.retry_schedule_length.max,
+  }),
+  throttle_schedule_seconds: Type.Array(Bounded("throttle_hold_seconds"), {
+    minItems: BOUNDS.throttle_schedule_length.min,
+    maxItems: BOUNDS.throttle_schedule_length.max,
+  }),
+  probe_interval_seconds: Bounded("probe_interval_seconds"),
   replay_on_resume: Type.Boolean(),
-  paused_retention_hours: Type.Integer({
-    minimum: 1,
-    maximum: 8760,
+  paused_retention_hours: Bounded("paused_retention_hours", {
     description: "how long deliveries wait for a paused destination before they are discarded",
   }),
   backlog_alert_minutes: Nullable(
-    Type.Integer({
-      minimum: 1,
-      maximum: 1440,
+    Bounded("backlog_alert_minutes", {
       description: "destination.backlog_growing when the waiting deliveries have been rising this long (default 30); null: off",
     }),
   ),
   backlog_alert_age_minutes: Nullable(
-    Type.Integer({
-      minimum: 1,
-      maximum: 43_200,
+    Bounded("backlog_alert_age_minutes", {
       description:
         "destination.backlog_stale when the oldest waiting delivery is older than this, or than twice the hold that explains it (default 60); null: off",
     }),
@@ -136,7 +140,7 @@ export const Health = Type.Object({
 export const Destination = Type.Composite(
   [
     Type.Object({ id: Type.String({ description: "dst_…" }) }),
-    DestinationConfig,
+    Loose(DestinationConfig),
     Type.Object({
       secret: Type.Optional(Type.String({ description: "on create only: the signing secret" })),
       status: Enum(DESTINATION_STATUSES),
@@ -181,7 +185,7 @@ export const ResumeBody = Type.Object(
 export const RotateSecretBody = Type.Object(
   {
     secret: Type.Optional(Secret),
-    grace_seconds: Type.Optional(Seconds(0, 7 * 86400, "how long the previous secrets keep signing (default 24 h)")),
+    grace_seconds: Type.Optional(Bounded("grace_seconds", { description: "how long the previous secrets keep signing (default 24 h)" })),
   },
   { additionalProperties: false },
 );
@@ -216,8 +220,8 @@ export type Attempt = Static<typeof Attempt>;
 
 export const TimelineQuery = Type.Object(
   {
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
-    before: Type.Optional(Timestamp("only attempts started before this time (the next_before of the previous page)")),
+    limit: Type.Optional(Bounded("page_limit", { default: 100 })),
+    before: Type.Optional(InstantIn("only attempts started before this time (the next_before of the previous page)")),
   },
   { additionalProperties: false },
 );

@@ -1,13 +1,13 @@
 import { Type, type Static } from "@sinclair/typebox";
-import { EVENT_TYPE, EVENT_TYPE_PATTERN, ListQueryWith, Timestamp } from "./common.js";
+import { EVENT_TYPE, EVENT_TYPE_PATTERN, InstantIn, ListQueryWith, Timestamp } from "./common.js";
 import { Delivery } from "./deliveries.js";
 
 export const EventIn = Type.Object(
   {
     type: Type.String({ pattern: EVENT_TYPE, description: "Event type, e.g. order.created" }),
     payload: Type.Unknown({ description: "Any JSON value; at most SLUICE_MAX_PAYLOAD_BYTES" }),
-    occurred_at: Type.Optional(Timestamp()),
-    deliver_at: Type.Optional(Timestamp("not delivered before this time")),
+    occurred_at: Type.Optional(InstantIn("when it happened (default: now); at most a day ahead of the server's clock")),
+    deliver_at: Type.Optional(InstantIn("not delivered before this time; at most 365 days ahead")),
     destination_ids: Type.Optional(
       Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
         minItems: 1,
@@ -55,7 +55,7 @@ export const EventListQuery = ListQueryWith({
   type: Type.Optional(
     Type.String({ minLength: 1, pattern: EVENT_TYPE_PATTERN, description: "an event type, or a prefix ending in * (order.*)" }),
   ),
-  since: Type.Optional(Timestamp("events that occurred at or after this time")),
-  until: Type.Optional(Timestamp("events that occurred before this time (exclusive); must be after since")),
+  since: Type.Optional(InstantIn("events that occurred at or after this time")),
+  until: Type.Optional(InstantIn("events that occurred before this time (exclusive); must be after since")),
 });
 export type EventListQuery = Static<typeof EventListQuery>;

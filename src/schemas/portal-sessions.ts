@@ -1,5 +1,5 @@
 import { Type, type Static } from "@sinclair/typebox";
-import { Nullable, Seconds, Timestamp } from "./common.js";
+import { Bounded, Nullable, Timestamp } from "./common.js";
 
 // Consumer-portal sessions: a short-lived link (a token in the URL's fragment) that shows a
 // tenant's customer that tenant's destinations, or some of them, without the API key ever
@@ -34,7 +34,7 @@ export const PortalSessionCreate = Type.Object(
         description: "the destinations the link shows (dst_…); omitted: every destination of the tenant, present and future",
       }),
     ),
-    ttl_seconds: Type.Optional(Seconds(60, 86400, "how long the link works, 60 s to 24 h (default 3600)")),
+    ttl_seconds: Type.Optional(Bounded("portal_ttl_seconds", { description: "how long the link works, 60 s to 24 h (default 3600)" })),
     read_only: Type.Optional(Type.Boolean({ description: "view only: no pause, resume, retry, edit or secret (default false)" })),
     theme: Type.Optional(PortalTheme),
   },

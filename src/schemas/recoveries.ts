@@ -1,17 +1,18 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { RECOVERABLE_STATUSES, RECOVERY_STATUSES } from "../policy/statuses.js";
-import { Enum, Nullable, Timestamp } from "./common.js";
+import { Enum, InstantIn, Nullable, Timestamp } from "./common.js";
 
 // Recovery over a time range: POST /v1/destinations/{id}/recover queues a destination's finished
 // deliveries again, in the background; GET …/recoveries/{rid} follows it.
 
 export const RecoverBody = Type.Object(
   {
-    since: Timestamp("deliveries whose event occurred at or after this time"),
-    until: Type.Optional(Timestamp("… and before this time (exclusive); must be after since. Default: now")),
+    since: InstantIn("deliveries whose event occurred at or after this time"),
+    until: Type.Optional(InstantIn("… and before this time (exclusive); must be after since. Default: now")),
     statuses: Type.Optional(
       Type.Array(Enum(RECOVERABLE_STATUSES), {
         minItems: 1,
+        maxItems: RECOVERABLE_STATUSES.length,
         uniqueItems: true,
         description: "the delivery statuses to queue again; default [dead, discarded]",
       }),

@@ -1,12 +1,12 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { HOLD_REASONS } from "../policy/statuses.js";
-import { Enum, Nullable, Timestamp } from "./common.js";
+import { Bounded, Enum, Nullable, Timestamp } from "./common.js";
 
 // The dashboard's numbers: GET /v1/stats (the tenant, or a portal session's destinations) and
 // GET /v1/destinations/{id}/stats. Counts are per minute from the rollups plus a live tail;
 // docs/api.md "Stats" says where each number comes from and what it costs.
 
-const Minutes = Type.Integer({ minimum: 5, maximum: 1440, default: 60, description: "how many minutes back, the current one included" });
+const Minutes = Bounded("stats_minutes", { default: 60, description: "how many minutes back, the current one included" });
 
 export const StatsQuery = Type.Object({ minutes: Type.Optional(Minutes) }, { additionalProperties: false });
 export type StatsQuery = Static<typeof StatsQuery>;
@@ -15,7 +15,7 @@ export const DestinationStatsQuery = Type.Object(
   {
     minutes: Type.Optional(Minutes),
     rate_seconds: Type.Optional(
-      Type.Integer({ minimum: 10, maximum: 3600, default: 300, description: "how many seconds of arrivals, the current one included" }),
+      Bounded("stats_rate_seconds", { default: 300, description: "how many seconds of arrivals, the current one included" }),
     ),
   },
   { additionalProperties: false },

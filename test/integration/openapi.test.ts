@@ -16,6 +16,28 @@ interface Operation {
   responses: Record<string, { content?: Record<string, { schema?: unknown }> }>;
 }
 
+interface Schema {
+  $ref?: string;
+  type?: string;
+  format?: string;
+  minimum?: number;
+  maximum?: number;
+  exclusiveMinimum?: number;
+  exclusiveMaximum?: number;
+  maxItems?: number;
+  maxLength?: number;
+  formatMinimum?: string;
+  formatMaximum?: string;
+  pattern?: string;
+  enum?: unknown[];
+  anyOf?: Schema[];
+  oneOf?: Schema[];
+  allOf?: Schema[];
+  properties?: Record<string, Schema>;
+  additionalProperties?: Schema | boolean;
+  items?: Schema;
+}
+
 interface OpenApiDocument {
   openapi: string;
   paths: Record<string, Record<string, Operation>>;
@@ -78,6 +100,49 @@ describe("OpenAPI document", () => {
     assert.equal(r.status, 201);
     const declared = Object.keys((doc.components.schemas.Destination as { properties: object }).properties);
     for (const k of Object.keys(r.body)) assert.ok(declared.includes(k), `undeclared field ${k}`);
+  });
+
+  test("every number, list, string and instant a request takes has both ends declared", () => {
+    // docs/api.md "Bounds": what the API takes is bounded, so every figure derived from it is finite.
+    const unbounded: string[] = [];
+    const refs = doc.components.schemas as Record<string, Schema>;
+    const walk = (x: Schema | undefined, where: string, seen: Set<string>): void => {
+      if (!x || typeof x !== "object") return;
+      if (x.$ref) {
+        const name = x.$ref.split("/").pop()!;
+        if (!seen.has(name)) walk(refs[name], where, new Set([...seen, name]));
+        return;
+      }
+      for (const sub of [...(x.anyOf ?? []), ...(x.oneOf ?? []), ...(x.allOf ?? [])]) walk(sub, where, seen);
+      const type = x.type;
+      if (type === "number" || type === "integer") {
+        if (x.minimum === undefined && x.exclusiveMinimum === undefined) unbounded.push(`${where}: no minimum`);
+        if (x.maximum === undefined && x.exclusiveMaximum === undefined) unbounded.push(`${where}: no maximum`);
+      }
+      if (type === "array" && x.maxItems === undefined) unbounded.push(`${where}: no maxItems`);
+      if (type === "string" && x.format === "date-time" && (x.formatMinimum === undefined || x.formatMaximum === undefined)) {
+        unbounded.push(`${where}: an instant without formatMinimum/formatMaximum`);
+      }
+      if (type === "string" && x.format !== "date-time" && x.maxLength === undefined && !x.enum && !x.pattern?.endsWith("$")) {
+        unbounded.push(`${where}: a string with no maxLength, enum or anchored pattern`);
+      }
+      for (const [k, v] of Object.entries(x.properties ?? {})) walk(v, `${where}.${k}`, seen);
+      if (typeof x.additionalProperties === "object") walk(x.additionalProperties, `${where}.*`, seen);
+      if (x.items) walk(x.items, `${where}[]`, seen);
+    };
+    for (const { where, op } of operations()) {
+      const o = op as Operation & { requestBody?: { content?: Record<string, { schema?: Schema }> } };
+      for (const p of (o.parameters ?? []) as { name: string; in: string; schema?: Schema }[]) {
+        walk(p.schema, `${where} ${p.in}.${p.name}`, new Set());
+      }
+      for (const c of Object.values(o.requestBody?.content ?? {})) walk(c.schema, `${where} body`, new Set());
+    }
+    // payload is any JSON by design: its size and nesting are bounded when the body is read.
+    const allowed = (u: string) => /body(\.events\[\])?\.payload/.test(u);
+    assert.deepEqual(
+      unbounded.filter((u) => !allowed(u)),
+      [],
+    );
   });
 
   test("the API reference is served at /docs, with its script from Sluice itself", async () => {

@@ -67,6 +67,7 @@ export function eventRoutes(ctx: ApiContext) {
     const plan = (q: Queryable, fresh: boolean) =>
       planPublish(q, req.tenant.id, inputs, {
         maxPayloadBytes: ctx.config.maxPayloadBytes,
+        maxDeliveries: ctx.config.maxDeliveriesPerRequest,
         routing: ctx.routing,
         fieldPrefix: batch ? (i) => `events[${i}].` : undefined,
         freshRouting: fresh,
