@@ -1,16 +1,13 @@
 import { RoutingCache } from "../events/publish.js";
 import Fastify, { type FastifyInstance, type FastifyError, type FastifyBaseLogger } from "fastify";
 import swagger from "@fastify/swagger";
-import { Ajv } from "ajv";
-import addFormats from "ajv-formats";
-import { SluiceError, StoreUnavailableError, ValidationError, type FieldError } from "../errors.js";
+import { SluiceError, StoreUnavailableError, ValidationError } from "../errors.js";
 import { registry } from "../metrics.js";
 import { ping } from "../db/queries/stats.js";
 import type { ApiContext } from "./context.js";
 import { registerAuth } from "./auth.js";
 import { tenantRoutes } from "./routes/tenants.js";
 import { apiKeyRoutes } from "./routes/api-keys.js";
-import { TIME_OF_DAY, EVENT_TYPE, EVENT_TYPE_PATTERN, URL_PATTERN, SECRET_PATTERN } from "../schemas/common.js";
 import { addNamedSchemas, openApiDocument } from "./openapi.js";
 import { destinationRoutes } from "./routes/destinations.js";
 import { eventRoutes } from "./routes/events.js";
@@ -18,23 +15,9 @@ import { deliveryRoutes } from "./routes/deliveries.js";
 import { recoveryRoutes } from "./routes/recoveries.js";
 import { statsRoutes } from "./routes/stats.js";
 import { portalSessionRoutes } from "./routes/portal-sessions.js";
-import { CSS_COLOUR, FONT_FAMILY } from "../schemas/portal-sessions.js";
+import { registerBodyParser } from "./body.js";
+import { dedupe, fieldError, makeAjv, usefulErrors, type AjvLikeError } from "./field-errors.js";
 import { uiRoutes } from "./ui.js";
-
-declare module "fastify" {
-  interface FastifyContextConfig {
-    /** The route's body may be absent; it is then validated as {}. */
-    optionalBody?: boolean;
-  }
-}
-
-// Bodies are validated strictly (no type coercion: "5" is not 5; unknown fields refused);
-// query strings and path params are strings on the wire, so those coerce.
-function makeAjv(coerce: boolean): Ajv {
-  const ajv = new Ajv({ allErrors: true, coerceTypes: coerce, useDefaults: true, removeAdditional: false, strict: false });
-  (addFormats as unknown as (a: Ajv) => void)(ajv);
-  return ajv;
-}
 
 export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
   ctx.routing ??= new RoutingCache();
@@ -47,7 +30,12 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     bodyLimit: ctx.config.maxPayloadBytes + 64 * 1024,
     return503OnClosing: true,
     forceCloseConnections: true,
+    // A client gets two minutes to send its whole request (a 32 MiB batch at 2 Mbit/s): one that
+    // trickles bytes for ever cannot hold a connection and a parser's buffer (Fastify's default: no limit).
+    requestTimeout: 120_000,
   });
+  // Before any plugin: each copies the parsers it finds when it registers.
+  registerBodyParser(app);
 
   const bodyAjv = makeAjv(false);
   const paramAjv = makeAjv(true);
@@ -154,71 +142,4 @@ export function toErrorBody(err: FastifyError | Error): {
     return { ...refused, status: fe.statusCode };
   }
   return toErrorBody(new SluiceError("SLUICE_INTERNAL"));
-}
-
-/**
- * A nullable object that fails inside reports "must be null" and "must match a schema in anyOf"
- * beside the real problem; keep only the real one when there is one.
- */
-function usefulErrors(errors: AjvLikeError[]): AjvLikeError[] {
-  const noise = (e: AjvLikeError) => e.keyword === "anyOf" || (e.keyword === "type" && e.params.type === "null");
-  const useful = errors.filter((e) => !noise(e));
-  return useful.length ? useful : errors.filter((e) => e.keyword !== "anyOf");
-}
-
-function dedupe(list: FieldError[]): FieldError[] {
-  const seen = new Set<string>();
-  return list.filter((f) => {
-    const k = `${f.field}\u0000${f.message}`;
-    if (seen.has(k)) return false;
-    seen.add(k);
-    return true;
-  });
-}
-
-// Regular expressions mean little to a reader: say what the field takes instead.
-const PATTERN_HINTS: Record<string, string> = {
-  [TIME_OF_DAY]: "must be a 24-hour time HH:MM or HH:MM:SS, e.g. 22:00 or 06:30:15",
-  [EVENT_TYPE]: "must be 1–200 characters of letters, digits and . _ : / - (no spaces or *), e.g. order.created",
-  [EVENT_TYPE_PATTERN]: "must be an event type, optionally ending in * to match a prefix (e.g. order.*)",
-  [URL_PATTERN]: "must be an http:// or https:// URL",
-  [SECRET_PATTERN]: "must be a Standard Webhooks secret: whsec_ followed by base64 (omit it to have one generated)",
-  [CSS_COLOUR]: "must be a CSS colour #rgb or #rrggbb, e.g. #4f46e5",
-  [FONT_FAMILY]: "must be a CSS font-family list of letters, digits, spaces, commas, hyphens and quotes, e.g. Inter, sans-serif",
-};
-
-interface AjvLikeError {
-  instancePath: string;
-  keyword: string;
-  message?: string;
-  params: Record<string, unknown>;
-}
-
-function fieldError(v: AjvLikeError, part?: string): FieldError {
-  const path = v.instancePath
-    .replace(/^\//, "")
-    .split("/")
-    .filter(Boolean)
-    .map((s) => (/^\d+$/.test(s) ? `[${s}]` : s))
-    .join(".")
-    .replace(/\.\[/g, "[");
-  const prefix = part && part !== "body" ? `${part === "querystring" ? "query" : part}.` : "";
-  if (v.keyword === "required") {
-    const f = String(v.params.missingProperty);
-    return { field: prefix + (path ? `${path}.${f}` : f), message: "is required" };
-  }
-  if (v.keyword === "additionalProperties") {
-    const f = String(v.params.additionalProperty);
-    return { field: prefix + (path ? `${path}.${f}` : f), message: "is not a known field; check its spelling against the API reference" };
-  }
-  if (v.keyword === "enum") {
-    const allowed = (v.params.allowedValues as unknown[]).map(String).join(", ");
-    return { field: prefix + (path || "body"), message: `must be one of: ${allowed}` };
-  }
-  if (v.keyword === "minProperties") return { field: prefix + (path || "body"), message: "must set at least one field" };
-  if (v.keyword === "pattern") {
-    const hint = PATTERN_HINTS[String(v.params.pattern)];
-    if (hint) return { field: prefix + (path || "body"), message: hint };
-  }
-  return { field: prefix + (path || "body"), message: v.message ?? "is invalid" };
 }

@@ -285,7 +285,7 @@ describe("the API commands against a real Sluice (embedded store)", () => {
     assert.equal(invalid.code, 1, invalid.stderr);
     assert.match(invalid.stderr, /^sluice: SLUICE_VALIDATION_FAILED \(HTTP 422\)/);
     assert.match(invalid.stderr, /^ {2}url: /m);
-    assert.match(invalid.stderr, /^ {2}timeout_seconds: must be <= 60$/m);
+    assert.match(invalid.stderr, /^ {2}timeout_seconds: must be a whole number between 1 and 60$/m);
     for (const r of [notFound, invalid]) {
       assert.equal(r.stdout, "");
       assert.doesNotMatch(r.stderr, STACK_LINE);

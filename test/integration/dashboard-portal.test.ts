@@ -6,7 +6,7 @@ import type { Frame, Page } from "playwright-core";
 import { BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
-import { useBrowser, openPage, assertAccessible, screenshot, fitsWidth, PHONE } from "../helpers/browser.js";
+import { useBrowser, openPage, signIn, assertAccessible, screenshot, fitsWidth, PHONE } from "../helpers/browser.js";
 import type { Delivery, Destination, EventAccepted, Page as ApiPage } from "../helpers/api-types.js";
 import type { PortalSessionCreated } from "../../src/schemas/portal-sessions.js";
 import type { Static } from "@sinclair/typebox";
@@ -123,15 +123,27 @@ for (const backend of BACKENDS) {
       await page.getByRole("heading", { level: 1, name: "customer-a-orders" }).waitFor();
       await page.getByRole("button", { name: "Pause", exact: true }).waitFor();
       if (backend === "embedded") await assertAccessible(page, "a destination in the portal");
+      // …in words for the visitor, who holds a link and no API key.
       await page.goto(`${link.url.split("#")[0]}#/destinations/${b.id}`);
-      await page
-        .getByRole("alert")
-        .filter({ hasText: /not found|SLUICE_DESTINATION_NOT_FOUND/i })
-        .first()
-        .waitFor();
+      const outside = page.getByRole("alert").filter({ hasText: "This destination is not part of this portal link" });
+      await outside.first().waitFor();
+      assert.match((await outside.first().textContent()) ?? "", /Ask the service that gave you this link for one that includes it/);
+      await page.goto(`${link.url.split("#")[0]}#/deliveries/${dlvB.id}`);
+      await page.getByRole("alert").filter({ hasText: "This delivery is not part of this portal link" }).first().waitFor();
+      const shown = (await page.locator("main").textContent()) ?? "";
+      assert.doesNotMatch(shown, /API key|tenant|SLUICE_[A-Z_]+_NOT_FOUND/, `the portal spoke to an API user: ${shown}`);
       assert.equal(await page.getByText("customer-b-orders").count(), 0, "B's name leaked into the portal");
       assert.deepEqual(unexpected(errors), []);
       await context.close();
+
+      // A key holder in the dashboard still reads the API's own words, code included.
+      const dash = await openPage(browser());
+      await signIn(dash.page, s.url, s.apiKey);
+      await dash.page.goto(`${s.url}/#/destinations/dst_nope`);
+      const apiWords = dash.page.getByRole("alert").filter({ hasText: "SLUICE_DESTINATION_NOT_FOUND" });
+      await apiWords.first().waitFor();
+      assert.match((await apiWords.first().textContent()) ?? "", /exists for this API key/);
+      await dash.context.close();
 
       // The same token through the API: B's objects are 404, publishing is 403.
       const asPortal = (method: string, path: string, body?: unknown) => s.api(method, path, body, { key: link.token });

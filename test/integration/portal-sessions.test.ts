@@ -277,11 +277,11 @@ for (const backend of BACKENDS) {
             "destination_ids[2]": new RegExp(`'${c.id}' is not a destination of this tenant`),
           },
         ],
-        [{ ttl_seconds: 59 }, { ttl_seconds: /must be >= 60/ }],
-        [{ ttl_seconds: 86401 }, { ttl_seconds: /must be <= 86400/ }],
-        [{ destination_ids: [] }, { destination_ids: /must NOT have fewer than 1 items/ }],
+        [{ ttl_seconds: 59 }, { ttl_seconds: /^must be a whole number between 60 and 86400$/ }],
+        [{ ttl_seconds: 86401 }, { ttl_seconds: /^must be a whole number between 60 and 86400$/ }],
+        [{ destination_ids: [] }, { destination_ids: /^must have between 1 and 100 items$/ }],
         [{ destination_ids: [a.id, a.id] }, { destination_ids: /duplicate/ }],
-        [{ read_only: "yes" }, { read_only: /must be boolean/ }],
+        [{ read_only: "yes" }, { read_only: /^must be true or false$/ }],
         [
           { theme: { accent: "red", background: "#12345", text: "#fff", font_family: "x; } body { display: none" } },
           {

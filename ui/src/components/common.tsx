@@ -1,16 +1,43 @@
 import type { ComponentChildren } from "preact";
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useContext, useEffect, useRef, useState } from "preact/hooks";
+import { Session } from "../context.js";
 import { SluiceApiError } from "../session.js";
 
-/** An API error as the API said it: the message, and each invalid field. */
+// A portal visitor holds a link, not an API key, and cannot act on advice about keys and tenants
+// (the API's 404 says "check … that you use the key of the tenant that owns it"): these say what
+// the refusal means to them.
+const ASK = "Ask the service that gave you this link for one that includes it.";
+const PORTAL_MESSAGES: Partial<Record<SluiceApiError["code"], string>> = {
+  SLUICE_DESTINATION_NOT_FOUND: `This destination is not part of this portal link. ${ASK}`,
+  SLUICE_DELIVERY_NOT_FOUND: `This delivery is not part of this portal link: it belongs to a destination the link does not include. ${ASK}`,
+  SLUICE_EVENT_NOT_FOUND: `This event is not part of this portal link. ${ASK}`,
+  SLUICE_RECOVERY_NOT_FOUND: "This recovery is not part of this portal link (or has ended and is no longer kept).",
+  SLUICE_PORTAL_READ_ONLY:
+    "This portal link can view deliveries but not change them. Ask the service that gave you this link for one that can.",
+  SLUICE_PORTAL_FORBIDDEN: "This portal link cannot do that. Ask the service that gave you this link.",
+};
+
+/**
+ * An API error as its reader can use it: the API's code and message for a key holder; for a
+ * portal visitor, the words above where the API's speak of keys (and no code).
+ */
+export function errorText(e: Error, inPortal: boolean): { code: string | null; message: string } {
+  if (!(e instanceof SluiceApiError)) return { code: null, message: e.message };
+  const forVisitor = inPortal ? PORTAL_MESSAGES[e.code] : undefined;
+  return forVisitor ? { code: null, message: forVisitor } : { code: e.code, message: e.message };
+}
+
+/** An API error as the API said it (or, in a portal, as its visitor can use it), and each invalid field. */
 export function ErrorNote({ error }: { error: unknown }) {
+  const inPortal = useContext(Session)?.portal != null;
   if (!error) return null;
   const e = error instanceof Error ? error : new Error(typeof error === "string" ? error : JSON.stringify(error));
   const fields = e instanceof SluiceApiError ? e.fields : [];
+  const { code, message } = errorText(e, inPortal);
   return (
     <div class="error" role="alert">
       <p>
-        {e instanceof SluiceApiError ? <code>{e.code}</code> : null} {e.message}
+        {code ? <code>{code}</code> : null} {message}
       </p>
       {fields.length ? (
         <ul>

@@ -3,6 +3,7 @@ import { useMemo, useState } from "preact/hooks";
 import type { Destination } from "../api.js";
 import { useSession } from "../context.js";
 import { SluiceApiError } from "../session.js";
+import { errorText } from "./common.js";
 
 // Edits every config field of a destination and PATCHes only what changed. It does not validate:
 // what it sends is what was typed, so the messages shown are the API's own (each put beside its
@@ -384,13 +385,15 @@ export function ConfigForm({ destination, onSaved }: { destination: Destination;
     showProblems([]);
   };
 
+  const { code: apiCode, message: apiMessage } = apiError ? errorText(apiError, s.portal !== null) : { code: null, message: "" };
+
   return (
     <form class="card config-form" onSubmit={(e) => void submit(e)} aria-labelledby="settings-title" noValidate>
       <h2 id="settings-title">Settings</h2>
       {apiError ? (
         <div class="error" role="alert">
           <p>
-            {apiError instanceof SluiceApiError ? <code>{apiError.code}</code> : null} {apiError.message}
+            {apiCode ? <code>{apiCode}</code> : null} {apiMessage}
           </p>
           {unplaced.length ? (
             <ul>
