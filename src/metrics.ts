@@ -90,7 +90,7 @@ export const metrics = {
   }),
   paused: new client.Counter({
     name: "sluice_paused_total",
-    help: "Destinations paused, by reason (manual, consecutive_failures, score, gone, dns, blocked, auth)",
+    help: "Destinations paused, by reason (manual, consecutive_failures, score, gone, dns, blocked, auth, invalid_config, internal_error)",
     labelNames: ["reason"] as const,
     registers: [registry],
   }),

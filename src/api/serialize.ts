@@ -17,6 +17,7 @@ import { healthStateOf, healthView } from "../policy/health.js";
 import { adaptiveOn, effectiveLimits, fmt, ratePerSecond } from "../policy/adaptive-pace.js";
 import { maskHeaders } from "../policy/custom-headers.js";
 import { holdReason, type HoldFacts } from "../policy/hold-reason.js";
+import { storedDestinationProblem, unlessFaulty } from "../policy/stored-config.js";
 import { isWaiting, type ApiDeliveryStatus, type DestinationStatus, type WaitingStatus } from "../policy/statuses.js";
 
 // Rows → API objects. Live state that is not stored per delivery (held because the destination
@@ -63,11 +64,7 @@ export function destinationView(
   opts: { withSecret?: boolean } = {},
 ): Static<typeof Destination> {
   const throttled = row.throttled_until !== null && row.throttled_until > row.now;
-  const quiet = quietWindowOf(row);
-  const nextQuiet = row.delivery_schedule ? nextQuietStartMs(row.delivery_schedule, row.now.getTime()) : null;
-  // A paused destination's ramp is history: resuming starts a new one.
-  const limits = effectiveLimits({ ...row, ramp_limit: row.paused_at ? null : row.ramp_limit }, row.now.getTime());
-  const paceStarted = limits.pace !== null && row.pace_state !== null;
+  const { quiet, nextQuiet, limits, paceStarted } = derivedState(row);
   return {
     id: row.id,
     name: row.name,
@@ -112,6 +109,37 @@ export function destinationView(
   };
 }
 
+/**
+ * What the destination's policy makes of its config now: the quiet window, adaptive pace's limits.
+ * A row the workers would set aside (stored-config.ts) is shown as stored, with no derived state:
+ * reading it must never fail, so its owner can see what to mend.
+ */
+function derivedState(row: DestinationRow): {
+  quiet: ReturnType<typeof quietWindowOf>;
+  nextQuiet: number | null;
+  limits: ReturnType<typeof effectiveLimits>;
+  paceStarted: boolean;
+} {
+  const asStored = {
+    quiet: null,
+    nextQuiet: null,
+    limits: { rateLimit: null, maxConcurrency: row.max_concurrency, pace: null },
+    paceStarted: false,
+  };
+  if (storedDestinationProblem(row) !== null) return asStored;
+  try {
+    const quiet = quietWindowOf(row);
+    const nextQuiet = row.delivery_schedule ? nextQuietStartMs(row.delivery_schedule, row.now.getTime()) : null;
+    // A paused destination's ramp is history: resuming starts a new one.
+    const limits = effectiveLimits({ ...row, ramp_limit: row.paused_at ? null : row.ramp_limit }, row.now.getTime());
+    const paceStarted = limits.pace !== null && row.pace_state !== null;
+    if (!Number.isSafeInteger(limits.maxConcurrency) || (paceStarted && !Number.isFinite(limits.pace!.changedAtMs))) return asStored;
+    return { quiet, nextQuiet, limits, paceStarted };
+  } catch {
+    return asStored;
+  }
+}
+
 export function deliveryView(r: DeliveryRow): Static<typeof Delivery> {
   const waiting = isWaiting(r.status);
   const reason = isWaiting(r.status) ? holdReason(deliveryHoldFacts(r, r.status)) : null;
@@ -143,7 +171,7 @@ export function deliveryHoldFacts(r: DeliveryRow, status: WaitingStatus): HoldFa
     quiet:
       r.quiet_hold &&
       r.d_delivery_schedule !== null &&
-      currentQuietWindow(r.d_delivery_schedule as DeliverySchedule, r.now.getTime()) !== null,
+      unlessFaulty(() => currentQuietWindow(r.d_delivery_schedule as DeliverySchedule, r.now.getTime()) !== null, false),
     behind: r.behind,
     atCap: r.at_cap,
     rateLimited: r.d_rate_limited,

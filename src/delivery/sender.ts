@@ -73,6 +73,31 @@ export function buildDeliveryHeaders(args: {
   };
 }
 
+/** What signing needs of a destination: its URL, secrets, custom headers and timeout. */
+export interface SigningDestination {
+  url: string;
+  secrets: { secret: string; expires_at: string | null }[];
+  headers: Record<string, string>;
+  timeout_seconds: number;
+}
+
+/**
+ * The signed request for one message to `dest` (a delivery or a probe), made at `nowMs`: signed
+ * with every secret that has not expired, so a receiver mid-rotation verifies with either.
+ */
+export function signedRequest(dest: SigningDestination, msgId: string, body: string, nowMs: number, userAgent: string): SendRequest {
+  const secrets = dest.secrets.filter((s) => s.expires_at === null || Date.parse(s.expires_at) > nowMs).map((s) => s.secret);
+  const headers = buildDeliveryHeaders({
+    msgId,
+    timestampSeconds: Math.floor(nowMs / 1000),
+    body,
+    secrets,
+    userAgent,
+    custom: dest.headers,
+  });
+  return { url: dest.url, body, headers, timeoutMs: dest.timeout_seconds * 1000 };
+}
+
 export class Sender {
   private readonly agent: Agent;
   private readonly policy: NetworkPolicy;

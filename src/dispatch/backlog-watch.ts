@@ -7,6 +7,7 @@ import { holdReason } from "../policy/hold-reason.js";
 import { healthStateOf, healthView } from "../policy/health.js";
 import { throttleHoldSeconds } from "../policy/throttle.js";
 import { effectiveLimits, ratePerSecond } from "../policy/adaptive-pace.js";
+import { unlessFaulty } from "../policy/stored-config.js";
 
 // Once a minute, with the backlog sample (stats-rollup.ts): each destination's backlog watch,
 // and the backlog alerts its transitions make — written in the rollup's transaction, so an
@@ -39,18 +40,10 @@ export async function lookAtBacklogs(
   for (const d of rows) {
     const w = waiting.get(d.id);
     const n = w?.n ?? 0;
-    const { watch, transitions } = watchBacklog(
-      d.backlog_watch,
-      {
-        nowMs,
-        waiting: n,
-        oldestAgeS: w ? w.oldestAgeS : null,
-        paused: d.paused_at !== null,
-        quiet: quiet.has(d.id),
-        expectedHoldS: expectedHold(d, n, nowMs),
-      },
-      { growMinutes: d.backlog_alert_minutes, ageMinutes: d.backlog_alert_age_minutes },
-    );
+    // A row the policy cannot read is not watched this round (the claim sets it aside); the rest are.
+    const looked = unlessFaulty(() => lookAt(d, w, n, quiet, nowMs), null);
+    if (looked === null) continue;
+    const { watch, transitions } = looked;
     if (!sameWatch(watch, d.backlog_watch)) updates.push({ id: d.id, watch });
     for (const t of transitions) {
       alerts.push(
@@ -63,6 +56,21 @@ export async function lookAtBacklogs(
   }
   await setBacklogWatch(q, updates);
   return { destinations: rows.length, alerts: await recordAlerts(q, alerts) };
+}
+
+function lookAt(d: BacklogWatchRow, w: { oldestAgeS: number } | undefined, n: number, quiet: ReadonlySet<string>, nowMs: number) {
+  return watchBacklog(
+    d.backlog_watch,
+    {
+      nowMs,
+      waiting: n,
+      oldestAgeS: w ? w.oldestAgeS : null,
+      paused: d.paused_at !== null,
+      quiet: quiet.has(d.id),
+      expectedHoldS: expectedHold(d, n, nowMs),
+    },
+    { growMinutes: d.backlog_alert_minutes, ageMinutes: d.backlog_alert_age_minutes },
+  );
 }
 
 /** Field by field: jsonb keeps its own key order, so the JSON texts differ when the watches do not. */

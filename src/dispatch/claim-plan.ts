@@ -3,10 +3,16 @@ import { currentQuietWindow, type QuietWindow } from "../policy/quiet-hours.js";
 import { slotsFree, nextReadyAt, type GateInput } from "../policy/gates.js";
 import { effectiveLimits } from "../policy/adaptive-pace.js";
 import { grantBuckets, available, spend, nextTokenAtMs, statesOf, storeStates, type Bucket } from "../policy/token-bucket.js";
+import { storedDestinationProblem } from "../policy/stored-config.js";
+import type { SetAsideCode } from "../db/queries/set-aside.js";
 
 // The claim's decisions, pure: from the locked destination rows (each carrying its own `now`,
 // the database clock) and the options to the grants and probes, then — once the leases are
 // known — to each destination's next ready_at, token buckets and hold flags. claim() applies them.
+//
+// Each destination is planned on its own: one whose stored row is outside what the API admits,
+// or whose planning throws, is set aside (claim() pauses it) and the others are planned as if it
+// were not there. One bad row must never fail the claim every worker shares.
 
 export type HoldTransition =
   | { kind: "rate_limited"; destination: ClaimedDestination; holding: boolean }
@@ -22,8 +28,19 @@ export interface PlanOptions {
   rateSendJitterMs: number;
 }
 
+/** A destination the claim does not plan: claim() pauses it with this code and detail. */
+export interface SetAside {
+  destination: ClaimedDestination;
+  code: SetAsideCode;
+  detail: string;
+  /** What was thrown (internal_error), for the log. */
+  error?: unknown;
+}
+
 export interface GrantPlan {
   grants: Grant[];
+  /** Destinations not planned (their stored row is invalid, or planning threw): not in any other field. */
+  setAside: SetAside[];
   /** Paused destinations (transient cause) whose probe is due: send each one probe. */
   probes: ClaimedDestination[];
   /** What planAfterClaim needs from this phase, per unpaused destination id. */
@@ -36,6 +53,8 @@ export interface GrantPlan {
 
 export interface AfterClaimPlan {
   updates: AfterClaimUpdate[];
+  /** Destinations whose after-claim planning threw: no update, set aside instead. */
+  setAside: SetAside[];
   /** Hold flags this claim changes, in the order of `locked`. */
   transitions: HoldTransition[];
   /** Destinations that were at their concurrency cap with due work waiting. */
@@ -50,8 +69,15 @@ export const IDLE_RECHECK_MS = 1000;
 /** Grants and probes for the locked destinations, in their order, within the worker's capacity. */
 export function planGrants(locked: ClaimedDestination[], opts: PlanOptions): GrantPlan {
   let budget = opts.capacity;
-  const plan: GrantPlan = { grants: [], probes: [], buckets: new Map(), shaped: new Map(), quiet: new Map() };
+  const plan: GrantPlan = { grants: [], setAside: [], probes: [], buckets: new Map(), shaped: new Map(), quiet: new Map() };
   for (const d of locked) {
+    // A destination paused by a person or for good is not planned with; any other is checked first.
+    const planned = !d.paused_at || probeDue(d);
+    const problem = planned ? storedDestinationProblem(d) : null;
+    if (problem !== null) {
+      plan.setAside.push({ destination: d, code: "invalid_config", detail: problem });
+      continue;
+    }
     if (d.paused_at) {
       // A paused destination gets no deliveries; one paused for a transient cause gets a probe.
       if (probeDue(d) && budget > 0) {
@@ -60,16 +86,17 @@ export function planGrants(locked: ClaimedDestination[], opts: PlanOptions): Gra
       }
       continue;
     }
-    const win = d.delivery_schedule ? currentQuietWindow(d.delivery_schedule, d.now.getTime()) : null;
-    if (win) plan.quiet.set(d.id, win);
-    // Adaptive pace, when on, sets the rate the buckets refill at (and the concurrency: gateInput).
-    const b = grantBuckets(effectiveLimits(d, d.now.getTime()).rateLimit, opts.rateSendJitterMs);
-    plan.buckets.set(d.id, b);
-    const slots = Math.min(slotsFree(gateInput(d, d.inflight)), opts.grantCap);
-    // Tokens are spent in this transaction, so the limit holds across every worker process.
-    const tokens = b.length ? available(b, statesOf(b, d.bucket_state), d.now.getTime(), slots) : slots;
-    if (b.length) plan.shaped.set(d.id, { slots, tokens });
-    const n = Math.min(tokens, budget);
+    let one: DestinationGrant;
+    try {
+      one = planOne(d, opts);
+    } catch (error) {
+      plan.setAside.push({ destination: d, code: "internal_error", detail: faultDetail("planning its claim", error), error });
+      continue;
+    }
+    if (one.quiet) plan.quiet.set(d.id, one.quiet);
+    plan.buckets.set(d.id, one.buckets);
+    if (one.buckets.length) plan.shaped.set(d.id, { slots: one.slots, tokens: one.tokens });
+    const n = Math.min(one.tokens, budget);
     if (n <= 0) continue;
     budget -= n;
     plan.grants.push({
@@ -77,10 +104,39 @@ export function planGrants(locked: ClaimedDestination[], opts: PlanOptions): Gra
       count: n,
       ordered: d.ordered,
       leaseSeconds: d.timeout_seconds + opts.leaseMarginSeconds,
-      quiet: win !== null,
+      quiet: one.quiet !== null,
     });
   }
   return plan;
+}
+
+interface DestinationGrant {
+  quiet: QuietWindow | null;
+  buckets: Bucket[];
+  slots: number;
+  /** Whole tokens, at most `slots` (= slots when unlimited). */
+  tokens: number;
+}
+
+/** What one unpaused destination may be granted now, before the worker's budget is shared out. */
+function planOne(d: ClaimedDestination, opts: PlanOptions): DestinationGrant {
+  const nowMs = d.now.getTime();
+  const quiet = d.delivery_schedule ? currentQuietWindow(d.delivery_schedule, nowMs) : null;
+  // Adaptive pace, when on, sets the rate the buckets refill at (and the concurrency: gateInput).
+  const buckets = grantBuckets(effectiveLimits(d, nowMs).rateLimit, opts.rateSendJitterMs);
+  const slots = Math.min(slotsFree(gateInput(d, d.inflight)), opts.grantCap);
+  // Tokens are spent in this transaction, so the limit holds across every worker process.
+  const tokens = buckets.length ? available(buckets, statesOf(buckets, d.bucket_state), nowMs, slots) : slots;
+  if (!Number.isSafeInteger(tokens) || tokens < 0 || tokens > slots) {
+    throw new RangeError(`grant of ${tokens} from ${slots} free slots is not a count`);
+  }
+  return { quiet, buckets, slots, tokens };
+}
+
+/** "planning its claim failed: RangeError: …" — short, for a pause_reason. */
+export function faultDetail(doing: string, error: unknown): string {
+  const what = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return `${doing} failed (${what.slice(0, 200)})`;
 }
 
 /** Deliveries leased per destination id. */
@@ -102,10 +158,10 @@ export function planAfterClaim(
   plan: GrantPlan,
   opts: PlanOptions,
 ): AfterClaimPlan {
-  const result: AfterClaimPlan = { updates: [], transitions: [], slotDenied: 0, readyAgain: false };
+  const result: AfterClaimPlan = { updates: [], setAside: [], transitions: [], slotDenied: 0, readyAgain: false };
   const hadGrant = new Set(plan.grants.map((g) => g.destinationId));
   const probed = new Set(plan.probes.map((d) => d.id));
-  result.updates = locked.map((d) => {
+  const updateOf = (d: ClaimedDestination): AfterClaimUpdate => {
     if (d.paused_at) {
       // Woken for its probe (or by a late result): next look is the next probe, if it gets probes.
       const nextProbeMs = probed.has(d.id)
@@ -178,8 +234,19 @@ export function planAfterClaim(
       nextProbeAt: null,
       idleRecheck,
     };
-  });
-  result.readyAgain = result.updates.some((u, i) => u.readyAt !== null && u.readyAt.getTime() <= locked[i]!.now.getTime());
+  };
+  for (const d of locked) {
+    const transitions = result.transitions.length;
+    try {
+      const u = updateOf(d);
+      if (u.readyAt !== null && !Number.isFinite(u.readyAt.getTime())) throw new RangeError("its next ready_at is not an instant");
+      result.updates.push(u);
+      if (u.readyAt !== null && u.readyAt.getTime() <= d.now.getTime()) result.readyAgain = true;
+    } catch (error) {
+      result.transitions.length = transitions; // a transition noted before the throw never happens
+      result.setAside.push({ destination: d, code: "internal_error", detail: faultDetail("planning its next ready time", error), error });
+    }
+  }
   return result;
 }
 

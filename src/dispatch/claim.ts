@@ -2,6 +2,8 @@ import type { Db } from "../db/db.js";
 import { withRetry, lastStatement } from "../db/db.js";
 import { lockReadyDestinations, leaseDeliveries, setReadyAt, type ClaimedDestination, type LeasedDelivery } from "../db/queries/claim.js";
 import { planGrants, planAfterClaim, leasedPerDestination, type HoldTransition, type PlanOptions } from "./claim-plan.js";
+import { setAside, type Fault } from "./set-aside.js";
+import type { SetAsideRow } from "../db/queries/set-aside.js";
 
 export { IDLE_RECHECK_MS, type HoldTransition } from "./claim-plan.js";
 
@@ -26,6 +28,8 @@ export interface ClaimResult {
   slotDenied: number;
   /** Hold flags this claim changed (committed with it): each is logged once, by this worker. */
   transitions: HoldTransition[];
+  /** Destinations this claim set aside (paused, committed with it), and the rows it paused. */
+  setAside: { faults: Fault[]; rows: SetAsideRow[] };
 }
 
 export interface ClaimOptions extends PlanOptions {
@@ -49,6 +53,7 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
         again: locked.length >= limit,
         slotDenied: 0,
         transitions: [],
+        setAside: { faults: [], rows: [] },
       };
       if (locked.length === 0) return result;
 
@@ -57,10 +62,24 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
       const { leased, moreDue } = await leaseDeliveries(q, plan.grants, opts.leaseToken);
       result.deliveries = leased;
 
-      const after = planAfterClaim(locked, leasedPerDestination(leased), moreDue, plan, opts);
+      const asideBefore = new Set(plan.setAside.map((a) => a.destination.id));
+      const planned = asideBefore.size ? locked.filter((d) => !asideBefore.has(d.id)) : locked;
+      const after = planAfterClaim(planned, leasedPerDestination(leased), moreDue, plan, opts);
       result.slotDenied = after.slotDenied;
       result.transitions = after.transitions;
       result.again ||= after.readyAgain;
+      const faults: Fault[] = [...plan.setAside, ...after.setAside].map((a) => ({
+        id: a.destination.id,
+        code: a.code,
+        detail: a.detail,
+        error: a.error,
+      }));
+      if (faults.length > 0) {
+        // Rare: a destination this claim cannot plan is paused, and leases it took are handed back.
+        const aside = new Set(faults.map((f) => f.id));
+        result.deliveries = leased.filter((l) => !aside.has(l.destination_id));
+        result.setAside = { faults, rows: await setAside(q, faults, [opts.leaseToken]) };
+      }
       // Its commit goes out with it (one round trip): nothing is left to do in the transaction.
       await setReadyAt(lastStatement(q), after.updates);
       return result;

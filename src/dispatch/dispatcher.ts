@@ -1,33 +1,25 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { Db } from "../db/db.js";
-import { lastStatement, withRetry, isStoreUnavailable } from "../db/db.js";
+import { withRetry, isStoreUnavailable } from "../db/db.js";
 import { WORK_CHANNEL } from "../db/channels.js";
 import { nextReadyDelayMs } from "../db/queries/claim.js";
 import type { ClaimedDestination, LeasedDelivery } from "../db/queries/claim.js";
-import {
-  lockDestinationsForResults,
-  finishDeliveries,
-  updateDestinationsAfterResults,
-  releaseLeases,
-  abandonClaims,
-  applyProbe,
-  type LockedDestinationState,
-  type DestinationUpdate,
-} from "../db/queries/results.js";
-import { alertInput, deathAlerts, recordAlerts, type AlertInput } from "../alerts/alerts.js";
+import { releaseLeases, abandonClaims, applyProbe } from "../db/queries/results.js";
+import { alertInput, recordAlerts } from "../alerts/alerts.js";
 import { classify } from "../policy/outcome.js";
-import { healthClass, DEFAULT_HEALTH_CONFIG, type HealthConfig } from "../policy/health.js";
+import { healthClass, type HealthConfig } from "../policy/health.js";
 import { newId } from "../ids.js";
-import { buildDeliveryHeaders, type Sender } from "../delivery/sender.js";
+import { signedRequest, type Sender, type SendRequest } from "../delivery/sender.js";
 import { metrics } from "../metrics.js";
-import { claim, type HoldTransition } from "./claim.js";
-import { decideDelivery, decideDestination, type Decision, type FinishedSend } from "./decide.js";
+import { claim } from "./claim.js";
+import { faultDetail } from "./claim-plan.js";
+import { logHoldTransition } from "./dispatch-log.js";
+import { ResultWriter } from "./result-writer.js";
+import { logSetAside, setAside, type Fault } from "./set-aside.js";
 
 /** Longest back-off between claims that failed (e.g. while the store is away). */
 const CLAIM_RETRY_MAX_MS = 1_000;
-/** Pause before writing results again after a failed write. */
-const RESULT_RETRY_MS = 250;
 
 export interface DispatcherOptions {
   workerConcurrency: number;
@@ -64,9 +56,10 @@ export class Dispatcher {
   private readonly sending = new Map<string, InflightSend>();
   /** Send slots promised to claims under way, so overlapping claims never over-commit. */
   private reserved = 0;
-  private pending: FinishedSend[] = [];
-  private readonly flushes = new Set<Promise<void>>();
+  private readonly results: ResultWriter;
   private readonly probing = new Set<Promise<void>>();
+  /** Set-asides under way outside a claim (a send or probe that threw): awaited at stop. */
+  private readonly settingAside = new Set<Promise<void>>();
   private readonly wakers = new Set<() => void>();
   /** Counts wake-ups, so one that lands while a loop is busy (not asleep) is not lost. */
   private wakeSeq = 0;
@@ -74,13 +67,26 @@ export class Dispatcher {
   private offAvailability: (() => void) | null = null;
   /** Lease tokens of claims that failed as the store went away: they may have committed anyway. */
   private uncertainClaims: string[] = [];
+  private readonly asideKeys = new Set<string>();
 
   constructor(
     private readonly db: Db,
     private readonly sender: Sender,
     private readonly opts: DispatcherOptions,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.results = new ResultWriter(
+      db,
+      log,
+      { health: opts.health, onAlerts: opts.onAlerts },
+      (ids) => {
+        for (const id of ids) this.sending.delete(id);
+        metrics.sendsInflight.set(this.sending.size);
+        this.wake(); // slots were freed: there may be more to claim
+      },
+      (ms) => this.sleep(ms),
+    );
+  }
 
   async start(): Promise<void> {
     this.running = true;
@@ -101,18 +107,17 @@ export class Dispatcher {
     if (this.unlisten) await this.unlisten();
     this.offAvailability?.();
     const deadline = Date.now() + graceMs;
-    while ((this.sending.size > 0 || this.probing.size > 0) && Date.now() < deadline) await sleep(20);
+    while ((this.sending.size > 0 || this.probing.size > 0 || this.settingAside.size > 0) && Date.now() < deadline) await sleep(20);
     // Results wait for the store at most until the deadline (plus a moment to write once).
-    await this.flush(Math.max(deadline, Date.now() + 2000));
-    if (this.pending.length > 0) {
+    const unwritten = await this.results.flush(Math.max(deadline, Date.now() + 2000));
+    if (unwritten.length > 0) {
       // The store stayed away: these leases expire by themselves and the deliveries are sent again
       // (the duplicates invariant 6 allows for a worker that stops between sending and recording).
       this.log.warn(
-        { results: this.pending.length, store: this.db.where },
+        { results: unwritten.length, store: this.db.where },
         "stopping with results the store could not take; their deliveries will be sent again when their leases expire",
       );
-      for (const f of this.pending) this.sending.delete(f.deliveryId);
-      this.pending = [];
+      for (const f of unwritten) this.sending.delete(f.deliveryId);
     }
     if (this.sending.size > 0) {
       const leases = [...this.sending.values()].map((s) => ({
@@ -200,7 +205,11 @@ export class Dispatcher {
         }
         errors = 0;
         if (res.slotDenied) metrics.slotDenied.inc(res.slotDenied);
-        for (const t of res.transitions) this.logHoldTransition(t);
+        for (const t of res.transitions) logHoldTransition(this.log, t);
+        if (res.setAside.faults.length > 0) {
+          logSetAside(this.log, res.setAside.faults, res.setAside.rows);
+          this.opts.onAlerts?.();
+        }
         for (const d of res.deliveries) this.send(d, res.destinations.get(d.destination_id)!);
         for (const d of res.probes) this.probe(d);
         // A full batch: more destinations may be ready than one claim takes, so another loop looks too.
@@ -240,30 +249,28 @@ export class Dispatcher {
   }
 
   private send(d: LeasedDelivery, dest: ClaimedDestination): void {
+    const nowMs = Date.now();
+    let request: SendRequest;
+    try {
+      // The payload is spliced in as stored: no parse, no re-serialise.
+      const body = `{"type":${JSON.stringify(d.type)},"timestamp":"${d.occurred_at}","data":${d.payload}}`;
+      request = signedRequest(dest, d.event_id, body, nowMs, this.opts.userAgent);
+    } catch (error) {
+      // No request was made: the lease is handed back uncounted, the destination set aside.
+      this.setAsideNow({ id: dest.id, code: "internal_error", detail: faultDetail("signing its request", error), error }, [d.lease_token]);
+      return;
+    }
     this.sending.set(d.id, { destinationId: d.destination_id, deliveryId: d.id, leaseToken: d.lease_token });
     metrics.sendsInflight.set(this.sending.size);
-    const occurredAt = d.occurred_at;
-    // The payload is spliced in as stored: no parse, no re-serialise.
-    const body = `{"type":${JSON.stringify(d.type)},"timestamp":"${occurredAt}","data":${d.payload}}`;
-    const nowMs = Date.now();
-    const secrets = dest.secrets.filter((s) => s.expires_at === null || Date.parse(s.expires_at) > nowMs).map((s) => s.secret);
     const startedAt = new Date(nowMs);
-    const headers = buildDeliveryHeaders({
-      msgId: d.event_id,
-      timestampSeconds: Math.floor(nowMs / 1000),
-      body,
-      secrets,
-      userAgent: this.opts.userAgent,
-      custom: dest.headers,
-    });
     this.sender
-      .send({ url: dest.url, body, headers, timeoutMs: dest.timeout_seconds * 1000 })
+      .send(request)
       .then((result) => {
         metrics.attemptDuration.observe(result.latencyMs / 1000);
         if (result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300) {
           metrics.deliveryLatency.observe((Date.now() - d.created_ms) / 1000);
         }
-        this.pending.push({
+        this.results.add({
           destinationId: d.destination_id,
           deliveryId: d.id,
           leaseToken: d.lease_token,
@@ -275,14 +282,40 @@ export class Dispatcher {
           publishedMs: d.created_ms,
           result,
         });
-        this.scheduleFlush();
       })
-      .catch((err: unknown) => {
-        // send() reports problems as results; reaching here is a bug. The lease will expire
-        // and the delivery come back by itself.
-        this.log.error({ err, delivery_id: d.id }, "sender threw");
+      .catch((error: unknown) => {
+        // send() reports what the destination does as results; a throw is ours. Whether the
+        // request went out is unknown: the lease is left to expire (the attempt then counts).
         this.sending.delete(d.id);
+        this.setAsideNow({ id: dest.id, code: "internal_error", detail: faultDetail("sending its request", error), error }, []);
       });
+  }
+
+  /**
+   * Sets one destination aside outside a claim (its send or probe threw), in a transaction of
+   * its own; `leaseTokens`: leases of requests never made, handed back. One at a time per
+   * destination: every delivery of a claim that cannot be signed throws the same way.
+   */
+  private setAsideNow(fault: Fault, leaseTokens: string[]): void {
+    const key = `${fault.id}\u0000${leaseTokens.join(",")}`;
+    if (this.asideKeys.has(key)) return;
+    this.asideKeys.add(key);
+    const p: Promise<void> = withRetry(this.db, (q) => setAside(q, [fault], leaseTokens))
+      .then((rows) => {
+        logSetAside(this.log, [fault], rows);
+        if (rows.length > 0) this.opts.onAlerts?.();
+      })
+      .catch((err: unknown) =>
+        this.log.error(
+          { err, cause: fault.error, destination_id: fault.id },
+          "could not set a destination aside; its leases expire by themselves and the next claim looks again",
+        ),
+      )
+      .finally(() => {
+        this.settingAside.delete(p);
+        this.asideKeys.delete(key);
+      });
+    this.settingAside.add(p);
   }
 
   /**
@@ -292,18 +325,16 @@ export class Dispatcher {
   private probe(dest: ClaimedDestination): void {
     const probeId = newId("prb");
     const nowMs = Date.now();
-    const body = `{"type":"webhook.probe","timestamp":"${new Date(nowMs).toISOString()}","data":{}}`;
-    const secrets = dest.secrets.filter((s) => s.expires_at === null || Date.parse(s.expires_at) > nowMs).map((s) => s.secret);
-    const headers = buildDeliveryHeaders({
-      msgId: probeId,
-      timestampSeconds: Math.floor(nowMs / 1000),
-      body,
-      secrets,
-      userAgent: this.opts.userAgent,
-      custom: dest.headers,
-    });
+    let request: SendRequest;
+    try {
+      const body = `{"type":"webhook.probe","timestamp":"${new Date(nowMs).toISOString()}","data":{}}`;
+      request = signedRequest(dest, probeId, body, nowMs, this.opts.userAgent);
+    } catch (error) {
+      this.setAsideNow({ id: dest.id, code: "internal_error", detail: faultDetail("signing its probe", error), error }, []);
+      return;
+    }
     const p = (async () => {
-      const result = await this.sender.send({ url: dest.url, body, headers, timeoutMs: dest.timeout_seconds * 1000 });
+      const result = await this.sender.send(request);
       const outcome = classify(result, Date.now());
       const ok = outcome.kind === "success";
       metrics.probes.inc({ outcome: ok ? "success" : "failure" });
@@ -360,237 +391,10 @@ export class Dispatcher {
       .finally(() => this.probing.delete(p));
     this.probing.add(p);
   }
-
-  /**
-   * One write at a time gathers results while it runs; a second starts only for a big backlog,
-   * so a slow commit does not hold everything up — and small batches are not split further.
-   */
-  private scheduleFlush(): void {
-    if (this.flushes.size >= 2 || (this.flushes.size === 1 && this.pending.length < 200)) return;
-    const p: Promise<void> = (async () => {
-      // Let results that finish together share one write.
-      await new Promise((r) => setImmediate(r));
-      while (this.pending.length > 0) await this.flushOnce();
-    })().finally(() => {
-      this.flushes.delete(p);
-      if (this.pending.length > 0) this.scheduleFlush();
-    });
-    this.flushes.add(p);
-  }
-
-  /** Writes every pending result, giving up at `deadlineMs` if the store will not take them. */
-  private async flush(deadlineMs = Infinity): Promise<void> {
-    while (this.flushes.size > 0 && Date.now() < deadlineMs) await Promise.race([Promise.all(this.flushes), sleep(100)]);
-    while (this.pending.length > 0 && Date.now() < deadlineMs) await this.flushOnce();
-  }
-
-  private async flushOnce(): Promise<void> {
-    const batch = this.pending.splice(0, 1000);
-    try {
-      await this.writeResults(batch);
-    } catch (err) {
-      // The request was made and answered: the result is kept and written when the store takes
-      // it. Nothing here counts against the destination — a store outage is not its fault.
-      if (isStoreUnavailable(err)) this.log.debug({ err, results: batch.length }, "writing results failed: store unavailable; will retry");
-      else this.log.error({ err, results: batch.length }, "writing results failed; will retry");
-      this.pending.unshift(...batch);
-      await this.sleep(RESULT_RETRY_MS);
-      return;
-    }
-    for (const f of batch) this.sending.delete(f.deliveryId);
-    metrics.sendsInflight.set(this.sending.size);
-    this.wake(); // slots were freed: there may be more to claim
-  }
-
-  private async writeResults(batch: FinishedSend[]): Promise<void> {
-    const nowMs = Date.now();
-    const decisions = batch.map((f) => ({ f, ...decideDelivery(f, nowMs) }));
-    const destIds = [...new Set(batch.map((f) => f.destinationId))].sort();
-    await withRetry(
-      this.db,
-      async (q) => {
-        // Issued together (one round trip): the lock still runs first, and the write sees every claim it waited for.
-        const [states, landed] = await Promise.all([
-          lockDestinationsForResults(q, destIds),
-          finishDeliveries(
-            q,
-            decisions.map((d) => d.delivery),
-            decisions.map((d) => d.attempt),
-          ),
-        ]);
-        const byDest = new Map<string, Parameters<typeof decideDestination>[1]>();
-        for (const d of decisions) {
-          if (!landed.has(d.f.deliveryId)) continue;
-          const list = byDest.get(d.f.destinationId) ?? [];
-          list.push({
-            outcome: d.outcome,
-            startedAt: d.f.startedAt,
-            throttleSchedule: d.f.throttleSchedule,
-            errorMessage: d.f.result.errorMessage,
-            latencyMs: d.f.result.latencyMs,
-          });
-          byDest.set(d.f.destinationId, list);
-        }
-        const touched = states.filter((s) => byDest.has(s.id));
-        const updates = touched.map((s) => decideDestination(s, byDest.get(s.id)!, this.opts.health ?? DEFAULT_HEALTH_CONFIG));
-        // Alerts on transitions only, written with the transition: never one per failure.
-        const alerts = updates.flatMap((u, i) => (u.transition ? [transitionAlert(touched[i]!, u)] : []));
-        // A death is an alert too, written with it — once, however often this write-back runs.
-        const died = decisions
-          .filter((d) => d.delivery.status === "dead" && landed.has(d.f.deliveryId))
-          .map((d) => ({ destinationId: d.f.destinationId, id: d.f.deliveryId }));
-        // Nothing to alert on (most write-backs): the update is the last statement, COMMIT rides with it.
-        await updateDestinationsAfterResults(alerts.length === 0 && died.length === 0 ? lastStatement(q) : q, updates);
-        const recorded = await recordAlerts(q, [...alerts, ...(await deathAlerts(q, died))]);
-        return { landed, updates, alerts: recorded, states };
-      },
-      { genericPlans: true },
-    ).then(({ landed, updates, alerts, states }) => {
-      // Logged after the commit: each line says what the store now holds.
-      const byId = new Map(states.map((st) => [st.id, st]));
-      for (const d of decisions) this.logAttempt(d, byId.get(d.f.destinationId), landed.has(d.f.deliveryId));
-      for (const u of updates) this.logDestinationUpdate(byId.get(u.id)!, u);
-      for (const u of updates) if (u.pauseCode) metrics.paused.inc({ reason: u.pauseCode });
-      for (const u of updates) if (u.paceChange) metrics.paceChanges.inc({ direction: u.paceChange.direction, cause: u.paceChange.cause });
-      if (alerts > 0) this.opts.onAlerts?.();
-      for (const d of decisions) {
-        const errorClass = d.outcome.errorClass ?? "none";
-        metrics.attempts.inc({ outcome: d.outcome.kind, error_class: errorClass });
-        if (!landed.has(d.f.deliveryId)) metrics.leaseLost.inc();
-        else if (d.delivery.status === "delivered" || d.delivery.status === "dead")
-          metrics.deliveriesFinished.inc({ status: d.delivery.status });
-        if (d.outcome.kind === "throttled") metrics.throttled.inc();
-      }
-    });
-  }
-
-  // Log lines (docs/logs.md): one per attempt that did not succeed, one per state transition.
-  // Ids, status, classes and times only — never payloads, response bodies, headers or secrets.
-
-  private logAttempt(d: Decision & { f: FinishedSend }, state: LockedDestinationState | undefined, landed: boolean): void {
-    // Successes are most results: build nothing for a line the level drops.
-    if (landed && d.outcome.kind === "success" && !this.log.isLevelEnabled("debug")) return;
-    const fields = {
-      tenant_id: state?.tenant_id,
-      destination_id: d.f.destinationId,
-      delivery_id: d.f.deliveryId,
-      attempt: d.f.attemptNo,
-      status_code: d.outcome.statusCode,
-      error_class: d.outcome.errorClass,
-      latency_ms: Math.round(d.f.result.latencyMs),
-    };
-    if (!landed) {
-      // The lease expired first: the delivery was handed back and is someone else's now.
-      this.log.info({ ...fields, next: "none: lease expired before the result was recorded" }, "attempt result too late");
-      return;
-    }
-    switch (d.outcome.kind) {
-      case "success":
-        this.log.debug(fields, "attempt delivered");
-        return;
-      case "throttled":
-        this.log.info(
-          { ...fields, retry_after_seconds: d.outcome.retryAfterSeconds, next: "waits for the destination's throttle hold" },
-          "attempt throttled",
-        );
-        return;
-      default: {
-        const { status, delaySeconds } = d.delivery;
-        const next = status === "dead" ? "dead" : status === "retry_scheduled" ? "retry" : "held while the destination is paused";
-        // The store set next_attempt_at from its own now(), which state.now is (same transaction).
-        const retryAt =
-          status === "retry_scheduled" && delaySeconds !== null && state
-            ? new Date(state.now.getTime() + delaySeconds * 1000).toISOString()
-            : undefined;
-        this.log.info({ ...fields, next, ...(retryAt ? { retry_at: retryAt } : {}) }, "attempt failed");
-      }
-    }
-  }
-
-  private logDestinationUpdate(s: LockedDestinationState, u: DestinationUpdate): void {
-    const ids = { tenant_id: s.tenant_id, destination_id: s.id };
-    if (u.paceChange && u.paceState) {
-      // A cut is news (the receiver pushed back); a raise happens every second while it climbs.
-      const fields = { ...ids, rate_per_second: u.paceState.rate, concurrency: u.paceState.concurrency, reason: u.paceState.reason };
-      if (u.paceChange.direction === "down") this.log.info(fields, "adaptive pace cut");
-      else this.log.debug(fields, "adaptive pace raised");
-    }
-    if (u.throttleSeconds !== null) {
-      // The write keeps a longer hold already in force (same now(): one transaction), so only a
-      // new or longer hold changes anything. A longer one with the same reason is the same
-      // episode's other in-flight requests answering 429 too: not a new transition.
-      const untilMs = s.now.getTime() + u.throttleSeconds * 1000;
-      const inForce = s.throttled_until !== null && s.throttled_until > s.now;
-      if (s.throttled_until === null || untilMs > s.throttled_until.getTime()) {
-        const fields = {
-          ...ids,
-          throttled_until: new Date(untilMs).toISOString(),
-          hold_seconds: u.throttleSeconds,
-          reason: u.throttleReason,
-          extended: inForce,
-        };
-        if (!inForce || u.throttleReason !== (s.throttle_reason ?? null)) this.log.info(fields, "destination throttled");
-        else this.log.debug(fields, "throttle hold extended");
-      }
-    }
-    if (u.transition === "paused") {
-      this.log.warn(
-        {
-          ...ids,
-          by: "health",
-          reason: u.pauseReason,
-          cause: u.pauseCause,
-          code: u.pauseCode,
-          score: u.score,
-          consecutive_failures: u.consecutiveFailures,
-        },
-        "destination paused",
-      );
-    } else if (u.transition === "degraded") {
-      this.log.warn(
-        { ...ids, health_status: u.healthStatus, score: u.score, consecutive_failures: u.consecutiveFailures },
-        "destination degraded",
-      );
-    }
-  }
-
-  private logHoldTransition(t: HoldTransition): void {
-    const ids = { tenant_id: t.destination.tenant_id, destination_id: t.destination.id };
-    if (t.kind === "rate_limited") {
-      if (t.holding)
-        this.log.info({ ...ids, rate_limit: t.destination.rate_limit }, "destination rate-limited: backlog waiting for tokens");
-      else this.log.info(ids, "rate limit no longer holding");
-    } else if (t.holding) {
-      this.log.info(
-        { ...ids, quiet_until: t.until?.toISOString() ?? null, timezone: t.destination.delivery_schedule?.timezone },
-        "quiet hours: holding deliveries",
-      );
-    } else {
-      const w = t.window
-        ? { quiet_from: new Date(t.window.startMs).toISOString(), quiet_until: new Date(t.window.endMs).toISOString() }
-        : {};
-      this.log.info({ ...ids, ...w }, "quiet hours: releasing held deliveries");
-    }
-  }
 }
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
-}
-
-function transitionAlert(d: LockedDestinationState, u: DestinationUpdate): AlertInput {
-  const health = { status: u.healthStatus, score: u.score, consecutive_failures: u.consecutiveFailures };
-  const window = { recent_attempts: u.healthWindow.length, recent_failures: [...u.healthWindow].filter((c) => c === "0").length };
-  if (u.transition === "paused") {
-    return alertInput(d, "destination.paused", u.pauseReason ?? "auto", health, { ...window, probed: u.pauseCause === "transient" });
-  }
-  return alertInput(
-    d,
-    "destination.degraded",
-    `health fell to ${u.healthStatus} (score ${u.score}: ${window.recent_failures} of the last ${window.recent_attempts} attempts failed)`,
-    health,
-    window,
-  );
 }
 
 function describeProbe(statusCode: number | null): string {

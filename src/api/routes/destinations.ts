@@ -4,7 +4,8 @@ import type { ApiContext } from "../context.js";
 import { destinationTimeline } from "../../db/queries/deliveries.js";
 import { alertInput, recordAlerts, type AlertInput } from "../../alerts/alerts.js";
 import { metrics } from "../../metrics.js";
-import { NotFoundError, ValidationError } from "../../errors.js";
+import { NotFoundError, SluiceError, ValidationError } from "../../errors.js";
+import { storedDestinationProblem } from "../../policy/stored-config.js";
 import { newId } from "../../ids.js";
 import { generateSecret } from "../../delivery/sign.js";
 import type { NetworkPolicy } from "../../delivery/network-guard.js";
@@ -296,7 +297,7 @@ export function destinationRoutes(ctx: ApiContext) {
           tags,
           params: IdParams,
           body: ResumeBody,
-          response: answers({ 200: One }, [404, ...BODY_ERRORS]),
+          response: answers({ 200: One }, [404, 409, ...BODY_ERRORS]),
         },
         config: { optionalBody: true, portal: "write" },
       },
@@ -304,6 +305,9 @@ export function destinationRoutes(ctx: ApiContext) {
         assertDestinationVisible(req, req.params.id);
         const { out, resumed } = await ctx.db.tx(async (q) => {
           const current = await mustGet(q, req.tenant.id, req.params.id, true);
+          // Resumed as it is, the workers would only set it aside again (docs/health.md).
+          const problem = current.paused_at ? storedDestinationProblem(current) : null;
+          if (problem !== null) throw new SluiceError("SLUICE_DESTINATION_CONFIG_INVALID", { id: current.id, problem });
           const replay = req.body.replay ?? current.replay_on_resume;
           const discarded = await resumeDestination(q, current.id, replay);
           const after = await view(q, await mustGet(q, req.tenant.id, req.params.id));

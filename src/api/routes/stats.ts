@@ -17,6 +17,7 @@ import {
 import type { Db, Queryable } from "../../db/db.js";
 import type { HoldReason } from "../../policy/statuses.js";
 import { effectiveLimits } from "../../policy/adaptive-pace.js";
+import { unlessFaulty } from "../../policy/stored-config.js";
 import { IdParams } from "../../schemas/common.js";
 import { DestinationStats, DestinationStatsQuery, Stats, StatsQuery } from "../../schemas/stats.js";
 import { answers } from "../openapi.js";
@@ -154,7 +155,11 @@ export function statsRoutes(ctx: ApiContext) {
         const arrivals = await arrivalsPerSecond(ctx.db, req.params.id, new Date(arrivalsSince));
         const groups = await heldNow(ctx.db, ids, nowMs);
         // The limits in force: adaptive pace's when it is on (and a recovery ramp's concurrency).
-        const limits = effectiveLimits(d, nowMs);
+        const limits = unlessFaulty(() => effectiveLimits(d, nowMs), {
+          rateLimit: d.rate_limit,
+          maxConcurrency: d.max_concurrency,
+          pace: null,
+        });
         return {
           since: seriesSince.toISOString(),
           until: now.toISOString(),

@@ -1,5 +1,6 @@
 import type { Db, Queryable, TxQueryable } from "../db.js";
 import { currentQuietWindow, type DeliverySchedule } from "../../policy/quiet-hours.js";
+import { unlessFaulty } from "../../policy/stored-config.js";
 import type { RateLimit, StoredBuckets } from "../../policy/token-bucket.js";
 import { holdReason, type HoldFacts } from "../../policy/hold-reason.js";
 import { HOLD_REASONS, type HoldReason } from "../../policy/statuses.js";
@@ -204,7 +205,7 @@ export async function quietNow(q: Queryable, destinationIds: string[] | null, no
           "SELECT id, delivery_schedule FROM destinations WHERE id = ANY($1::text[]) AND delivery_schedule IS NOT NULL AND deleted_at IS NULL",
           [destinationIds],
         );
-  return rows.filter((d) => currentQuietWindow(d.delivery_schedule, nowMs) !== null).map((d) => d.id);
+  return rows.filter((d) => unlessFaulty(() => currentQuietWindow(d.delivery_schedule, nowMs) !== null, false)).map((d) => d.id);
 }
 
 /** Attempts (probes included: what the receiver saw) started per whole second since `since`, oldest first; seconds without any are left out. */
