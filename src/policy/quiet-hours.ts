@@ -163,6 +163,8 @@ function zoneOf(name: string): IANAZone {
 /** The local calendar date at `ms`, as a UTC-midnight DateTime (a plain date to step through). */
 function localDateOf(zone: IANAZone, ms: number): DateTime {
   const local = DateTime.fromMillis(ms, { zone });
+  // An invalid DateTime has no weekday: every day would be skipped and NaN read as "no window".
+  if (!local.isValid) throw new RangeError(`quiet hours: ${ms} is not an instant (epoch ms) a clock can read`);
   return DateTime.utc(local.year, local.month, local.day);
 }
 
@@ -184,6 +186,8 @@ function offsetMs(zone: IANAZone, ms: number): number {
  */
 function reachMs(zone: IANAZone, date: DateTime, secondOfDay: number): number {
   const target = date.toMillis() + secondOfDay * 1000;
+  // Whole, finite milliseconds keep the bisection below shrinking to a point: it ends by construction.
+  if (!Number.isSafeInteger(target)) throw new RangeError(`time zone ${zone.name}: no instant for local time ${target} (ms)`);
   let segStart = target - OFFSET_BOUND_MS; // wall clock here and before is < target
   let o = offsetMs(zone, segStart);
   for (let i = 0; i < 16; i++) {

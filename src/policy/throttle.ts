@@ -1,3 +1,4 @@
+import { BOUNDS } from "./bounds.js";
 import { isHttpDate, retryAfterWaitSeconds } from "./retry-after.js";
 
 // How long a destination waits after a 429, and the reason shown for it.
@@ -5,12 +6,22 @@ import { isHttpDate, retryAfterWaitSeconds } from "./retry-after.js";
 export const DEFAULT_THROTTLE_SCHEDULE_SECONDS: readonly number[] = [60, 300, 900, 3600, 21600];
 
 /**
+ * The longest hold, whatever a Retry-After asks: the longest a throttle schedule may set. A
+ * receiver's "Retry-After: 9007199254740991" (or a date in year 9999) would otherwise put
+ * throttled_until past what an interval or a timestamp can hold, and fail the whole write-back.
+ */
+export const MAX_THROTTLE_HOLD_SECONDS = BOUNDS.throttle_hold_seconds.max;
+
+/**
  * Seconds the whole destination holds after its `consecutive`-th 429 in a row (1-based):
- * `Retry-After` when given (0 = "retry now": the floor, whatever the count), else the schedule by
- * count, its last entry repeating.
+ * `Retry-After` when given (0 = "retry now": the floor, whatever the count; at most
+ * MAX_THROTTLE_HOLD_SECONDS), else the schedule by count, its last entry repeating.
  */
 export function throttleHoldSeconds(schedule: readonly number[], consecutive: number, retryAfterSeconds: number | null): number {
-  if (retryAfterSeconds !== null) return retryAfterWaitSeconds(retryAfterSeconds);
+  if (retryAfterSeconds !== null) {
+    if (Number.isNaN(retryAfterSeconds)) throw new RangeError(`throttle hold: Retry-After of ${retryAfterSeconds} seconds`);
+    return Math.min(retryAfterWaitSeconds(retryAfterSeconds), MAX_THROTTLE_HOLD_SECONDS);
+  }
   const i = Math.min(Math.max(consecutive, 1), schedule.length) - 1;
   return schedule[i] ?? DEFAULT_THROTTLE_SCHEDULE_SECONDS[0]!;
 }
@@ -35,7 +46,8 @@ export function throttleReason(args: {
   }
   if (retryAfterSeconds > 0) {
     const date = header !== null && isHttpDate(header) ? ` (date ${quote(header)})` : "";
-    return `429 Too Many Requests with Retry-After: ${retryAfterSeconds} s${date}`;
+    const capped = holdSeconds < retryAfterSeconds ? `: holding ${holdSeconds} s, the longest hold` : "";
+    return `429 Too Many Requests with Retry-After: ${retryAfterSeconds} s${date}${capped}`;
   }
   if (header !== null && isHttpDate(header)) {
     return `429 Too Many Requests with Retry-After date ${quote(header)}, which is not in the future (retry now): holding ${holdSeconds} s`;

@@ -40,24 +40,39 @@ export function bucketsFor(limit: RateLimit | null | undefined): Bucket[] {
 export function grantBuckets(limit: RateLimit | null | undefined, sendJitterMs: number): Bucket[] {
   if (!limit) return [];
   const out: Bucket[] = [];
+  // A send takes one whole token, so a bucket holds at least one: a rate below one per window
+  // (0.5 per second) is one send per two seconds, not none.
   if (limit.max_per_second !== undefined) {
-    out.push({ window: "second", ratePerMs: limit.max_per_second / 1000, capacity: limit.burst_capacity ?? limit.max_per_second });
+    out.push({
+      window: "second",
+      ratePerMs: limit.max_per_second / 1000,
+      capacity: Math.max(1, limit.burst_capacity ?? limit.max_per_second),
+    });
   }
   if (limit.max_per_minute !== undefined) {
     const finest = limit.max_per_second === undefined;
     out.push({
       window: "minute",
       ratePerMs: limit.max_per_minute / 60_000,
-      capacity: finest ? (limit.burst_capacity ?? limit.max_per_minute) : limit.max_per_minute,
+      capacity: Math.max(1, finest ? (limit.burst_capacity ?? limit.max_per_minute) : limit.max_per_minute),
     });
   }
   if (sendJitterMs <= 0) return out;
   return out.map((b) => ({ ...b, capacity: Math.max(1, Math.ceil(b.capacity / 2), b.capacity - b.ratePerMs * sendJitterMs) }));
 }
 
+/**
+ * A stamp further ahead of the clock than this is not a clock that stepped back (the bucket then
+ * waits for it to catch up) but a state that cannot be right: it would freeze the bucket for
+ * years. It starts afresh instead.
+ */
+const MAX_STAMP_AHEAD_MS = 86_400_000;
+
 /** A bucket never seen before (or after a config change it cannot carry over) starts full. */
 export function refill(b: Bucket, s: BucketState | undefined, nowMs: number): BucketState {
-  if (!s || !Number.isFinite(s.tokens)) return { tokens: b.capacity, atMs: nowMs };
+  if (!s || !Number.isFinite(s.tokens) || !Number.isFinite(s.atMs) || s.atMs > nowMs + MAX_STAMP_AHEAD_MS) {
+    return { tokens: b.capacity, atMs: nowMs };
+  }
   const elapsed = Math.max(0, nowMs - s.atMs); // a clock step backwards never mints tokens
   return { tokens: Math.min(b.capacity, s.tokens + elapsed * b.ratePerMs), atMs: Math.max(nowMs, s.atMs) };
 }
@@ -84,14 +99,27 @@ export function nextTokenAtMs(buckets: Bucket[], states: BucketState[], nowMs: n
   let at = nowMs;
   buckets.forEach((b, i) => {
     const s = refill(b, states[i], nowMs);
-    if (s.tokens + 1e-9 < 1) {
-      let wait = Math.ceil((1 - s.tokens) / b.ratePerMs);
-      // Float rounding can push the ceiling one millisecond late: take the earliest that works.
-      while (wait > 1 && s.tokens + (wait - 1) * b.ratePerMs + 1e-9 >= 1) wait--;
-      at = Math.max(at, nowMs + wait);
-    }
+    // From the bucket's own stamp: after a clock step back it is ahead of now, and so is the token.
+    if (s.tokens + 1e-9 < 1) at = Math.max(at, s.atMs + msUntilWholeToken(s.tokens, b.ratePerMs));
   });
   return at;
+}
+
+/**
+ * Whole milliseconds until `tokens` (below 1) reaches 1 at `ratePerMs`. The ceiling of the exact
+ * quotient can land one millisecond late by float rounding, never more: one step back corrects
+ * it. A fixed number of steps, not a walk until the sum converges — a rate near zero (refused at
+ * the API since, see bounds.ts) once made that walk run forever.
+ */
+export function msUntilWholeToken(tokens: number, ratePerMs: number): number {
+  const wait = Math.ceil((1 - tokens) / ratePerMs);
+  if (!Number.isFinite(wait) || !(ratePerMs > 0)) {
+    throw new RangeError(`token bucket: refill rate ${ratePerMs}/ms from ${tokens} tokens gives no finite wait`);
+  }
+  for (let step = 0; step < 2 && wait - step > 1; step++) {
+    if (tokens + (wait - step - 1) * ratePerMs + 1e-9 < 1) return wait - step;
+  }
+  return Math.max(1, wait - 2);
 }
 
 /** Stored form: one state per window name. */

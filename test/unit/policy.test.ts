@@ -2,7 +2,7 @@ import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { retryDelaySeconds, DEFAULT_RETRY_SCHEDULE_SECONDS, RETRY_JITTER } from "../../src/policy/retry-schedule.js";
-import { parseRetryAfter, retryAfterWaitSeconds, RETRY_NOW_FLOOR_SECONDS } from "../../src/policy/retry-after.js";
+import { parseRetryAfter, retryAfterWaitSeconds, MAX_RETRY_AFTER_SECONDS, RETRY_NOW_FLOOR_SECONDS } from "../../src/policy/retry-after.js";
 import { matchesEventType } from "../../src/policy/event-match.js";
 import { throttleHoldSeconds, throttleReason, DEFAULT_THROTTLE_SCHEDULE_SECONDS } from "../../src/policy/throttle.js";
 import { classify } from "../../src/policy/outcome.js";
@@ -62,9 +62,16 @@ describe("Retry-After", () => {
     assert.equal(parseRetryAfter(new Date(now + 1500).toUTCString(), now), 1); // toUTCString drops ms
   });
   test("garbage or absence gives null (the schedule applies)", () => {
-    for (const v of [null, undefined, "", "soon", "-5", "1.5", "99999999999999999999"]) {
+    for (const v of [null, undefined, "", "soon", "-5", "1.5"]) {
       assert.equal(parseRetryAfter(v, now), null, String(v));
     }
+  });
+  test("a wait past a week is a week: no hold the store cannot write", () => {
+    assert.equal(parseRetryAfter(String(MAX_RETRY_AFTER_SECONDS), now), MAX_RETRY_AFTER_SECONDS);
+    assert.equal(parseRetryAfter(String(MAX_RETRY_AFTER_SECONDS + 1), now), MAX_RETRY_AFTER_SECONDS);
+    assert.equal(parseRetryAfter("99999999999999999999", now), MAX_RETRY_AFTER_SECONDS);
+    assert.equal(parseRetryAfter("9".repeat(400), now), MAX_RETRY_AFTER_SECONDS); // Number() is Infinity
+    assert.equal(parseRetryAfter("Fri, 31 Dec 9999 23:59:59 GMT", now), MAX_RETRY_AFTER_SECONDS);
   });
   test("a date not in the future means now (0), never null", () => {
     assert.equal(parseRetryAfter("Sun, 01 Mar 2026 11:00:00 GMT", now), 0);
@@ -82,8 +89,10 @@ describe("Retry-After", () => {
       fc.property(fc.integer({ min: 0, max: 10_000_000 }), (n) => retryAfterWaitSeconds(n) === Math.max(n, RETRY_NOW_FLOOR_SECONDS)),
     );
   });
-  test("any non-negative integer round-trips", () => {
-    fc.assert(fc.property(fc.integer({ min: 0, max: 10_000_000 }), (n) => parseRetryAfter(String(n), now) === n));
+  test("any non-negative integer round-trips, up to the week a wait is capped at", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 10_000_000 }), (n) => parseRetryAfter(String(n), now) === Math.min(n, MAX_RETRY_AFTER_SECONDS)),
+    );
   });
 });
 
