@@ -140,7 +140,9 @@ export function canWriteAlone(plan: PublishPlan): boolean {
  * tenant's routing changed since the plan was made: nothing was written, plan again.
  */
 export async function writePublish(q: Queryable, plan: PublishPlan, notifyChannel: string | null): Promise<QuietHoldStart[] | null> {
-  if (!(await insertPublished(q, plan.tenantId, plan.routingVersion, plan.events, plan.deliveries, notifyChannel))) return null;
+  // A second statement will change destination rows: the first locks all of them, in id order.
+  const lockAll = startsQuietHold(plan.deliveries);
+  if (!(await insertPublished(q, plan.tenantId, plan.routingVersion, plan.events, plan.deliveries, notifyChannel, lockAll))) return null;
   return markQuietHolding(q, plan.deliveries);
 }
 

@@ -2,6 +2,7 @@ import type { Queryable } from "../db.js";
 import { jsonRows, recordset } from "../json-rows.js";
 import type { DeliverySchedule } from "../../policy/quiet-hours.js";
 import { READY_AT_NOW, readyAtLaterThan, readyAtOutsideHold, wakeable } from "./ready-at.js";
+import { lockedInIdOrder } from "./row-locks.js";
 import { UNLEASED } from "./leases.js";
 
 // Durable ingest: events, their fan-out into deliveries, and waking the destinations — one
@@ -72,6 +73,7 @@ export async function insertPublished(
   events: NewEvent[],
   ds: NewDelivery[],
   notifyChannel: string | null,
+  lockAll = false,
 ): Promise<boolean> {
   const earliest = new Map<string, Date | null>();
   for (const d of ds) {
@@ -82,9 +84,19 @@ export async function insertPublished(
   }
   const ids = [...earliest.keys()].sort();
   const readyAt = readyAtOutsideHold("coalesce(u.at, now())", "d.throttled_until");
+  const wakes = jsonRows(ids.map((id) => ({ id, at: earliest.get(id) ?? null })));
+  // The rows to wake, locked in id order (row-locks.ts) before the UPDATE touches them. All of the
+  // publish's destinations when a quiet hold starts: markQuietHolding then changes rows of them in
+  // the same transaction, and a lock taken later, out of order, could close a cycle.
+  const toLock = lockedInIdOrder("$7", {
+    join: `JOIN ${recordset("$4", "id text, at timestamptz", ids.length)} u ON u.id = d.id`,
+    where: lockAll ? "(SELECT ok FROM v)" : `(SELECT ok FROM v) AND ${wakeable("d.")} AND ${readyAtLaterThan(readyAt, "d.")}`,
+  });
   const rows = await q.query<{ ok: boolean }>(
     `WITH v AS (
        SELECT $5::text IS NULL OR EXISTS (SELECT 1 FROM tenants WHERE id = $1 AND routing_version::text = $5::text) AS ok
+     ), locked AS (
+       ${toLock}
      ), ev AS (
        INSERT INTO events (id, tenant_id, type, payload, occurred_at, deliver_at)
        SELECT e.id, $1, e.type, e.payload, coalesce(e."occurredAt", now()), e."deliverAt"
@@ -98,20 +110,13 @@ export async function insertPublished(
      ), ready AS (
        UPDATE destinations d
           SET ready_at = ${readyAt}, idle_recheck = false
-         FROM (SELECT * FROM ${recordset("$4", "id text, at timestamptz", ids.length)} AS x ORDER BY id) u
-        WHERE d.id = u.id AND ${wakeable("d.")} AND ${readyAtLaterThan(readyAt, "d.")} AND (SELECT ok FROM v)
+         FROM locked l JOIN ${recordset("$4", "id text, at timestamptz", ids.length)} u ON u.id = l.id
+        WHERE d.id = l.id AND ${wakeable("d.")} AND ${readyAtLaterThan(readyAt, "d.")} AND (SELECT ok FROM v)
      )
      -- ev, dl and ready run whether or not this reads them.
-     SELECT ok ${notifyChannel ? ", CASE WHEN ok THEN pg_notify($6, '') END" : ""} FROM v`,
+     SELECT ok, CASE WHEN ok AND $6::text IS NOT NULL THEN pg_notify($6::text, '') END FROM v`,
     // The payload is already JSON text: spliced in, not encoded twice.
-    [
-      tenantId,
-      jsonRows(events, ["payload"]),
-      jsonRows(ds),
-      jsonRows(ids.map((id) => ({ id, at: earliest.get(id) ?? null }))),
-      routingVersion,
-      ...(notifyChannel ? [notifyChannel] : []),
-    ],
+    [tenantId, jsonRows(events, ["payload"]), jsonRows(ds), wakes, routingVersion, notifyChannel, ids],
   );
   return rows[0]?.ok === true;
 }
@@ -119,7 +124,8 @@ export async function insertPublished(
 /**
  * Deliveries held by a quiet window that is open now: their destinations start holding, unless
  * they already were (then the claim at the window's end logs the release). Rare, so a statement
- * apart, in the publish's transaction. Returns the destinations that began holding.
+ * apart, in the publish's transaction, whose insertPublished(…, lockAll) locked these rows
+ * already, in id order. Returns the destinations that began holding.
  */
 export async function markQuietHolding(q: Queryable, ds: NewDelivery[]): Promise<QuietHoldStart[]> {
   const held = new Map<string, Date>();
@@ -220,12 +226,20 @@ export async function getEvent(
  * publish transaction that stayed open longer than the re-check delay.)
  */
 export async function wakeStranded(q: Queryable): Promise<number> {
+  // Locked in id order, skipping rows another transaction holds: whoever holds one sets its
+  // ready_at, and this net looks again in 15 s anyway.
   const rows = await q.query<{ id: string }>(
-    `UPDATE destinations d SET ready_at = ${READY_AT_NOW}
-      WHERE d.ready_at IS NULL AND ${wakeable("d.")}
-        AND EXISTS (SELECT 1 FROM deliveries x
-                     WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled') AND x.next_attempt_at <= now()
-                       AND ${UNLEASED("x")})
+    `WITH stranded AS (
+       SELECT d.id FROM destinations d
+        WHERE d.ready_at IS NULL AND ${wakeable("d.")}
+          AND EXISTS (SELECT 1 FROM deliveries x
+                       WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled') AND x.next_attempt_at <= now()
+                         AND ${UNLEASED("x")})
+        ORDER BY d.id FOR UPDATE OF d SKIP LOCKED
+     )
+     UPDATE destinations d SET ready_at = ${READY_AT_NOW}
+       FROM stranded s
+      WHERE d.id = s.id AND d.ready_at IS NULL AND ${wakeable("d.")}
      RETURNING d.id`,
   );
   return rows.length;

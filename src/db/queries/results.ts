@@ -3,6 +3,7 @@ import { jsonRows, recordset } from "../json-rows.js";
 import { emptyHealth, type HealthStatus, type HealthTransition, type PauseCause } from "../../policy/health.js";
 import { setHealth } from "./health.js";
 import { READY_AT_IDLE, READY_AT_NOW, nextProbeAt, noHoldInForce, readyAtOutsideHold, wakeable } from "./ready-at.js";
+import { lockedInIdOrder } from "./row-locks.js";
 import { WAITING_STATUSES, type AttemptOutcome, type PauseCauseStored, type ResultStatus } from "../../policy/statuses.js";
 import type { AdaptiveConfig, PaceChange, PaceState } from "../../policy/adaptive-pace.js";
 import type { RateLimit } from "../../policy/token-bucket.js";
@@ -249,12 +250,14 @@ export async function abandonClaims(q: Queryable, leaseTokens: string[]): Promis
   return rows.length;
 }
 
-/** Makes destinations claimable now, unless paused, deleted or inside a throttle hold. */
+/** Makes destinations claimable now, unless paused, deleted or inside a throttle hold (locked in id order). */
 async function wakeDestinations(q: Queryable, destinationIds: string[]): Promise<void> {
   if (destinationIds.length === 0) return;
   await q.query(
-    `UPDATE destinations SET ready_at = ${READY_AT_NOW}
-      WHERE id = ANY($1::text[]) AND ${wakeable()} AND ${noHoldInForce()}`,
+    `WITH locked AS (${lockedInIdOrder("$1", { where: `${wakeable("d.")} AND ${noHoldInForce("d.")}` })})
+     UPDATE destinations d SET ready_at = ${READY_AT_NOW}
+       FROM locked l
+      WHERE d.id = l.id AND ${wakeable("d.")} AND ${noHoldInForce("d.")}`,
     [[...new Set(destinationIds)].sort()],
   );
 }

@@ -1,5 +1,6 @@
 import type { Queryable } from "../db.js";
 import { READY_AT_IDLE } from "./ready-at.js";
+import { lockedInIdOrder } from "./row-locks.js";
 import type { HealthStatus } from "../../policy/statuses.js";
 
 // Setting a destination aside: the workers found its stored config or state outside what the API
@@ -47,7 +48,7 @@ export async function setDestinationsAside(q: Queryable, entries: SetAsideEntry[
   if (entries.length === 0) return [];
   const sorted = [...entries].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const ids = sorted.map((e) => e.id);
-  await q.query("SELECT id FROM destinations WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE", [ids]);
+  await q.query(lockedInIdOrder("$1"), [ids]);
   if (leaseTokens.length > 0) {
     await q.query("DELETE FROM leases WHERE destination_id = ANY($1::text[]) AND token = ANY($2::uuid[])", [ids, leaseTokens]);
   }
