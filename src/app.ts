@@ -3,7 +3,7 @@ import http from "node:http";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import type { Config } from "./config.js";
-import { describeServer, isStoreUnavailable, openDb, type Db } from "./db/db.js";
+import { describeServer, isStoreUnavailable, onAbortedTransaction, openDb, type Db } from "./db/db.js";
 import { acquireStoreLock, type StoreLock } from "./db/lock.js";
 import { migrate } from "./db/migrate.js";
 import { WORK_CHANNEL } from "./db/channels.js";
@@ -13,7 +13,7 @@ import { startJanitor } from "./dispatch/janitor.js";
 import { startRecoveryWorker } from "./dispatch/recovery.js";
 import { Sender } from "./delivery/sender.js";
 import { ensureDefaultTenant } from "./bootstrap.js";
-import { registry, registerDatabaseGauges, setBuildInfo } from "./metrics.js";
+import { metrics, registry, registerDatabaseGauges, setBuildInfo } from "./metrics.js";
 import { AlertSender } from "./alerts/alerts.js";
 import { StartupError, StoreUnavailableError } from "./errors.js";
 import { createLogger } from "./logger.js";
@@ -217,6 +217,18 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
     }
   });
 
+  // A transaction Postgres aborted (deadlock, serialization failure) is run again and so unseen:
+  // each is a warning, with Postgres's account of who waited for what, and a metric.
+  const offAborted = onAbortedTransaction((a) => {
+    metrics.transactionsAborted.inc({ reason: a.reason });
+    log.warn(
+      { reason: a.reason, detail: a.detail, attempt: a.attempt, retried: a.retried },
+      a.reason === "deadlock"
+        ? `a transaction was aborted by a deadlock; ${a.retried ? "running it again" : "giving up after " + a.attempt + " tries"}`
+        : `a transaction was aborted by a serialization failure; ${a.retried ? "running it again" : "giving up after " + a.attempt + " tries"}`,
+    );
+  });
+
   // Everything started so far, stopped in reverse: by stop(), or when a later start step fails.
   const shutdown = async () => {
     stopJanitor?.();
@@ -228,6 +240,7 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
     if (sender) await sender.destroy();
     if (metricsServer?.listening) await new Promise((r) => metricsServer!.close(r));
     offAvailability();
+    offAborted();
     await store.close();
   };
 

@@ -1,6 +1,7 @@
 import client from "prom-client";
 import type { Db } from "./db/db.js";
-import { inflightTotal, heldByReason, destinationsByHealth, scheduledDestinations } from "./db/queries/stats.js";
+import { inflightTotal, heldByReason, destinationsByHealth, scheduledDestinations, storeLocks } from "./db/queries/stats.js";
+import { unlessFaulty } from "./policy/stored-config.js";
 import { nextAskAfterMs } from "./policy/slow-answer.js";
 import { backlogAlertsStanding } from "./db/queries/backlog-watch.js";
 import { currentQuietWindow } from "./policy/quiet-hours.js";
@@ -94,6 +95,17 @@ export const metrics = {
     labelNames: ["reason"] as const,
     registers: [registry],
   }),
+  storeDeadlocks: new client.Counter({
+    name: "sluice_store_deadlocks_total",
+    help: "Deadlocks Postgres detected in the store's database, any session's (sampled from pg_stat_database by API processes)",
+    registers: [registry],
+  }),
+  transactionsAborted: new client.Counter({
+    name: "sluice_transactions_aborted_total",
+    help: "This process's transactions Postgres aborted and Sluice ran again, by reason: deadlock, serialization",
+    labelNames: ["reason"] as const,
+    registers: [registry],
+  }),
   probes: new client.Counter({
     name: "sluice_probes_total",
     help: "Probes of paused destinations, by outcome",
@@ -178,6 +190,8 @@ export const DATABASE_GAUGES = [
   "sluice_oldest_held_age_seconds",
   "sluice_destination_health",
   "sluice_backlog_alerts",
+  "sluice_store_lock_waits",
+  "sluice_store_lock_wait_seconds",
 ] as const;
 
 export function registerDatabaseGauges(db: Db): void {
@@ -214,17 +228,36 @@ export function registerDatabaseGauges(db: Db): void {
     labelNames: ["state"] as const,
     registers: [registry],
   });
+  const lockWaits = new client.Gauge({
+    name: "sluice_store_lock_waits",
+    help: "Sessions of the store's database waiting for a lock now (sampled from pg_locks)",
+    registers: [registry],
+  });
+  const lockWaitSeconds = new client.Gauge({
+    name: "sluice_store_lock_wait_seconds",
+    help: "The longest lock wait in the store's database now, seconds (sampled from pg_locks)",
+    registers: [registry],
+  });
+  // pg_stat_database.deadlocks counts from the server's last statistics reset: the counter adds
+  // what it moved between samples (the first sample sets the base).
+  let deadlocksSeen: number | null = null;
   const sample = async () => {
     const nowMs = Date.now();
     const quietIds = (await scheduledDestinations(db))
-      .filter((d) => currentQuietWindow(d.delivery_schedule, nowMs) !== null)
+      // A schedule the policy cannot read (the claim sets its destination aside) is not quiet.
+      .filter((d) => unlessFaulty(() => currentQuietWindow(d.delivery_schedule, nowMs) !== null, false))
       .map((d) => d.id);
-    const [n, holds, byHealth, standing] = await Promise.all([
+    const [n, holds, byHealth, standing, locks] = await Promise.all([
       inflightTotal(db),
       heldByReason(db, quietIds),
       destinationsByHealth(db),
       backlogAlertsStanding(db),
+      storeLocks(db),
     ]);
+    if (deadlocksSeen !== null && locks.deadlocks > deadlocksSeen) metrics.storeDeadlocks.inc(locks.deadlocks - deadlocksSeen);
+    deadlocksSeen = locks.deadlocks;
+    lockWaits.set(locks.waiting);
+    lockWaitSeconds.set(locks.longestWaitS);
     backlog.set({ state: "growing" }, standing.growing);
     backlog.set({ state: "stale" }, standing.stale);
     for (const status of HEALTH_STATUSES) health.set({ status }, byHealth.find((h) => h.status === status)?.n ?? 0);
@@ -237,5 +270,6 @@ export function registerDatabaseGauges(db: Db): void {
   };
   // prom-client collects the metrics of a scrape concurrently: all of them wait on one sample.
   const refresh = freshSampler(sample);
-  for (const g of [inflight, held, oldest, health, backlog]) (g as unknown as { collect: () => Promise<void> }).collect = refresh;
+  for (const g of [inflight, held, oldest, health, backlog, lockWaits, lockWaitSeconds])
+    (g as unknown as { collect: () => Promise<void> }).collect = refresh;
 }

@@ -721,13 +721,43 @@ export async function withRetry<T>(db: Db, fn: (q: TxQueryable) => Promise<T>, o
   return retrying(() => db.tx(fn, opts), opts.attempts);
 }
 
+/** A transaction Postgres aborted (deadlock or serialization failure), and whether it runs again. */
+export interface AbortedTransaction {
+  reason: "deadlock" | "serialization";
+  /** Postgres's own account: which processes waited for what. */
+  detail: string | null;
+  attempt: number;
+  retried: boolean;
+}
+
+const abortListeners = new Set<(a: AbortedTransaction) => void>();
+
+/**
+ * Calls `cb` each time Postgres aborts one of this process's transactions by a deadlock or a
+ * serialization failure (a warning and a metric, app.ts: invisible otherwise, since it is run
+ * again). Returns the function that unsubscribes.
+ */
+export function onAbortedTransaction(cb: (a: AbortedTransaction) => void): () => void {
+  abortListeners.add(cb);
+  return () => abortListeners.delete(cb);
+}
+
 /** Runs `fn` again (up to `attempts` times) while it fails with a serialization failure or deadlock. */
 export async function retrying<T>(fn: () => Promise<T>, attempts = 5): Promise<T> {
   for (let i = 1; ; i++) {
     try {
       return await fn();
     } catch (err) {
-      if (i >= attempts || !isRetryableDbError(err)) throw err;
+      if (!isRetryableDbError(err)) throw err;
+      const { code, detail } = err as { code?: string; detail?: string };
+      const aborted: AbortedTransaction = {
+        reason: code === "40P01" ? "deadlock" : "serialization",
+        detail: detail ?? null,
+        attempt: i,
+        retried: i < attempts,
+      };
+      for (const cb of abortListeners) cb(aborted);
+      if (i >= attempts) throw err;
       await new Promise((r) => setTimeout(r, 5 * i + Math.random() * 10));
     }
   }

@@ -233,3 +233,25 @@ export async function destinationRateState(q: Queryable, tenantId: string, desti
   );
   return rows[0] ?? null;
 }
+
+/** The store's lock contention now: its deadlocks so far, and the sessions waiting for a lock. */
+export interface StoreLocks {
+  /** pg_stat_database.deadlocks of this database: a count since the server's statistics were reset. */
+  deadlocks: number;
+  /** Sessions waiting for a lock now. */
+  waiting: number;
+  /** The longest of those waits so far, seconds (0 when none waits). */
+  longestWaitS: number;
+}
+
+export async function storeLocks(q: Queryable): Promise<StoreLocks> {
+  const rows = await q.query<StoreLocks>(
+    `SELECT (SELECT coalesce(deadlocks, 0)::float8 FROM pg_stat_database WHERE datname = current_database()) AS deadlocks,
+            count(DISTINCT l.pid)::int AS waiting,
+            coalesce(extract(epoch FROM max(now() - l.waitstart)), 0)::float8 AS "longestWaitS"
+       -- By the waiting session's database: a wait for another transaction (a row lock) names none.
+       FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+      WHERE NOT l.granted AND a.datname = current_database()`,
+  );
+  return rows[0] ?? { deadlocks: 0, waiting: 0, longestWaitS: 0 };
+}
