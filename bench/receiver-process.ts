@@ -4,21 +4,25 @@
 //   delayMs     answer 200 after this long (default 0: at once)
 //   ports       servers to open (default 1)
 //   cap         count requests arriving while their path already holds `cap` in flight (0: none)
-//   retryAfter  /throttled answers 429 with `Retry-After: <retryAfter>`; each request's time is kept
+//   retryAfter  /throttled answers 429 with `Retry-After: <retryAfter>`; each 429's time is kept
+//   throttleOneIn  /throttled answers 429 to one request in N, 200 at once to the others (default 1: all)
 //   log         keep every arrival by path: its time (sub-millisecond, when its headers were
 //               parsed) and the payload's "rank" (-1 without one)
 // A payload with "seq" (< the expected count) is a delivery: distinct ones counted by seq, repeats
 // as duplicates, publish → arrival latency from "sent_at" (Unix ms on the wall clock, may be
 // fractional) to when the request's headers were parsed, misrouted when its "dest" is not the
-// /d/<n> it arrived at. Any other request but to /throttled counts as "malformed".
+// /d/<n> it arrived at. /failing always answers 500. Any other request but to /throttled and
+// /failing counts as "malformed".
 // IPC in: reset {expected} (counts restart; throttledAll does not) · progress · report {publishEndAt} · dump
 //         · arrivals (each seq's first arrival, sub-millisecond, as `at` above; null if none yet; and
 //           this process's wall-clock offset, procs.ts wallClockOffsetMs)
+//         · latencies {from} (the latencies of distinct deliveries first received since the `from`-th,
+//           in arrival order, and the `next` to ask from: a window's figures without the whole run)
 import http from "node:http";
 import { performance } from "node:perf_hooks";
 import { wallClockOffsetMs } from "./procs.js";
 
-export type ReceiverConfig = { delayMs?: number; ports?: number; cap?: number; retryAfter?: number; log?: boolean };
+export type ReceiverConfig = { delayMs?: number; ports?: number; cap?: number; retryAfter?: number; throttleOneIn?: number; log?: boolean };
 export type ReceiverReport = ReturnType<typeof report>;
 export type Progress = ReturnType<typeof progress>;
 export type ReceiverMessage =
@@ -26,17 +30,20 @@ export type ReceiverMessage =
   | Progress
   | { type: "report"; report: ReceiverReport }
   | { type: "dump"; arrivals: Record<string, { times: number[]; ranks: number[] }> }
-  | { type: "arrivals"; at: (number | null)[]; wallClockOffsetMs: number };
+  | { type: "arrivals"; at: (number | null)[]; wallClockOffsetMs: number }
+  | { type: "latencies"; latencyMs: number[]; next: number };
 
 const cfg = JSON.parse(process.argv[2] ?? "{}") as ReceiverConfig;
 const delayMs = cfg.delayMs ?? 0;
 const cap = cfg.cap ?? 0;
 const retryAfter = String(cfg.retryAfter ?? 5);
+const throttleOneIn = Math.max(1, cfg.throttleOneIn ?? 1);
 // `at` (performance clock) + this = wall clock: what the senders' sent_at (Date.now()) is on.
 const wallOffsetAtStart = wallClockOffsetMs();
 
 // Kept across resets.
 let throttledAll = 0;
+let throttledRequests = 0;
 let inflight = 0;
 let openConnections = 0;
 const inflightPerPath = new Map<string, number>();
@@ -102,10 +109,19 @@ function handle(req: http.IncomingMessage, res: http.ServerResponse): void {
   const at = performance.timeOrigin + performance.now();
   const path = req.url ?? "";
   if (path === "/throttled") {
+    req.resume();
+    if (throttledRequests++ % throttleOneIn !== 0) {
+      req.on("end", () => res.writeHead(200, { "content-type": "text/plain", "content-length": "2" }).end("ok"));
+      return;
+    }
     c.throttled.push(Date.now());
     throttledAll++;
-    req.resume();
     req.on("end", () => res.writeHead(429, { "retry-after": retryAfter, "content-type": "text/plain", "content-length": "4" }).end("slow"));
+    return;
+  }
+  if (path === "/failing") {
+    req.resume();
+    req.on("end", () => res.writeHead(500, { "content-type": "text/plain", "content-length": "4" }).end("fail"));
     return;
   }
   c.maxInflight = Math.max(c.maxInflight, ++inflight);
@@ -131,10 +147,10 @@ function handle(req: http.IncomingMessage, res: http.ServerResponse): void {
 }
 
 /**
- * total: requests since the reset, repeats and malformed included (/throttled not); p10At/p90At:
- * arrival of the distinct delivery at 10 % and 90 % of `expected` (the steady middle);
+ * total: requests since the reset, repeats and malformed included (/throttled and /failing not);
+ * p10At/p90At: arrival of the distinct delivery at 10 % and 90 % of `expected` (the steady middle);
  * receivedAfterPublish: distinct deliveries first received after `publishEndAt`; throttled: arrival
- * times of requests to /throttled since the reset (throttledAll: since the start).
+ * times of the 429s /throttled answered since the reset (throttledAll: since the start).
  */
 function report(publishEndAt: number) {
   const { seen, arrivals, latency, logged: _logged, loggedCount: _loggedCount, firstAtBySeq: _firstAtBySeq, overCapPaths, ...counts } = c;
@@ -166,13 +182,14 @@ function progress() {
 }
 
 const send = (m: ReceiverMessage): void => void process.send?.(m);
-process.on("message", (m: { type: string; expected?: number; publishEndAt?: number }) => {
+process.on("message", (m: { type: string; expected?: number; publishEndAt?: number; from?: number }) => {
   if (m.type === "reset") c = counters(m.expected ?? 0);
   if (m.type === "reset" || m.type === "progress") send(progress());
   else if (m.type === "report") send({ type: "report", report: report(m.publishEndAt ?? Infinity) });
   else if (m.type === "dump") send({ type: "dump", arrivals: Object.fromEntries(c.logged) });
   else if (m.type === "arrivals")
     send({ type: "arrivals", at: Array.from(c.firstAtBySeq, (t) => (Number.isNaN(t) ? null : t)), wallClockOffsetMs: wallClockOffsetMs() });
+  else if (m.type === "latencies") send({ type: "latencies", latencyMs: c.latency.slice(m.from ?? 0), next: c.latency.length });
 });
 process.on("disconnect", () => process.exit(0)); // the bench is gone: so are we
 process.on("SIGTERM", () => process.exit(0));

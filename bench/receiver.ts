@@ -77,6 +77,15 @@ export class Receiver {
     return { at: m.at, wallClockOffsetMs: m.wallClockOffsetMs };
   }
 
+  /**
+   * Publish → arrival latencies (ms) of the distinct deliveries first received since the `from`-th
+   * (0 after a reset), in arrival order, and the `next` to ask from.
+   */
+  async latencies(from: number): Promise<{ latencyMs: number[]; next: number }> {
+    const m = await this.ask({ type: "latencies", from }, "latencies");
+    return { latencyMs: m.latencyMs, next: m.next };
+  }
+
   /** Polls until `until(progress)` or the deadline, printing `line(progress)` on stderr every `everyMs`; the last progress. */
   async waitFor(
     until: (p: Progress) => boolean | Promise<boolean>,
