@@ -185,6 +185,19 @@ export const ERROR_CATALOGUE = {
     message:
       "The request body is larger than allowed. An event payload may be at most SLUICE_MAX_PAYLOAD_BYTES (default 1 MiB); split large batches.",
   },
+  SLUICE_REQUEST_TIMEOUT: {
+    status: 408,
+    docs: "api",
+    when: "a request that did not arrive whole within two minutes",
+    message: "The request did not arrive whole within two minutes. Send it again; split a large batch into smaller ones on a slow link.",
+  },
+  SLUICE_REQUEST_HEADERS_TOO_LARGE: {
+    status: 431,
+    docs: "api",
+    when: "a request line and headers over 16 KiB",
+    message:
+      "The request line and headers are larger than 16 KiB. Put fewer or shorter values in the query string, and send large inputs in a JSON body.",
+  },
   SLUICE_REQUEST_UNSUPPORTED_MEDIA_TYPE: {
     status: 415,
     docs: "api",

@@ -70,7 +70,10 @@ function parseBody(req: FastifyRequest, payload: IncomingMessage, done: Done): v
     abandoned.add(req.raw);
     return done(new SluiceError("SLUICE_REQUEST_TOO_LARGE"));
   }
-  const isJson = mediaType(req.headers["content-type"]) === "application/json";
+  // JSON is UTF-8 (RFC 8259): a body declared in another charset would be read wrongly.
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.headers["content-type"] ?? "")?.[1]?.toLowerCase();
+  const isJson =
+    mediaType(req.headers["content-type"]) === "application/json" && (charset === undefined || charset === "utf-8" || charset === "utf8");
   readBody(payload, isJson ? limit : 0, drain, (read) => {
     if (read.error) {
       return done(new SluiceError("SLUICE_REQUEST_INVALID", { reason: "the connection closed before the whole body arrived" }));

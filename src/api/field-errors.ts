@@ -18,7 +18,10 @@ export function makeAjv(coerce: boolean): Ajv {
   // keywords: formatMinimum / formatMaximum, which bound the instants a request names.
   (addFormats as unknown as (a: Ajv, opts: FormatOptions) => void)(ajv, { keywords: true });
   const dateTime = (addFormats as unknown as { get: (f: string) => { validate: (s: string) => boolean } }).get("date-time");
-  ajv.addFormat("date-time", { type: "string", validate: dateTime.validate, compare: compareInstants });
+  // An RFC 3339 time Sluice can hold: a leap second (:60) or an hour-only offset ("+01") passes
+  // ajv-formats' check, but a JavaScript Date reads neither (and a deliver_at of :60 became "now").
+  const readable = (s: string) => dateTime.validate(s) && Number.isFinite(Date.parse(s));
+  ajv.addFormat("date-time", { type: "string", validate: readable, compare: compareInstants });
   return ajv;
 }
 
@@ -76,7 +79,8 @@ const PATTERN_HINTS: Record<string, string> = {
 };
 
 const FORMATS: Record<string, { what: string; example: string }> = {
-  "date-time": { what: "an RFC 3339 time with a zone", example: "2024-05-01T12:00:00Z" },
+  // Seconds to 59 and a full offset: what a JavaScript Date reads (see makeAjv).
+  "date-time": { what: "an RFC 3339 time (seconds 00–59, offset Z or ±hh:mm)", example: "2024-05-01T12:00:00Z" },
   email: { what: "an email address", example: "ops@example.com" },
 };
 
@@ -262,3 +266,9 @@ export function fieldError(v: AjvLikeError, part?: string): FieldError {
   if (range) return { field, message: range };
   return { field, message: v.message ?? "is invalid" };
 }
+
+/**
+ * Most field errors one answer lists. A body with 100,000 wrong items made 100,000 of them: a
+ * 17 MB answer that took seconds to build. The first ones say what is wrong with all of them.
+ */
+export const MAX_FIELD_ERRORS = 50;

@@ -1,4 +1,6 @@
 import { RoutingCache } from "../events/publish.js";
+import { STATUS_CODES } from "node:http";
+import type { Duplex } from "node:stream";
 import Fastify, { type FastifyInstance, type FastifyError, type FastifyBaseLogger } from "fastify";
 import swagger from "@fastify/swagger";
 import { SluiceError, StoreUnavailableError, ValidationError } from "../errors.js";
@@ -15,8 +17,8 @@ import { deliveryRoutes } from "./routes/deliveries.js";
 import { recoveryRoutes } from "./routes/recoveries.js";
 import { statsRoutes } from "./routes/stats.js";
 import { portalSessionRoutes } from "./routes/portal-sessions.js";
-import { registerBodyParser } from "./body.js";
-import { dedupe, fieldError, makeAjv, usefulErrors, type AjvLikeError } from "./field-errors.js";
+import { refusedStrings, registerBodyParser } from "./body.js";
+import { dedupe, fieldError, makeAjv, MAX_FIELD_ERRORS, usefulErrors, type AjvLikeError } from "./field-errors.js";
 import { uiRoutes } from "./ui.js";
 
 export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
@@ -33,6 +35,16 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     // A client gets two minutes to send its whole request (a 32 MiB batch at 2 Mbit/s): one that
     // trickles bytes for ever cannot hold a connection and a parser's buffer (Fastify's default: no limit).
     requestTimeout: 120_000,
+    // Ids are bounded by their schemas (100 characters: a 422 that says so); the router's own
+    // bound, past which it answers by itself, only stops what no schema will read.
+    maxParamLength: 2048,
+    // What the router and Node's HTTP parser refuse before any route runs gets the contract's
+    // error body too, not Fastify's {"error", "message", "statusCode"}.
+    frameworkErrors: (err, _req, reply) => {
+      const { status, body } = toErrorBody(err);
+      void (reply as unknown as { status(n: number): { send(b: unknown): void } }).status(status).send(body);
+    },
+    clientErrorHandler: answerClientError,
   });
   // Before any plugin: each copies the parsers it finds when it registers.
   registerBodyParser(app);
@@ -65,6 +77,13 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     if (req.body === undefined && req.routeOptions.config?.optionalBody) {
       req.body = {};
     }
+    // Path ids and query strings are text Postgres stores or compares too: no NUL, no half of a
+    // surrogate pair (the body parser holds bodies to the same).
+    const refused = [
+      ...refusedStrings(req.params).map((f) => ({ ...f, field: `params.${f.field}` })),
+      ...refusedStrings(req.query).map((f) => ({ ...f, field: `query.${f.field}` })),
+    ];
+    if (refused.length > 0) throw new ValidationError("request", refused);
   });
 
   if (ctx.ready) {
@@ -126,10 +145,19 @@ export function toErrorBody(err: FastifyError | Error): {
   }
   const fe = err as FastifyError & { validation?: AjvLikeError[] };
   if (fe.validation) {
-    const details = dedupe(usefulErrors(fe.validation).map((v) => fieldError(v, fe.validationContext)));
+    const useful = usefulErrors(fe.validation.slice(0, 4 * MAX_FIELD_ERRORS));
+    const details = dedupe(useful.map((v) => fieldError(v, fe.validationContext))).slice(0, MAX_FIELD_ERRORS);
     return toErrorBody(new ValidationError("request", details));
   }
   const code = fe.code ?? "";
+  if (code === "FST_ERR_BAD_URL") {
+    return {
+      ...toErrorBody(
+        new SluiceError("SLUICE_REQUEST_INVALID", { reason: "the path holds a malformed %-escape; encode a literal % as %25" }),
+      ),
+      status: 400,
+    };
+  }
   if (code === "FST_ERR_CTP_BODY_TOO_LARGE") return toErrorBody(new SluiceError("SLUICE_REQUEST_TOO_LARGE"));
   if (code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") return toErrorBody(new SluiceError("SLUICE_REQUEST_UNSUPPORTED_MEDIA_TYPE"));
   if (code === "FST_ERR_CTP_EMPTY_JSON_BODY") return toErrorBody(new SluiceError("SLUICE_REQUEST_EMPTY_BODY"));
@@ -142,4 +170,28 @@ export function toErrorBody(err: FastifyError | Error): {
     return { ...refused, status: fe.statusCode };
   }
   return toErrorBody(new SluiceError("SLUICE_INTERNAL"));
+}
+
+/**
+ * Answers what Node's HTTP parser refuses before Fastify sees a request (a request line or
+ * headers over 16 KiB, a request that did not arrive in time, bytes that are not HTTP) with the
+ * contract's error body, then closes the connection, as Node would.
+ */
+function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  if (err.code === "ECONNRESET" || socket.destroyed) return;
+  const error =
+    err.code === "HPE_HEADER_OVERFLOW"
+      ? new SluiceError("SLUICE_REQUEST_HEADERS_TOO_LARGE")
+      : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+        ? new SluiceError("SLUICE_REQUEST_TIMEOUT")
+        : new SluiceError("SLUICE_REQUEST_INVALID", { reason: "it is not a well-formed HTTP/1.1 request" });
+  const { status, body } = toErrorBody(error);
+  const text = JSON.stringify(body);
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+    );
+  }
+  socket.destroy();
 }

@@ -147,6 +147,16 @@ describe("request bodies (store-independent; embedded)", () => {
   const auth = () => ({ authorization: `Bearer ${s.apiKey}` });
   const destinationCount = async () => (await s.api<Page<Destination>>("GET", "/v1/destinations?limit=1000")).body.data.length;
 
+  test("JSON in another charset than UTF-8 is 415", async () => {
+    const r = await fetch(`${s.url}/v1/destinations`, {
+      method: "POST",
+      headers: { ...auth(), "content-type": "application/json; charset=utf-16" },
+      body: JSON.stringify({ url: "https://example.com/utf16" }),
+    });
+    assert.equal(r.status, 415);
+    assert.equal(((await r.json()) as ApiError).error.code, "SLUICE_REQUEST_UNSUPPORTED_MEDIA_TYPE");
+  });
+
   test("a body that is not application/json is 415 with the stable code, and writes nothing", async () => {
     const before = await destinationCount();
     const json = JSON.stringify({ url: "https://example.com" });
@@ -390,6 +400,55 @@ for (const backend of BACKENDS) {
     });
     after(async () => {
       await s?.stop();
+    });
+
+    test("path ids and query strings: NUL is 422 naming the parameter, a bad %-escape 400, in the contract's shape", async () => {
+      for (const path of ["/v1/destinations/%00", "/v1/events/a%00b", "/v1/deliveries/%00/attempts"]) {
+        const r = await s.api<ValidationFailed>("GET", path);
+        assert.equal(r.status, 422, path);
+        assert.deepEqual(
+          r.body.error.details.map((d) => d.field),
+          ["params.id"],
+        );
+      }
+      const q = await s.api<ValidationFailed>("GET", "/v1/deliveries?destination_id=%00");
+      assert.equal(q.status, 422);
+      assert.equal(q.body.error.details[0]!.field, "query.destination_id");
+      for (const path of ["/v1/destinations/%", "/v1/destinations/%zz", "/v1/destinations/%ED%A0%80"]) {
+        const r = await s.api<ApiError>("GET", path);
+        assert.ok(r.status === 400 || r.status === 422, `${path}: ${r.status}`);
+        assert.match(r.body.error.code, /^SLUICE_/, path);
+      }
+      // An id longer than its schema allows is the schema's 422, not the router's 414.
+      const long = await s.api<ValidationFailed>("GET", `/v1/events/${"x".repeat(101)}`);
+      assert.equal(long.status, 422);
+    });
+
+    test("a request line over 16 KiB is 431 in the contract's shape; instants JavaScript cannot read are 422", async () => {
+      const big = await fetch(`${s.url}/v1/destinations?cursor=${"x".repeat(17_000)}`, {
+        headers: { authorization: `Bearer ${s.apiKey}` },
+      });
+      assert.equal(big.status, 431);
+      assert.equal(((await big.json()) as ApiError).error.code, "SLUICE_REQUEST_HEADERS_TOO_LARGE");
+      for (const at of ["2030-12-31T23:59:60Z", "2030-01-01T00:00:00+01"]) {
+        const r = await s.api<ValidationFailed>("POST", "/v1/events", { type: "t.x", payload: {}, deliver_at: at });
+        assert.equal(r.status, 422, at);
+        assert.equal(r.body.error.details[0]!.field, "deliver_at");
+      }
+      const since = await s.api<ValidationFailed>("GET", "/v1/events?since=2024-12-31T23:59:60Z");
+      assert.equal(since.status, 422);
+    });
+
+    test("a JSON null payload is taken and delivered as null; 100,000 bad items answer at most 50 problems", async () => {
+      const e = await s.api<EventAccepted>("POST", "/v1/events", { type: "t.null", payload: null });
+      assert.equal(e.status, 202);
+      assert.equal((await s.api<{ payload: unknown }>("GET", `/v1/events/${e.body.id}`)).body.payload, null);
+      const r = await s.api<ValidationFailed>("POST", "/v1/destinations", {
+        url: "https://example.com/many",
+        secret_headers: Array.from({ length: 100_000 }, () => 0),
+      });
+      assert.equal(r.status, 422);
+      assert.ok(r.body.error.details.length <= 50, `${r.body.error.details.length} details`);
     });
 
     test("NUL and lone surrogates are 422 naming the field path, in every field, and nothing is written", async () => {

@@ -100,7 +100,7 @@ test("a date-time outside the instants Postgres and JavaScript hold says the ran
     assert.equal(makeAjv(coerce).compile(s)({ at: "2024-05-01T12:00:00Z" }), true);
   }
   assert.deepEqual(messages(Type.Object({ at: Instant }), { at: "tomorrow" }), {
-    at: `must be an RFC 3339 time with a zone between ${EARLIEST_INSTANT} and ${LATEST_INSTANT}, e.g. 2024-05-01T12:00:00Z`,
+    at: `must be an RFC 3339 time (seconds 00–59, offset Z or ±hh:mm) between ${EARLIEST_INSTANT} and ${LATEST_INSTANT}, e.g. 2024-05-01T12:00:00Z`,
   });
 });
 

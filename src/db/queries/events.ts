@@ -99,7 +99,8 @@ export async function insertPublished(
        ${toLock}
      ), ev AS (
        INSERT INTO events (id, tenant_id, type, payload, occurred_at, deliver_at)
-       SELECT e.id, $1, e.type, e.payload, coalesce(e."occurredAt", now()), e."deliverAt"
+       -- A JSON null payload reads as SQL NULL here: it is stored as JSON's null.
+       SELECT e.id, $1, e.type, coalesce(e.payload, 'null'::json), coalesce(e."occurredAt", now()), e."deliverAt"
          FROM json_to_recordset($2::json) AS e(id text, type text, payload json, "occurredAt" timestamptz, "deliverAt" timestamptz)
         WHERE (SELECT ok FROM v)
      ), dl AS (
