@@ -1,22 +1,21 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
+import { sleep } from "../sleep.js";
 import type { Db } from "../db/db.js";
 import { withRetry, isStoreUnavailable } from "../db/db.js";
 import { WORK_CHANNEL } from "../db/channels.js";
 import { nextReadyDelayMs } from "../db/queries/claim.js";
 import type { ClaimedDestination, LeasedDelivery } from "../db/queries/claim.js";
-import { releaseLeases, abandonClaims, applyProbe } from "../db/queries/results.js";
-import { alertInput, recordAlerts } from "../alerts/alerts.js";
-import { classify } from "../policy/outcome.js";
-import { healthClass, type HealthConfig } from "../policy/health.js";
-import { newId } from "../ids.js";
+import { releaseLeases, abandonClaims } from "../db/queries/results.js";
+import type { HealthConfig } from "../policy/health.js";
 import { signedRequest, type Sender, type SendRequest } from "../delivery/sender.js";
 import { metrics } from "../metrics.js";
 import { claim } from "./claim.js";
 import { faultDetail } from "./claim-plan.js";
 import { logHoldTransition } from "./dispatch-log.js";
 import { ResultWriter } from "./result-writer.js";
-import { logSetAside, setAside, type Fault } from "./set-aside.js";
+import { logSetAside, SetAsides } from "./set-aside.js";
+import { probe } from "./probe.js";
 
 /** Longest back-off between claims that failed (e.g. while the store is away). */
 const CLAIM_RETRY_MAX_MS = 1_000;
@@ -58,8 +57,8 @@ export class Dispatcher {
   private reserved = 0;
   private readonly results: ResultWriter;
   private readonly probing = new Set<Promise<void>>();
-  /** Set-asides under way outside a claim (a send or probe that threw): awaited at stop. */
-  private readonly settingAside = new Set<Promise<void>>();
+  /** Set-asides outside a claim (a send or probe that threw): awaited at stop. */
+  private readonly asides: SetAsides;
   private readonly wakers = new Set<() => void>();
   /** Counts wake-ups, so one that lands while a loop is busy (not asleep) is not lost. */
   private wakeSeq = 0;
@@ -67,7 +66,6 @@ export class Dispatcher {
   private offAvailability: (() => void) | null = null;
   /** Lease tokens of claims that failed as the store went away: they may have committed anyway. */
   private uncertainClaims: string[] = [];
-  private readonly asideKeys = new Set<string>();
 
   constructor(
     private readonly db: Db,
@@ -86,6 +84,7 @@ export class Dispatcher {
       },
       (ms) => this.sleep(ms),
     );
+    this.asides = new SetAsides(db, log, opts.onAlerts);
   }
 
   async start(): Promise<void> {
@@ -107,7 +106,7 @@ export class Dispatcher {
     if (this.unlisten) await this.unlisten();
     this.offAvailability?.();
     const deadline = Date.now() + graceMs;
-    while ((this.sending.size > 0 || this.probing.size > 0 || this.settingAside.size > 0) && Date.now() < deadline) await sleep(20);
+    while ((this.sending.size > 0 || this.probing.size > 0 || this.asides.pending > 0) && Date.now() < deadline) await sleep(20);
     // Results wait for the store at most until the deadline (plus a moment to write once).
     const unwritten = await this.results.flush(Math.max(deadline, Date.now() + 2000));
     if (unwritten.length > 0) {
@@ -211,7 +210,7 @@ export class Dispatcher {
           this.opts.onAlerts?.();
         }
         for (const d of res.deliveries) this.send(d, res.destinations.get(d.destination_id)!);
-        for (const d of res.probes) this.probe(d);
+        for (const d of res.probes) this.startProbe(d);
         // A full batch: more destinations may be ready than one claim takes, so another loop looks too.
         if (res.claimedCount >= this.opts.claimBatchSize) this.wake();
         // Otherwise a claim that sent something does not look again at once: idle, that second
@@ -257,7 +256,7 @@ export class Dispatcher {
       request = signedRequest(dest, d.event_id, body, nowMs, this.opts.userAgent);
     } catch (error) {
       // No request was made: the lease is handed back uncounted, the destination set aside.
-      this.setAsideNow({ id: dest.id, code: "internal_error", detail: faultDetail("signing its request", error), error }, [d.lease_token]);
+      this.asides.add({ id: dest.id, code: "internal_error", detail: faultDetail("signing its request", error), error }, [d.lease_token]);
       return;
     }
     this.sending.set(d.id, { destinationId: d.destination_id, deliveryId: d.id, leaseToken: d.lease_token });
@@ -287,116 +286,23 @@ export class Dispatcher {
         // send() reports what the destination does as results; a throw is ours. Whether the
         // request went out is unknown: the lease is left to expire (the attempt then counts).
         this.sending.delete(d.id);
-        this.setAsideNow({ id: dest.id, code: "internal_error", detail: faultDetail("sending its request", error), error }, []);
+        this.asides.add({ id: dest.id, code: "internal_error", detail: faultDetail("sending its request", error), error }, []);
       });
   }
 
-  /**
-   * Sets one destination aside outside a claim (its send or probe threw), in a transaction of
-   * its own; `leaseTokens`: leases of requests never made, handed back. One at a time per
-   * destination: every delivery of a claim that cannot be signed throws the same way.
-   */
-  private setAsideNow(fault: Fault, leaseTokens: string[]): void {
-    const key = `${fault.id}\u0000${leaseTokens.join(",")}`;
-    if (this.asideKeys.has(key)) return;
-    this.asideKeys.add(key);
-    const p: Promise<void> = withRetry(this.db, (q) => setAside(q, [fault], leaseTokens))
-      .then((rows) => {
-        logSetAside(this.log, [fault], rows);
-        if (rows.length > 0) this.opts.onAlerts?.();
-      })
-      .catch((err: unknown) =>
-        this.log.error(
-          { err, cause: fault.error, destination_id: fault.id },
-          "could not set a destination aside; its leases expire by themselves and the next claim looks again",
-        ),
-      )
-      .finally(() => {
-        this.settingAside.delete(p);
-        this.asideKeys.delete(key);
-      });
-    this.settingAside.add(p);
+  private startProbe(dest: ClaimedDestination): void {
+    const deps = {
+      db: this.db,
+      sender: this.sender,
+      log: this.log,
+      userAgent: this.opts.userAgent,
+      asides: this.asides,
+      onAlerts: this.opts.onAlerts,
+      wake: () => this.wake(),
+    };
+    const p = probe(deps, dest);
+    if (!p) return;
+    const tracked: Promise<void> = p.finally(() => this.probing.delete(tracked));
+    this.probing.add(tracked);
   }
-
-  /**
-   * A paused destination's probe: a signed `webhook.probe` with empty data. Success resumes it
-   * on a ramp; failure schedules the next probe (both decided in applyProbe).
-   */
-  private probe(dest: ClaimedDestination): void {
-    const probeId = newId("prb");
-    const nowMs = Date.now();
-    let request: SendRequest;
-    try {
-      const body = `{"type":"webhook.probe","timestamp":"${new Date(nowMs).toISOString()}","data":{}}`;
-      request = signedRequest(dest, probeId, body, nowMs, this.opts.userAgent);
-    } catch (error) {
-      this.setAsideNow({ id: dest.id, code: "internal_error", detail: faultDetail("signing its probe", error), error }, []);
-      return;
-    }
-    const p = (async () => {
-      const result = await this.sender.send(request);
-      const outcome = classify(result, Date.now());
-      const ok = outcome.kind === "success";
-      metrics.probes.inc({ outcome: ok ? "success" : "failure" });
-      const applied = await withRetry(this.db, async (q) => {
-        const a = await applyProbe(q, {
-          destinationId: dest.id,
-          probeId,
-          startedAt: new Date(nowMs),
-          latencyMs: result.latencyMs,
-          ok,
-          statusCode: outcome.statusCode,
-          errorClass: outcome.errorClass,
-          healthClass: healthClass(outcome),
-          errorMessage: result.errorMessage,
-          responseBody: result.responseBody === "" ? null : result.responseBody,
-        });
-        if (a.resumed && a.destination) {
-          await recordAlerts(q, [
-            alertInput(
-              a.destination,
-              "destination.resumed",
-              `a probe succeeded (${describeProbe(result.statusCode)}); delivery resumes, starting at concurrency 1`,
-              { status: "healthy", score: 100, consecutive_failures: 0 },
-            ),
-          ]);
-        }
-        return a;
-      });
-      const ids = { tenant_id: dest.tenant_id, destination_id: dest.id };
-      const answer = { status_code: outcome.statusCode, error_class: outcome.errorClass, latency_ms: Math.round(result.latencyMs) };
-      if (applied.resumed) {
-        this.log.info(
-          { ...ids, ...answer, by: "probe", ramp_limit: dest.max_concurrency > 1 ? 1 : null },
-          "probe succeeded: destination resumed on a ramp",
-        );
-        this.opts.onAlerts?.();
-        this.wake();
-      } else if (!ok && applied.nextProbeAt) {
-        this.log.info({ ...ids, ...answer, next_probe_at: applied.nextProbeAt.toISOString() }, "probe failed: destination stays paused");
-        // The claim that sent the probe planned the next look after the probe's lease; the next
-        // probe is due sooner than that, and an idle loop would sleep through it.
-        this.wake();
-      } else {
-        // Resumed or deleted meanwhile: the probe's answer changed nothing.
-        this.log.debug({ ...ids, ...answer }, "probe answered; the destination is no longer paused for a probe");
-      }
-    })()
-      .catch((err: unknown) =>
-        this.log[isStoreUnavailable(err) ? "debug" : "error"](
-          { err, destination_id: dest.id },
-          "probe failed to record; the next one is already scheduled",
-        ),
-      )
-      .finally(() => this.probing.delete(p));
-    this.probing.add(p);
-  }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-function describeProbe(statusCode: number | null): string {
-  return statusCode === null ? "no answer" : `HTTP ${statusCode}`;
 }

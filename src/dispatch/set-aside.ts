@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
-import type { Queryable } from "../db/db.js";
+import type { Db, Queryable } from "../db/db.js";
+import { withRetry } from "../db/db.js";
 import { setDestinationsAside, type SetAsideEntry, type SetAsideRow } from "../db/queries/set-aside.js";
 import { alertInput, recordAlerts } from "../alerts/alerts.js";
 import { healthStateOf, healthView } from "../policy/health.js";
@@ -41,5 +42,43 @@ export function logSetAside(log: Logger, faults: Fault[], rows: SetAsideRow[]): 
       { tenant_id: row.tenant_id, destination_id: f.id, code: f.code, reason: row.pause_reason, ...(f.error ? { err: f.error } : {}) },
       "destination set aside: paused until a person resumes it",
     );
+  }
+}
+
+/**
+ * Set-asides outside a claim (a send or probe that threw), each in a transaction of its own.
+ * One at a time per destination and lease: every delivery of a claim that cannot be signed throws
+ * the same way, and one set-aside hands back all of that claim's leases of it.
+ */
+export class SetAsides {
+  private readonly running = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly log: Logger,
+    private readonly onAlerts?: () => void,
+  ) {}
+
+  /** `leaseTokens`: leases of requests never made, handed back uncounted. */
+  add(fault: Fault, leaseTokens: string[]): void {
+    const key = `${fault.id}\u0000${leaseTokens.join(",")}`;
+    if (this.running.has(key)) return;
+    const p = withRetry(this.db, (q) => setAside(q, [fault], leaseTokens))
+      .then((rows) => {
+        logSetAside(this.log, [fault], rows);
+        if (rows.length > 0) this.onAlerts?.();
+      })
+      .catch((err: unknown) =>
+        this.log.error(
+          { err, cause: fault.error, destination_id: fault.id },
+          "could not set a destination aside; its leases expire by themselves and the next claim looks again",
+        ),
+      )
+      .finally(() => this.running.delete(key));
+    this.running.set(key, p);
+  }
+
+  get pending(): number {
+    return this.running.size;
   }
 }
