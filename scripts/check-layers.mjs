@@ -13,6 +13,7 @@ const LAYERS = [
   ["errors.ts", 0],
   ["ids.ts", 0],
   ["package-root.ts", 0],
+  ["sleep.ts", 0],
   ["policy/", 0],
   ["schemas/", 0],
   ["config.ts", 1],
@@ -29,7 +30,7 @@ const LAYERS = [
   ["cli/", 6],
 ];
 const NAMES = [
-  "policy, schemas, errors, ids, package-root",
+  "policy, schemas, errors, ids, package-root, sleep",
   "config, logger",
   "db",
   "metrics",

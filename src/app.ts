@@ -3,8 +3,9 @@ import http from "node:http";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import type { Config } from "./config.js";
+import { sleep } from "./sleep.js";
 import { describeServer, isStoreUnavailable, onAbortedTransaction, openDb, type Db } from "./db/db.js";
-import { acquireStoreLock, type StoreLock } from "./db/lock.js";
+import { acquireStoreLock, type StoreLock } from "./db/folder-lock.js";
 import { migrate } from "./db/migrate.js";
 import { WORK_CHANNEL } from "./db/channels.js";
 import { buildApi } from "./api/server.js";
@@ -48,8 +49,6 @@ export interface Store {
   /** Closes the store and lets go of its lock. */
   close(): Promise<void>;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Opens the store for `command`: the embedded one after taking its folder's lock (one process at

@@ -1,3 +1,4 @@
+import { ValidationError } from "../errors.js";
 // The views are typed by the response schemas: a view that drifts from its schema fails to compile.
 import type { Static } from "@sinclair/typebox";
 import type { Tenant } from "../schemas/tenants.js";
@@ -206,6 +207,13 @@ export function attemptView(a: AttemptRowOut): Static<typeof Attempt> {
 }
 
 /** Opaque page cursors: the last id of the page, base64url-encoded. */
+/** A list's `cursor` that no page gave out (decodeCursor / decodeTimeCursor answered undefined). */
+export function badCursor(): ValidationError {
+  return new ValidationError("request", [
+    { field: "query.cursor", message: "is not a cursor returned by a previous page; pass next_cursor as is" },
+  ]);
+}
+
 export function encodeCursor(id: string): string {
   return Buffer.from(id, "utf8").toString("base64url");
 }

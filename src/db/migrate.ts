@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type { Db } from "./db.js";
 import { StartupError } from "../errors.js";
-import { MIGRATIONS_LOCK } from "./locks.js";
+import { MIGRATIONS_LOCK } from "./advisory-locks.js";
 import { PACKAGE_ROOT } from "../package-root.js";
 
 // Numbered, append-only .sql files, applied in order under an advisory lock and recorded in a

@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { sleep } from "../sleep.js";
 import type { Db } from "../db/db.js";
 import { isRetryableDbError, isStoreUnavailable, lastStatement, withRetry } from "../db/db.js";
 import {
@@ -295,10 +296,6 @@ function groupBy<T>(items: T[], key: (t: T) => string): Map<string, T[]> {
     else out.set(k, [item]);
   }
   return out;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }
 
 function transitionAlert(d: LockedDestinationState, u: DestinationUpdate): AlertInput {

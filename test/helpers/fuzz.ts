@@ -34,6 +34,8 @@ import {
   type Param,
 } from "./fuzz-requests.js";
 
+import { sleep } from "./wait-for.js";
+
 export { opName, operationsOf, type Operation } from "./fuzz-requests.js";
 export { FailureLog, HealthWatch, checkServerLog, truncate } from "./fuzz-failures.js";
 
@@ -178,8 +180,6 @@ function safeDecode(p: string): string {
     return p;
   }
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A number in the body below 1e-300 (but not 0), above 1e15, or not finite: what a hang is often made of. */
 function hasExtremeNumber(body: Buffer | undefined): boolean {

@@ -27,3 +27,6 @@ export async function waitFor(cond: () => boolean | Promise<boolean>, opts: Wait
   const text = typeof message === "function" ? message() : message;
   throw new Error(text ?? `waitFor: condition not met within ${timeoutMs} ms`);
 }
+
+/** A plain pause, for the few tests that must let time pass (a hold to run out, traffic to stay away). */
+export { sleep } from "../../src/sleep.js";

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { startSluice } from "../helpers/sluice.js";
 import { startMailCatcher } from "../helpers/smtp.js";
 import { startReceiver } from "../helpers/receiver.js";
-import { waitFor } from "../helpers/wait-for.js";
+import { waitFor, sleep } from "../helpers/wait-for.js";
 import { rollupStats, type RollupPass } from "../../src/dispatch/stats-rollup.js";
 import type { Destination } from "../helpers/api-types.js";
 import type { Db } from "../../src/db/db.js";
@@ -12,8 +12,6 @@ import type { Db } from "../../src/db/db.js";
 // janitor does once a minute), the outbox publishes them into the tenant's stream and mails them.
 // Time is moved by editing the watch and the deliveries' publish times in the store: the
 // policy's timing is proved with a fake clock in test/unit/backlog-alerts.test.ts.
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** One rollup pass with the minute's tasks; the janitor's own pass may hold the lock for a moment. */
 async function look(db: Db): Promise<NonNullable<RollupPass["minute"]>> {

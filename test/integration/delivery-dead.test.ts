@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
 import { startMailCatcher } from "../helpers/smtp.js";
 import { startReceiver, type Receiver, type ReceivedRequest } from "../helpers/receiver.js";
-import { waitFor } from "../helpers/wait-for.js";
+import { waitFor, sleep } from "../helpers/wait-for.js";
 import { apiError } from "../helpers/sdk.js";
 import { Sluice, type Delivery, type Destination } from "../../sdk/src/index.js";
 import { deathAlerts, recordAlerts } from "../../src/alerts/alerts.js";
@@ -16,8 +16,6 @@ import { EMAIL_STATES, SYSTEM_EVENT_TYPES } from "../../src/policy/statuses.js";
 // Sluice's own events that dies does not cascade; a death is recorded once however often its
 // write-back runs, and a retry that dies again is a new death; the deaths of a destination are
 // e-mailed as one hourly digest.
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface DeadEvent {
   type: string;

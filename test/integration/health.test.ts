@@ -4,14 +4,13 @@ import { Webhook } from "standardwebhooks";
 import { startSluice, type TestSluice } from "../helpers/sluice.js";
 import { startMailCatcher } from "../helpers/smtp.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { waitFor } from "../helpers/wait-for.js";
+import { waitFor, sleep } from "../helpers/wait-for.js";
 import { pruneOnce } from "../../src/dispatch/janitor.js";
 import type { AttemptTimeline, Delivery, Destination, Event, EventAccepted, EventBatchAccepted, Page } from "../helpers/api-types.js";
 
 // Destination health against real receivers: auto-pause, held backlog, probes with a ramp,
 // resume with and without replay, and alerts (webhooks about webhooks, and e-mail).
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const NO_WAIT_RETRIES = Array.from({ length: 30 }, () => 0);
 
 describe("destination health", () => {

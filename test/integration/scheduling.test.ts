@@ -2,7 +2,7 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { DateTime } from "luxon";
 import { BACKENDS, useSluiceAndReceiver, type TestSluice } from "../helpers/sluice.js";
-import { waitFor } from "../helpers/wait-for.js";
+import { waitFor, sleep } from "../helpers/wait-for.js";
 import { worstWindow } from "../helpers/windows.js";
 import type { ApiError, Delivery, Destination, Page } from "../helpers/api-types.js";
 
@@ -12,8 +12,6 @@ import type { ApiError, Delivery, Destination, Page } from "../helpers/api-types
 function wall(zone: string, offsetS: number): string {
   return DateTime.now().plus({ seconds: offsetS }).setZone(zone).toFormat("HH:mm:ss");
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 for (const backend of BACKENDS) {
   describe(`quiet hours on ${backend} Postgres`, () => {

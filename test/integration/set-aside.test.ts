@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { pino } from "pino";
 import { BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { waitFor } from "../helpers/wait-for.js";
+import { waitFor, sleep } from "../helpers/wait-for.js";
 import { randomUUID } from "node:crypto";
 import type { Delivery, Destination, EventBatchAccepted, Page, ValidationFailed } from "../helpers/api-types.js";
 import { claim } from "../../src/dispatch/claim.js";
@@ -16,7 +16,6 @@ import { ResultWriter } from "../../src/dispatch/result-writer.js";
 // would be: the API itself refuses such values (the last test).
 
 const HEALTHY = 99;
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 for (const backend of BACKENDS) {
   describe(`a faulty destination is set aside, the others deliver (${backend})`, () => {

@@ -4,7 +4,7 @@ import net from "node:net";
 import { startThrowawayPostgres, type ThrowawayPostgres } from "../../scripts/pg-server.mjs";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { spawnSluice, type SluiceProcess } from "../helpers/processes.js";
-import { waitFor } from "../helpers/wait-for.js";
+import { waitFor, sleep } from "../helpers/wait-for.js";
 import type { ApiError, AttemptTimeline, Destination, EventBatchAccepted } from "../helpers/api-types.js";
 
 // The store goes away under load (Postgres stopped as `pg_ctl -m immediate` does) and comes back.
@@ -12,8 +12,6 @@ import type { ApiError, AttemptTimeline, Destination, EventBatchAccepted } from 
 // up; the API answers 503 SLUICE_STORE_UNAVAILABLE with Retry-After and /healthz says not ready;
 // delivery resumes by itself within 2 s of the store's return; nothing accepted is lost; and no
 // destination's health is blamed for the outage.
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -3,15 +3,13 @@ import assert from "node:assert/strict";
 import { startSluice, type TestSluice } from "../helpers/sluice.js";
 import { startReceiver, type Receiver, type ReceivedRequest } from "../helpers/receiver.js";
 import { spawnSluice, type SluiceProcess } from "../helpers/processes.js";
-import { waitFor } from "../helpers/wait-for.js";
+import { waitFor, sleep } from "../helpers/wait-for.js";
 import { worstWindow } from "../helpers/windows.js";
 import type { Delivery, Destination, EventAccepted, EventBatchAccepted, Page } from "../helpers/api-types.js";
 
 // Invariants that only show with several real worker processes on one Postgres server:
 // 1. nothing accepted is lost, across a SIGKILL of a worker mid-run;
 // 2. max_concurrency holds at the receiver across two worker processes.
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("worker processes on a Postgres server", () => {
   let s: TestSluice;

@@ -9,8 +9,7 @@ import { deleteApiKey, insertApiKey, listApiKeys, lockApiKeys } from "../../db/q
 import { IdParams, ListQuery, Page } from "../../schemas/common.js";
 import { ApiKey, ApiKeyCreate, ApiKeyCreated } from "../../schemas/api-keys.js";
 import { answers, BODY_ERRORS } from "../openapi.js";
-import { apiKeyView, decodeCursor, page } from "../serialize.js";
-import { badCursor } from "./destinations.js";
+import { apiKeyView, decodeCursor, page, badCursor } from "../serialize.js";
 
 // The calling key's tenant's API keys: make another (shown once), list them (never the keys),
 // delete one — which stops working at once, in this process and in every other API process.

@@ -10,8 +10,7 @@ import { IdParams, Page } from "../../schemas/common.js";
 import { Delivery, DeliveryListQuery } from "../../schemas/deliveries.js";
 import { Attempt } from "../../schemas/destinations.js";
 import { answers } from "../openapi.js";
-import { deliveryView, attemptView, decodeCursor, encodeCursor, page } from "../serialize.js";
-import { badCursor } from "./destinations.js";
+import { deliveryView, attemptView, decodeCursor, encodeCursor, page, badCursor } from "../serialize.js";
 import { WAITING_STATUSES, type ApiDeliveryStatus, type DeliveryStatus } from "../../policy/statuses.js";
 import { canSeeDestination, destinationScope } from "../access.js";
 

@@ -39,7 +39,7 @@ import {
 } from "../../schemas/destinations.js";
 import { answers, BODY_ERRORS } from "../openapi.js";
 import { withDefaults, applyPatch, checkDestinationConfig } from "../destination-config.js";
-import { destinationView, decodeCursor, page, attemptView } from "../serialize.js";
+import { destinationView, decodeCursor, page, attemptView, badCursor } from "../serialize.js";
 import { assertDestinationVisible, destinationScope } from "../access.js";
 
 /** Previous secrets keep signing for this long after a rotation, so receivers can switch over. */
@@ -342,12 +342,6 @@ function rotate(current: SecretEntry[], secret: string, graceSeconds: number): S
     .map((s) => ({ secret: s.secret, expires_at: s.expires_at ?? expires }))
     .filter((s) => Date.parse(s.expires_at) > now);
   return [{ secret, expires_at: null }, ...kept].slice(0, 5);
-}
-
-export function badCursor(): ValidationError {
-  return new ValidationError("request", [
-    { field: "query.cursor", message: "is not a cursor returned by a previous page; pass next_cursor as is" },
-  ]);
 }
 
 function manualAlert(

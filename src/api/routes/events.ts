@@ -12,8 +12,7 @@ import { metrics } from "../../metrics.js";
 import { IdParams, Page } from "../../schemas/common.js";
 import { Event, EventAccepted, EventBatch, EventBatchAccepted, EventIn, EventListQuery, IdempotencyHeaders } from "../../schemas/events.js";
 import { answers, BODY_ERRORS } from "../openapi.js";
-import { eventView, deliveryView, decodeTimeCursor, encodeTimeCursor } from "../serialize.js";
-import { badCursor } from "./destinations.js";
+import { eventView, deliveryView, decodeTimeCursor, encodeTimeCursor, badCursor } from "../serialize.js";
 import { destinationScope } from "../access.js";
 
 class IdempotentReplay extends Error {}

@@ -6,8 +6,7 @@ import { insertApiKey } from "../../db/queries/api-keys.js";
 import { Tenant, TenantCreate, TenantCreated, TenantPatch } from "../../schemas/tenants.js";
 import { ListQuery, Page } from "../../schemas/common.js";
 import { answers, BODY_ERRORS } from "../openapi.js";
-import { decodeCursor, page, tenantView } from "../serialize.js";
-import { badCursor } from "./destinations.js";
+import { decodeCursor, page, tenantView, badCursor } from "../serialize.js";
 import { Type, type Static } from "@sinclair/typebox";
 
 export function tenantRoutes(ctx: ApiContext) {

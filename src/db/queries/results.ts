@@ -80,7 +80,7 @@ export interface AttemptRow {
 /**
  * The write-back statement for `count` results: $1 the results (DeliveryUpdate JSON), $2 the
  * attempts (AttemptRow JSON), $3 the waiting statuses (WAITING_STATUSES). Exported for its plan
- * test (test/integration/claim-plans.test.ts).
+ * test (test/integration/claim-query-plans.test.ts).
  *
  * Each result's delivery is looked up by its key. The statuses it must still have come as a
  * parameter, not written out: a generic plan cannot then use the partial indexes of waiting

@@ -1,5 +1,5 @@
 import type { Queryable } from "../db.js";
-import { RETENTION_LOCK } from "../locks.js";
+import { RETENTION_LOCK } from "../advisory-locks.js";
 import { UNLEASED } from "./leases.js";
 
 // Retention, run by dispatch/janitor.ts: attempts, finished deliveries and events with nothing

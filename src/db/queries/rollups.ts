@@ -1,5 +1,5 @@
 import type { Db, Queryable } from "../db.js";
-import { STATS_ROLLUP_LOCK } from "../locks.js";
+import { STATS_ROLLUP_LOCK } from "../advisory-locks.js";
 import { BOUNDS_MS, emptyHistogram, merge } from "../../policy/latency-histogram.js";
 import type { HeldCount } from "./stats.js";
 

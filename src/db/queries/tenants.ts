@@ -1,5 +1,5 @@
 import type { Queryable } from "../db.js";
-import { BOOTSTRAP_LOCK } from "../locks.js";
+import { BOOTSTRAP_LOCK } from "../advisory-locks.js";
 
 // Tenants: creating one (its API keys are in api-keys.ts), the default tenant, and the lock that
 // serialises its creation by several processes starting at once.
