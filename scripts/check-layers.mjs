@@ -14,6 +14,7 @@ const LAYERS = [
   ["ids.ts", 0],
   ["package-root.ts", 0],
   ["sleep.ts", 0],
+  ["releasers.ts", 0],
   ["policy/", 0],
   ["schemas/", 0],
   ["config.ts", 1],
@@ -30,7 +31,7 @@ const LAYERS = [
   ["cli/", 6],
 ];
 const NAMES = [
-  "policy, schemas, errors, ids, package-root, sleep",
+  "policy, schemas, errors, ids, package-root, sleep, releasers",
   "config, logger",
   "db",
   "metrics",

@@ -4,6 +4,7 @@ import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import type { Config } from "./config.js";
 import { sleep } from "./sleep.js";
+import { Releasers } from "./releasers.js";
 import { describeServer, isStoreUnavailable, onAbortedTransaction, openDb, type Db } from "./db/db.js";
 import { acquireStoreLock, type StoreLock } from "./db/folder-lock.js";
 import { migrate } from "./db/migrate.js";
@@ -176,14 +177,11 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
   const db = store.db;
 
   let api: FastifyInstance | null = null;
-  let metricsServer: http.Server | null = null;
   let url: string | null = null;
   let metricsUrl: string | null = null;
   let dispatcher: Dispatcher | null = null;
-  let sender: Sender | null = null;
-  let stopJanitor: (() => void) | null = null;
-  let stopRecoveries: (() => Promise<void>) | null = null;
-  let alertSender: AlertSender | null = null;
+  const releasers = new Releasers();
+  releasers.push("store", () => store.close());
 
   // The store going away and coming back, logged once each (requests and claims do not log it);
   // while it stays away, why a try to bring it back failed, when that changes and once a minute.
@@ -215,6 +213,7 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
       log.info({ store: db.where, down_seconds: seconds }, `store reachable again after ${seconds.toFixed(1)} s`);
     }
   });
+  releasers.push("store watch", offAvailability);
 
   // A transaction Postgres aborted (deadlock, serialization failure) is run again and so unseen:
   // each is a warning, with Postgres's account of who waited for what, and a metric.
@@ -227,21 +226,10 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
         : `a transaction was aborted by a serialization failure; ${a.retried ? "running it again" : "giving up after " + a.attempt + " tries"}`,
     );
   });
+  releasers.push("transaction watch", offAborted);
 
   // Everything started so far, stopped in reverse: by stop(), or when a later start step fails.
-  const shutdown = async () => {
-    stopJanitor?.();
-    if (stopRecoveries) await stopRecoveries();
-    if (api) await api.close(); // stop taking requests first
-    if (dispatcher) await dispatcher.stop(config.shutdownGraceSeconds * 1000);
-    if (alertSender) await alertSender.stop();
-    // The dispatcher already waited out the grace period and released what was left.
-    if (sender) await sender.destroy();
-    if (metricsServer?.listening) await new Promise((r) => metricsServer!.close(r));
-    offAvailability();
-    offAborted();
-    await store.close();
-  };
+  const shutdown = () => releasers.releaseAll((name, err) => log.warn({ err, component: name }, `stopping ${name} failed`));
 
   let bootstrapped: (value: unknown) => void = () => undefined;
   const bootstrapDone = new Promise((resolve) => (bootstrapped = resolve));
@@ -258,9 +246,12 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
     // The default tenant is made only once the ports are open: a start that fails on a busy port
     // must not spend the key that is shown only once.
     if (opts.api) {
-      api = await buildApi({ db, config, log, version: VERSION, ready: bootstrapDone });
+      const server = await buildApi({ db, config, log, version: VERSION, ready: bootstrapDone });
+      api = server;
+      // Stop taking requests first, before anything else stops.
+      releasers.pushIntake("api", () => server.close());
       try {
-        url = await api.listen({ host: config.host, port: config.port });
+        url = await server.listen({ host: config.host, port: config.port });
       } catch (err) {
         throw listenError(err, config.host, config.port, "api");
       }
@@ -279,7 +270,7 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
           },
         );
       });
-      metricsServer = server;
+      releasers.push("metrics", () => new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve())));
       await new Promise<void>((resolve, reject) => {
         server.once("error", reject);
         server.listen(config.metricsPort, config.host, () => {
@@ -305,7 +296,7 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
     }
 
     if (opts.worker) {
-      alertSender = new AlertSender(
+      const alertSender = new AlertSender(
         db,
         {
           smtpUrl: config.smtpUrl,
@@ -315,12 +306,15 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
         },
         log.child({ component: "alerts" }),
       );
-      sender = new Sender({
+      releasers.push("alerts", () => alertSender.stop());
+      const sender = new Sender({
         network: { allowPrivateNetworks: config.allowPrivateNetworks, allowedCidrs: config.allowedCidrs },
         userAgent: USER_AGENT,
         maxSocketsPerOrigin: config.maxSocketsPerOrigin,
       });
-      dispatcher = new Dispatcher(
+      // After the dispatcher, which waits out the grace period and releases what is left.
+      releasers.push("sender", () => sender.destroy());
+      const worker = new Dispatcher(
         db,
         sender,
         {
@@ -336,19 +330,24 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
             maxConsecutiveFailures: config.pauseAfterFailures,
             authFailuresToPause: config.pauseAfterAuthFailures,
           },
-          onAlerts: () => alertSender?.kick(),
+          onAlerts: () => alertSender.kick(),
           shard: opts.shard ?? null,
           userAgent: USER_AGENT,
         },
         log.child({ component: "dispatcher" }),
       );
-      await dispatcher.start();
+      dispatcher = worker;
+      releasers.push("dispatcher", () => worker.stop(config.shutdownGraceSeconds * 1000));
+      await worker.start();
       alertSender.start();
-      stopJanitor = startJanitor(db, config.retentionHours, log.child({ component: "janitor" }));
-      stopRecoveries = await startRecoveryWorker(
-        db,
-        { pageSize: config.recoveryPageSize, retentionHours: config.retentionHours },
-        log.child({ component: "recovery" }),
+      releasers.push("janitor", startJanitor(db, config.retentionHours, log.child({ component: "janitor" })));
+      releasers.push(
+        "recoveries",
+        await startRecoveryWorker(
+          db,
+          { pageSize: config.recoveryPageSize, retentionHours: config.retentionHours },
+          log.child({ component: "recovery" }),
+        ),
       );
     }
   } catch (err) {
@@ -357,16 +356,5 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
     throw err;
   }
 
-  let stopping: Promise<void> | null = null;
-  return {
-    db,
-    url,
-    metricsUrl,
-    api,
-    dispatcher,
-    stop() {
-      stopping ??= shutdown();
-      return stopping;
-    },
-  };
+  return { db, url, metricsUrl, api, dispatcher, stop: shutdown };
 }
