@@ -236,7 +236,7 @@ async function oneScale(o: {
 /**
  * True once delivery has stalled near its end: 99 % received, and fewer than 0.2 % of the
  * workload in the last 5 s (a run at full speed delivers the last 1 % in a second or two). One run
- * in several of session 32 had a tail (the last ~0.1 % over a minute) that others did not; this
+ * in several had a tail (the last ~0.1 % over a minute) that others did not; this
  * catches the store's state when it happens. `unique` is fed every progress poll.
  */
 function stallWatch(total: number): (unique: number) => boolean {

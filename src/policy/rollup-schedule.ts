@@ -4,7 +4,7 @@
 // Two kinds of pass. A count adds the attempts written since the last pass to their minutes; it
 // costs what those attempts cost to count, so it runs every few seconds, and the stats endpoints
 // count only the attempts written since it live (at ~6,000 deliveries/s, a minute of them took
-// ~1.3 s of the embedded store's one session per `GET /v1/stats`; docs/benchmarks.md). The
+// ~1.3 s of the embedded store's one session per `GET /v1/stats`; CHANGELOG.md). The
 // minute's tasks (the held backlog's sample, pruning, the backlog watch) run with a count just
 // after each minute ends.
 

@@ -20,7 +20,7 @@
 // every row, the API's reads then joined their good index with the tenant index in a bitmap, read
 // the whole tenant index, or sorted all of a tenant's rows for a page of 100: at 300,000
 // deliveries a destination's deliveries took 15–40 ms, the events of an hour 280–580 ms; with
-// statistics 1–3 ms, as on a server (`npm run bench:api-reads`, docs/benchmarks.md; the deliveries
+// statistics 1–3 ms, as on a server (`npm run bench:api-reads`, CHANGELOG.md; the deliveries
 // of one status, ~1 s, needed their filter rewritten too: queries/deliveries.ts). Without
 // statistics too the publish's wake-up of 1,000 events' destinations took 1.15 s at 20,000
 // destinations. The sample keeps ANALYZE short on the one session (deliveries at 300,000 rows:

@@ -80,7 +80,7 @@ describe("the claim's plans on server Postgres, with statistics", () => {
 
   test("the write-back's generic plan looks leases up by key and joins only deliveries, by key", async () => {
     // Planned here with leases empty (as after an idle start): a join to leases then put a scan of
-    // it on the outside of a nested loop over the results. Session 22's first lease table also
+    // it on the outside of a nested loop over the results. An earlier write-back also
     // joined the results to the deleted leases again: a nested loop over two CTE scans, 30 µs of
     // Postgres CPU per delivery at a batch of ~125.
     await assertFinishPlanByKey(db);
@@ -99,7 +99,7 @@ describe("the claim's plans on server Postgres, with statistics", () => {
   test("the claim's and write-back's statements are never JIT-compiled, however costly their plans look", async () => {
     // jit_above_cost 0 stands for an estimate that passed the default 100,000: at 100,000
     // destinations, with a bloated lease table analyzed, the claim's state read was estimated at
-    // 167,000 and spent 39 ms of its 77 ms compiling (bench:scale, session 32).
+    // 167,000 and spent 39 ms of its 77 ms compiling (bench:scale).
     const explain = async (genericPlans: boolean) =>
       db.tx(
         async (q) => {

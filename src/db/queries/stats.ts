@@ -51,9 +51,9 @@ export interface HeldGroup extends HoldFacts {
  * PGlite planned it as a nested loop that rescanned `leases` once per waiting delivery, where a
  * hash anti-join reads it once. At 1,000,000 waiting, `GET /v1/stats` took 2.3 s of the store's
  * one session, and 0.8 s with nested loops off. On a server the same setting made it slower (0.45
- * → 1.0 s; docs/benchmarks.md, session 33), so a server plans as it likes. NOT IN would hash on
- * both, but only while Postgres expects the leases to fit in memory; past that it compares every
- * lease with every delivery (session 31).
+ * → 1.0 s; CHANGELOG.md, API reads), so a server plans as it likes. NOT IN would hash on both,
+ * but only while Postgres expects the leases to fit in memory; past that it compares every lease
+ * with every delivery.
  */
 export async function heldGroupsOn(
   kind: Db["kind"],
