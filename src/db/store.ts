@@ -49,7 +49,7 @@ export interface TxOptions {
    * merge joins, sequential scans and JIT off for the transaction (GENERIC_SETTINGS). A generic
    * plan cannot see how small the batch is, nor how many rows the volatile `leases` holds, and a
    * cost estimate past jit_above_cost would compile for longer than these statements run.
-   * docs/architecture.md ("Round trips and plans") gives the measurements behind each setting.
+   * docs/architecture.md ("Round trips and plans") says more; CHANGELOG.md (Claim) what each setting measured.
    */
   genericPlans?: boolean;
 }
