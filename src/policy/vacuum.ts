@@ -25,9 +25,8 @@
 // statistics too the publish's wake-up of 1,000 events' destinations took 1.15 s at 20,000
 // destinations. The sample keeps ANALYZE short on the one session (deliveries at 300,000 rows:
 // 27 ms, against 270 ms at 100), and the API's plans the same.
-// Once, analyzing every table cost throughput (`bench:profile -- --embedded` ~4,600 → ~3,700/s);
-// measured again after the statements were reworked, it does not: 6,625 · 6,916 · 6,900/s without,
-// 6,614 · 6,711 · 6,901/s with. Analyzing rarely is what hurts: statistics from a nearly empty
+// Analyzing every table costs no measurable throughput (`bench:profile -- --embedded`, with and
+// without: within the noise). Analyzing rarely is what hurts: statistics from a nearly empty
 // table, kept while it filled, stalled delivery at ~60/s — autovacuum's rule re-analyzes as it grows.
 // (On the server autovacuum analyzes every table as it always has.)
 

@@ -486,7 +486,7 @@ describe("planAfterClaim", () => {
 
 // The lost wake-ups found so far (git log: 3c945bf, 0247ade, d46b748, 19b067b), as plans.
 describe("lost wake-ups", () => {
-  test("d46b748: a claim that leases the last due work looks once more a second later, not at the lease expiry", () => {
+  test("a claim that leases the last due work looks once more a second later, not at the lease expiry", () => {
     // A publish committing while the claim held the row added work the claim could not see.
     const { after } = run([row({ max_concurrency: 5 })], OPTS, { leased: { dst_1: 1 } });
     assert.deepEqual([readyMs(after), update(after).idleRecheck], [NOW + IDLE_RECHECK_MS, true]);
@@ -498,7 +498,7 @@ describe("lost wake-ups", () => {
     assert.equal(readyMs(later), NOW + IDLE_RECHECK_MS);
   });
 
-  test("19b067b: only the re-check itself settles; a flag left by a claim that leased work does not", () => {
+  test("only the re-check itself settles; a flag left by a claim that leased work does not", () => {
     // idle_recheck left set (a write-back made the row ready), and this claim leased work.
     const busy = run([row({ idle_recheck: true })], OPTS, { leased: { dst_1: 2 } }).after;
     assert.deepEqual([readyMs(busy), update(busy).idleRecheck], [NOW + IDLE_RECHECK_MS, true]);
@@ -510,7 +510,7 @@ describe("lost wake-ups", () => {
     assert.deepEqual([readyMs(retry), update(retry).idleRecheck], [NOW + 3_600_000, false]);
   });
 
-  test("3c945bf: no grant means the claim did not look, so it assumes due work", () => {
+  test("no grant means the claim did not look, so it assumes due work", () => {
     // Worker budget spent: ready again at once, even as a re-check.
     const budget = run([row({ id: "a" }), row({ id: "b", idle_recheck: true })], { ...OPTS, capacity: 5 }).after;
     assert.equal(readyMs(budget, "b"), NOW);
@@ -543,7 +543,7 @@ describe("lost wake-ups", () => {
     assert.equal(readyMs(again), NOW);
   });
 
-  test("0247ade: quiet hours hold until the window's end — a re-check first, then the end exactly", () => {
+  test("quiet hours hold until the window's end — a re-check first, then the end exactly", () => {
     const d = row({ delivery_schedule: OPEN, has_waiting: true, next_waiting: null });
     const first = run([d], OPTS, { leased: { dst_1: 0 } }).after;
     assert.deepEqual([readyMs(first), update(first).quietHolding, update(first).idleRecheck], [NOW + IDLE_RECHECK_MS, true, true]);
