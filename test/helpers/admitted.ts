@@ -12,6 +12,10 @@ import type { AdaptiveConfig } from "../../src/policy/adaptive-pace.js";
 export { EARLIEST_MS, LATEST_MS };
 
 /** The next double above / below `x` (0.001 → 0.0010000000000000002). */
+/** The longest hold or wait Sluice takes (a week), and Postgres's int4: ends results are held to. */
+export const WEEK = BOUNDS.throttle_hold_seconds.max;
+export const INT4_MAX = 2 ** 31 - 1;
+
 export function nextUp(x: number): number {
   if (x === 0) return Number.MIN_VALUE;
   const f = new Float64Array([x]);

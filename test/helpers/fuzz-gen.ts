@@ -5,6 +5,8 @@
 // Bodies are JSON trees that may hold `Raw` nodes: text sent verbatim, for what JSON.stringify
 // cannot write (nesting 20000 deep, "-0", 1e400, duplicate keys) or would rewrite.
 
+import { nextDown, nextUp } from "./admitted.js";
+
 export class Raw {
   constructor(
     readonly text: string,
@@ -346,15 +348,7 @@ export function schemaFor(s: Schema | undefined, v: Json, resolve: Resolve): Sch
   return undefined;
 }
 
-/** The next double above x (x + 1 ulp). */
-export function nextUp(x: number): number {
-  if (x === 0) return Number.MIN_VALUE;
-  const f = new Float64Array([x]);
-  const i = new BigInt64Array(f.buffer);
-  i[0] = i[0]! + (x > 0 ? 1n : -1n);
-  return f[0]!;
-}
-export const nextDown = (x: number) => -nextUp(-x);
+export { nextUp, nextDown };
 
 export function bounds(s: Schema): { lo?: number; hi?: number; exLo?: number; exHi?: number } {
   const exLo = typeof s.exclusiveMinimum === "number" ? s.exclusiveMinimum : s.exclusiveMinimum === true ? s.minimum : undefined;

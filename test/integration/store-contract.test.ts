@@ -1,13 +1,16 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { lastStatement, type Db } from "../../src/db/db.js";
+import { isStoreUnavailable, lastStatement, onAbortedTransaction, withRetry, type AbortedTransaction, type Db } from "../../src/db/db.js";
 import { BACKENDS } from "../helpers/sluice.js";
 import { openTestStore } from "../helpers/db.js";
+import { waitFor } from "../helpers/wait-for.js";
 
-// Db.tx on both stores. On the server store the connection is pipelined: statements issued
-// without waiting go out together, BEGIN rides with the first, and queryAndCommit sends COMMIT
-// right behind the last. What must hold whatever goes out together: order, all or nothing, and a
-// connection that goes back to the pool clean.
+// The store contract (src/db/store.ts), one suite run against both drivers (server-db.ts,
+// embedded-db.ts): what every other module may rely on whichever store it runs on. On the server
+// store the connection is pipelined: statements issued without waiting go out together, BEGIN
+// rides with the first, and queryAndCommit sends COMMIT right behind the last. What must hold
+// whatever goes out together: order, all or nothing, and a connection that goes back to the pool
+// clean. Then notifications, and transactions Postgres aborts (run again, and told).
 
 for (const backend of BACKENDS) {
   describe(`transactions on ${backend} Postgres`, () => {
@@ -235,6 +238,70 @@ for (const backend of BACKENDS) {
       assert.equal(first, "23505");
       assert.deepEqual(await db.tx((q) => q.queryAndCommit(insert, [41])), [{ n: 41 }]);
       assert.deepEqual(await rows(), [30, 31, 32, 33, 41]);
+    });
+
+    test("a transaction whose function runs no statement through lastStatement still commits", async () => {
+      await reset();
+      await db.tx(async (q) => {
+        await q.query("INSERT INTO tx_probe VALUES (50)");
+        await lastStatement(q).query("SELECT 1");
+      });
+      await db.tx(async (q) => {
+        await q.query("INSERT INTO tx_probe VALUES (51)");
+        // nothing through lastStatement: Db.tx commits as usual
+      });
+      assert.deepEqual(await rows(), [50, 51]);
+    });
+
+    test("notify reaches every listener of its channel after the commit, and an unsubscribed one no more", async () => {
+      const heard: string[] = [];
+      const off = await db.listen("contract_probe", (payload) => heard.push(payload));
+      await db.notify("contract_probe", "one");
+      await waitFor(() => heard.length === 1, { timeoutMs: 5000 });
+      assert.deepEqual(heard, ["one"]);
+      await off();
+      await db.notify("contract_probe", "two");
+      await new Promise((r) => setTimeout(r, 200));
+      assert.deepEqual(heard, ["one"]);
+    });
+
+    test("a deadlock or serialization failure runs the transaction again, and listeners hear of each", async () => {
+      await reset();
+      const aborted: AbortedTransaction[] = [];
+      const off = onAbortedTransaction((a) => aborted.push(a));
+      try {
+        let tries = 0;
+        await withRetry(db, async (q) => {
+          await q.query("INSERT INTO tx_probe VALUES (60)");
+          tries++;
+          if (tries === 1) throw Object.assign(new Error("deadlock detected"), { code: "40P01", detail: "Process 1 waits for …" });
+          if (tries === 2) throw Object.assign(new Error("could not serialize access"), { code: "40001" });
+        });
+        assert.equal(tries, 3);
+        assert.deepEqual(await rows(), [60], "each aborted try rolled back");
+        assert.deepEqual(
+          aborted.map((a) => [a.reason, a.attempt, a.retried, a.detail]),
+          [
+            ["deadlock", 1, true, "Process 1 waits for …"],
+            ["serialization", 2, true, null],
+          ],
+        );
+        // An error of another kind is not run again.
+        const other = await withRetry(db, () => Promise.reject(Object.assign(new Error("no"), { code: "23505" }))).catch(
+          (e: { code: string }) => e.code,
+        );
+        assert.equal(other, "23505");
+        assert.equal(aborted.length, 2);
+      } finally {
+        off();
+      }
+    });
+
+    test("a statement's own error is the statement's, never 'the store is unavailable'", async () => {
+      const err = await db.query("SELECT 1/0").catch((e: unknown) => e);
+      assert.equal((err as { code?: string }).code, "22012");
+      assert.equal(isStoreUnavailable(err), false);
+      assert.equal(db.available, true);
     });
   });
 }

@@ -7,7 +7,6 @@ import type { LockedDestinationState } from "../../src/db/queries/results.js";
 import { classify, type RawResult } from "../../src/policy/outcome.js";
 import { adaptiveOn, paceBounds } from "../../src/policy/adaptive-pace.js";
 import { RETRY_JITTER } from "../../src/policy/retry-schedule.js";
-import { BOUNDS } from "../../src/policy/bounds.js";
 import { HEALTH_STATUSES } from "../../src/policy/statuses.js";
 import {
   adaptiveConfig,
@@ -21,14 +20,13 @@ import {
   statusCode,
   stepClock,
   throttleSchedule,
+  WEEK,
+  INT4_MAX,
 } from "../helpers/admitted.js";
 
 // The write-back's decisions over any answer a receiver or the network can produce (every status,
 // any Retry-After, latencies up to MAX_SAFE_INTEGER ms) and any admitted config and stored state:
 // finite delays within the schedules' range, holds within [1 s, 7 days], a pace within its bounds.
-
-const WEEK = BOUNDS.throttle_hold_seconds.max;
-const INT4_MAX = 2 ** 31 - 1;
 
 const sendResult: fc.Arbitrary<SendResult> = fc.record({
   statusCode,

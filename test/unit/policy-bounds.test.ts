@@ -34,15 +34,14 @@ import {
   statusCode,
   stepClock,
   throttleSchedule,
+  WEEK,
+  INT4_MAX,
 } from "../helpers/admitted.js";
 
 // The small policy modules over everything the API admits (src/policy/bounds.ts) and anything a
 // receiver, the network or the store can hand them: every answer is finite and in its documented
 // range. Token buckets, quiet hours, adaptive pace, the claim planner and the write-back's
 // decisions have files of their own (*-properties.test.ts).
-
-const WEEK = BOUNDS.throttle_hold_seconds.max;
-const INT4_MAX = 2 ** 31 - 1;
 
 // ---- outcome.ts -----------------------------------------------------------------------------------
 
