@@ -78,7 +78,8 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
       req.body = {};
     }
     // Path ids and query strings are text Postgres stores or compares too: no NUL, no half of a
-    // surrogate pair (the body parser holds bodies to the same).
+    // surrogate pair (the body parser holds bodies to the same). No route: the 404 says so.
+    if (req.is404) return;
     const refused = [
       ...refusedStrings(req.params).map((f) => ({ ...f, field: `params.${f.field}` })),
       ...refusedStrings(req.query).map((f) => ({ ...f, field: `query.${f.field}` })),

@@ -419,6 +419,12 @@ for (const backend of BACKENDS) {
         assert.ok(r.status === 400 || r.status === 422, `${path}: ${r.status}`);
         assert.match(r.body.error.code, /^SLUICE_/, path);
       }
+      // No route: a 404, whatever the path holds (its params are the router's wildcard).
+      const none = await s.api<ApiError>("POST", "/v1/destinations/dst_x/%00/resume", "-1", {
+        headers: { "content-type": "application/xml" },
+      });
+      assert.equal(none.status, 404);
+      assert.equal(none.body.error.code, "SLUICE_ROUTE_NOT_FOUND");
       // An id longer than its schema allows is the schema's 422, not the router's 414.
       const long = await s.api<ValidationFailed>("GET", `/v1/events/${"x".repeat(101)}`);
       assert.equal(long.status, 422);
