@@ -122,8 +122,13 @@ export function benchStart(title: string, sluiceDir = REPO) {
       );
       return { server, settings: s, postmaster: () => postmasterPid(server.dataDir) };
     },
+    /**
+     * Saves the run as bench/results/<name>-<start, UTC>-<commit>.json: a new file per run, so a
+     * figure quoted in the docs can name the file it came from (those files are committed).
+     */
     finish(name: string, data: Record<string, unknown>): void {
-      const file = join(REPO, "bench", "results", `${name}.json`);
+      const stamp = startedAt.toISOString().slice(0, 19).replace(/:/g, "-");
+      const file = join(REPO, "bench", "results", `${name}-${stamp}Z-${source.commit}.json`);
       const results = { startedAt: startedAt.toISOString(), finishedAt: new Date().toISOString(), machine, source, ...data };
       writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
       out(`results: ${file} (process logs: ${logDir})`);

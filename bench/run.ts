@@ -1,5 +1,5 @@
 // `npm run bench`: Sluice against graphile-worker on one throwaway Postgres server, plus an
-// embedded (PGlite) figure. Prints figures and writes bench/results/latest.json; asserts nothing.
+// embedded (PGlite) figure. Prints figures and writes bench/results/delivery-<start>-<commit>.json; asserts nothing.
 // One measured run is the same for Sluice and for the baseline: a fresh receiver, the system set
 // up against it, the events published in batches (each stamped with sent_at), then a wait for
 // the last delivery or the deadline, whichever comes first.
@@ -570,7 +570,7 @@ async function main(): Promise<void> {
         `pg-boss ${pw} × localConcurrency ${pl} × batchSize ${pb} → ${perSec(pw * pl * pb)}`,
     );
   }
-  bench.finish("latest", {
+  bench.finish("delivery", {
     machineBusyBeforePct: idleBusy,
     postgres: pgs?.settings ?? null,
     fsync,
