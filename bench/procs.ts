@@ -119,9 +119,13 @@ export function spawnLogged(cmd: string, args: string[], opts: { env: NodeJS.Pro
   return logged(spawn(cmd, args, { env: opts.env, cwd: opts.cwd, stdio: ["ignore", "pipe", "pipe"] }), opts.logFile);
 }
 
-/** Forks a TypeScript module of bench/ with an IPC channel; resolves once it sends its first `ready` message. */
+/**
+ * Forks a module of bench/ with an IPC channel (TypeScript through tsx, or compiled JavaScript as
+ * is); resolves once it sends its first `ready` message.
+ */
 export function forkReady<M extends { type: string }>(module: string, args: string[], logFile: string, ms = 30_000) {
-  const child = logged(fork(module, args, { execArgv: ["--import", "tsx"], stdio: ["ignore", "pipe", "pipe", "ipc"] }), logFile);
+  const execArgv = module.endsWith(".ts") ? ["--import", "tsx"] : [];
+  const child = logged(fork(module, args, { execArgv, stdio: ["ignore", "pipe", "pipe", "ipc"] }), logFile);
   return new Promise<{ child: ChildProcess; ready: M }>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${module} did not start within ${ms / 1000} s`)), ms);
     child.on("message", (m: M) => {
