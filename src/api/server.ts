@@ -37,7 +37,7 @@ export async function buildApi(ctx: ApiContext): Promise<FastifyInstance> {
     requestTimeout: 120_000,
     // Ids are bounded by their schemas (100 characters: a 422 that says so); the router's own
     // bound, past which it answers by itself, only stops what no schema will read.
-    maxParamLength: 2048,
+    routerOptions: { maxParamLength: 2048 },
     // What the router and Node's HTTP parser refuse before any route runs gets the contract's
     // error body too, not Fastify's {"error", "message", "statusCode"}.
     frameworkErrors: (err, _req, reply) => {
