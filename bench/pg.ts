@@ -1,20 +1,36 @@
 // The bench's Postgres: a throwaway server (scripts/pg-server.mjs), databases on it, and what the
-// bench reads from them — server settings, row counters, and what a system's connections do.
+// bench reads from them — server settings, deliveries by status, and what a system's connections do.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
 import { startThrowawayPostgres, type ThrowawayPostgres } from "../scripts/pg-server.mjs";
 import { registerPostgres } from "./procs.js";
 
-/** A throwaway server, stopped (and its data deleted) with the bench's children on any exit. */
-export async function startPostgres(fsync: boolean, statStatements = false, icuLocale?: string): Promise<ThrowawayPostgres> {
-  const server = await startThrowawayPostgres({ fsync, statStatements, icuLocale, log: () => undefined });
+const SETTINGS = [
+  "server_version",
+  "fsync",
+  "synchronous_commit",
+  "full_page_writes",
+  "wal_sync_method",
+  "shared_buffers",
+  "max_connections",
+];
+
+/** A throwaway server, stopped (and its data deleted) with the bench's children on any exit; and its settings, read back. */
+export async function startPostgres(o: { fsync: boolean; statStatements?: boolean; icuLocale?: string }) {
+  const server: ThrowawayPostgres = await startThrowawayPostgres({ ...o, log: () => undefined });
   registerPostgres(server);
-  return server;
+  const rows = await adminQuery<{ name: string; setting: string }>(
+    server.url,
+    "SELECT name, current_setting(name) AS setting FROM unnest($1::text[]) AS name",
+    [SETTINGS],
+  );
+  const settings: Record<string, string> = Object.fromEntries(rows.map((r) => [r.name, r.setting]));
+  return { server, settings, postmaster: () => postmasterPid(server.dataDir) };
 }
 
 /** The postmaster's pid, from its lock file. */
-export function postmasterPid(dataDir: string): number | null {
+function postmasterPid(dataDir: string): number | null {
   try {
     const pid = Number((readFileSync(join(dataDir, "postmaster.pid"), "utf8").split("\n")[0] ?? "").trim());
     return Number.isInteger(pid) && pid > 0 ? pid : null;
@@ -23,33 +39,15 @@ export function postmasterPid(dataDir: string): number | null {
   }
 }
 
-/**
- * A pg_stat_statements row's time spent JIT-compiling, in ms (`s`: the view's alias; 0 on a Postgres
- * without the columns, before 15).
- */
-export const JIT_MS_SQL = `coalesce((to_jsonb(s) ->> 'jit_generation_time')::float8 + (to_jsonb(s) ->> 'jit_inlining_time')::float8
-                     + (to_jsonb(s) ->> 'jit_optimization_time')::float8 + (to_jsonb(s) ->> 'jit_emission_time')::float8, 0)`;
-
-/** This database's ms of JIT compiling since pg_stat_statements was last reset. */
-export async function jitMsSinceReset(db: pg.Client): Promise<number> {
-  const r = await db.query<{ ms: number }>(
-    `SELECT coalesce(sum(${JIT_MS_SQL}), 0)::float8 AS ms
-       FROM pg_stat_statements s
-      WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query NOT ILIKE '%pg_stat_statements%'`,
-  );
-  return Number(r.rows[0]?.ms ?? 0);
-}
-
 /** The same server, another database. */
-export function databaseUrl(serverUrl: string, dbName: string): string {
+function databaseUrl(serverUrl: string, dbName: string): string {
   const u = new URL(serverUrl);
   u.pathname = `/${dbName}`;
   return u.toString();
 }
 
 export async function adminQuery<R = Record<string, unknown>>(serverUrl: string, sql: string, params: unknown[] = []): Promise<R[]> {
-  const c = new pg.Client({ connectionString: databaseUrl(serverUrl, "postgres") });
-  await c.connect();
+  const c = await connect(databaseUrl(serverUrl, "postgres"));
   try {
     return (await c.query(sql, params)).rows as R[];
   } finally {
@@ -74,25 +72,6 @@ export async function withDatabase<T>(serverUrl: string, dbName: string, f: (url
   }
 }
 
-const SETTINGS = [
-  "server_version",
-  "fsync",
-  "synchronous_commit",
-  "full_page_writes",
-  "wal_sync_method",
-  "shared_buffers",
-  "max_connections",
-];
-
-export async function serverSettings(serverUrl: string): Promise<Record<string, string>> {
-  const rows = await adminQuery<{ name: string; setting: string }>(
-    serverUrl,
-    "SELECT name, current_setting(name) AS setting FROM unnest($1::text[]) AS name",
-    [SETTINGS],
-  );
-  return Object.fromEntries(SETTINGS.map((n) => [n, rows.find((r) => r.name === n)?.setting ?? "?"]));
-}
-
 /** A client of `url` whose connection errors (the server going away on Ctrl-C) surface as failed queries. */
 export async function connect(url: string): Promise<pg.Client> {
   const db = new pg.Client({ connectionString: url });
@@ -101,36 +80,10 @@ export async function connect(url: string): Promise<pg.Client> {
   return db;
 }
 
-/** Deliveries by status, as `deliveries.<status>` (or `<status>` for one destination). */
-export async function deliveriesByStatus(db: pg.Client, destinationId?: string): Promise<Record<string, number>> {
-  const rows = (
-    await db.query<{ status: string; n: number }>(
-      `SELECT status, count(*)::int AS n FROM deliveries ${destinationId ? "WHERE destination_id = $1" : ""} GROUP BY status ORDER BY status`,
-      destinationId ? [destinationId] : [],
-    )
-  ).rows;
-  return Object.fromEntries(rows.map((r) => [destinationId ? r.status : `deliveries.${r.status}`, r.n]));
-}
-
-export type Stats = Map<string, { rows: number; scans: number }>;
-
-/** Cumulative rows read by sequential scans per table and fetched through each index (pg_stat_*). */
-export async function tableStats(db: pg.Client): Promise<Stats> {
-  const rows = (
-    await db.query<{ name: string; rows: string; scans: string }>(
-      `SELECT 'seq scan ' || relname AS name, coalesce(seq_tup_read, 0) AS rows, coalesce(seq_scan, 0) AS scans FROM pg_stat_user_tables
-     UNION ALL
-     SELECT 'index ' || indexrelname, coalesce(idx_tup_read, 0), coalesce(idx_scan, 0) FROM pg_stat_user_indexes`,
-    )
-  ).rows;
-  return new Map(rows.map((r) => [r.name, { rows: Number(r.rows), scans: Number(r.scans) }]));
-}
-
-export function diffStats(a: Stats, b: Stats): { name: string; rows: number; scans: number }[] {
-  return [...b]
-    .map(([name, v]) => ({ name, rows: v.rows - (a.get(name)?.rows ?? 0), scans: v.scans - (a.get(name)?.scans ?? 0) }))
-    .filter((x) => x.rows > 0 || x.scans > 0)
-    .sort((x, y) => y.rows - x.rows);
+/** Deliveries by status, as `deliveries.<status>`. */
+export async function deliveriesByStatus(db: pg.Client): Promise<Record<string, number>> {
+  const r = await db.query<{ status: string; n: number }>("SELECT status, count(*)::int AS n FROM deliveries GROUP BY 1 ORDER BY 1");
+  return Object.fromEntries(r.rows.map((x) => [`deliveries.${x.status}`, x.n]));
 }
 
 /**

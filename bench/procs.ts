@@ -1,12 +1,13 @@
 // The bench's own process: its flags, its child processes (all stopped, with the Postgres server,
-// on an error, Ctrl-C or a timeout), and a /proc sampler that says where the CPU went.
+// on an error, Ctrl-C or a timeout), clocks and percentiles, and a /proc sampler that says where
+// the CPU went.
 import { fork, spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream, readdirSync, readFileSync } from "node:fs";
 import net from "node:net";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
 /**
  * Wall clock minus this process's performance.timeOrigin + performance.now(), in ms. Each process
@@ -18,15 +19,24 @@ export function wallClockOffsetMs(): number {
   const samples: number[] = [];
   for (let i = 0; i < 5; i++) {
     const before = Date.now();
-    let wall = before;
-    let mono = 0;
-    while (wall === before) {
-      mono = performance.timeOrigin + performance.now();
-      wall = Date.now();
-    }
+    let [wall, mono] = [before, 0];
+    while (wall === before) [mono, wall] = [performance.timeOrigin + performance.now(), Date.now()];
     samples.push(wall - mono);
   }
   return samples.sort((a, b) => a - b)[2]!;
+}
+
+let offsetMs: number | null = null;
+/** Unix ms with a sub-millisecond part: the performance clock, put on the wall clock once per process. */
+export const preciseNow = (): number => performance.timeOrigin + performance.now() + (offsetMs ??= wallClockOffsetMs());
+
+export type Percentiles = { n: number; p50: number; p90: number; p99: number; max: number };
+
+/** Nearest-rank percentiles of the finite values; null for none. */
+export function percentiles(values: number[]): Percentiles | null {
+  const v = values.filter(Number.isFinite).sort((a, b) => a - b);
+  const at = (p: number): number => v[Math.min(v.length - 1, Math.floor((p / 100) * v.length))]!;
+  return v.length === 0 ? null : { n: v.length, p50: at(50), p90: at(90), p99: at(99), max: v[v.length - 1]! };
 }
 
 // ---- flags -----------------------------------------------------------------------------------
@@ -45,10 +55,10 @@ type Values<S extends Record<string, Flag>> = {
         : number;
 };
 
-/** The flags of the benches that run `sluice api` + N × `sluice worker` against a receiver. */
-export const clusterFlags = (timeoutS: number) => ({
-  workers: { def: 2, help: "sluice worker processes beside one sluice api" },
-  "timeout-s": { def: timeoutS, help: "per run, for the deliveries to arrive" },
+/** The flags of every bench that runs Sluice on a throwaway Postgres server. */
+export const commonFlags = (timeoutS: number) => ({
+  workers: { def: 2, min: 0, help: "sluice worker processes beside one sluice api" },
+  "timeout-s": { def: timeoutS, help: "for the deliveries to arrive" },
   "wait-quiet-s": { def: 60, min: 0, help: "before each timed run, wait up to N s for other processes to leave the CPU (0 = don't)" },
   "no-fsync": { type: "bool" as const, help: "Postgres with fsync=off (default: durable)" },
   "pg-icu-locale": {
@@ -60,16 +70,17 @@ export const clusterFlags = (timeoutS: number) => ({
 
 /**
  * Parses `--name value` flags from their spec, which also makes the --help text: int flags are
- * whole numbers ≥ `min` (default 1), `def` when absent (`quick` under --quick).
+ * whole numbers ≥ `min` (default 1), `def` when absent (`quick` under --quick). A flag given twice
+ * takes its last value, so a script alias's flags can be overridden after `--`.
  */
 export function parseFlags<S extends Record<string, Flag>>(usage: string, spec: S): Values<S> & { quick: boolean } {
   const all: Record<string, Flag> = {
     ...spec,
-    quick: { type: "bool", help: spec.quick?.help ?? "small sizes (see above)" },
+    quick: { type: "bool", help: spec.quick?.help ?? "a smoke run: small sizes (see above)" },
     help: { type: "bool", help: "this text" },
   };
-  const type = (f: Flag) => (f.type === "bool" ? ("boolean" as const) : ("string" as const));
-  const { values } = parseArgs({ options: Object.fromEntries(Object.entries(all).map(([k, f]) => [k, { type: type(f) }])) });
+  const options = Object.fromEntries(Object.entries(all).map(([k, f]) => [k, { type: f.type === "bool" ? "boolean" : "string" } as const]));
+  const { values } = parseArgs({ options });
   if (values.help) {
     const left = (k: string, f: Flag): string => `--${k}${f.type === "bool" ? "" : ` ${f.arg ?? "N"}`}`;
     const width = Math.max(...Object.entries(all).map(([k, f]) => left(k, f).length)) + 2;
@@ -90,8 +101,7 @@ export function parseFlags<S extends Record<string, Flag>>(usage: string, spec: 
     else if (f.type === "str") out[k] = v;
     else {
       const n = Number(v);
-      const min = f.min ?? 1;
-      if (!Number.isInteger(n) || n < min) throw new Error(`--${k} takes a whole number ≥ ${min}, not '${String(v)}'`);
+      if (!Number.isInteger(n) || n < (f.min ?? 1)) throw new Error(`--${k} takes a whole number ≥ ${f.min ?? 1}, not '${String(v)}'`);
       out[k] = n;
     }
   }
@@ -162,7 +172,7 @@ export function freePort(): Promise<number> {
 
 let pgServer: { stop(): Promise<void> } | null = null;
 
-/** The Postgres server to stop with everything else (bench/pg.ts registers it). */
+/** The Postgres server to stop with everything else. */
 export function registerPostgres(s: typeof pgServer): void {
   pgServer = s;
 }
@@ -232,8 +242,8 @@ export type CpuFigures = Record<string, { cpuSeconds: number; pctOfOneCore: numb
 
 /**
  * Samples /proc once a second and attributes CPU time to the system under test and Postgres (with
- * their descendants), the receiver and the bench itself. A process that exits between samples
- * loses at most its last second.
+ * their descendants), the receiver and the bench itself; the rest of the machine is "other
+ * processes". A process that exits between samples loses at most its last second.
  */
 export class CpuSampler {
   private readonly procs = new Map<number, { name: string; first: number; last: number }>();
@@ -286,14 +296,19 @@ export class CpuSampler {
     ];
     for (const [name, pids] of roots) {
       for (const pid of pids.filter((p) => stats.has(p))) {
-        const ticks = stats.get(pid)!.ticks;
         // A process born after begin() counts from zero; one alive at begin() from its then-total.
-        const p = this.procs.get(pid) ?? { name, first: first ? ticks : 0, last: 0 };
-        this.procs.set(pid, { ...p, last: ticks });
+        const p = this.procs.get(pid) ?? { name, first: first ? stats.get(pid)!.ticks : 0, last: 0 };
+        this.procs.set(pid, { ...p, last: stats.get(pid)!.ticks });
       }
     }
   }
 }
+
+/** "sluice 150 %, postgres 40 %, …": CPU figures on one line. */
+export const cpuLine = (cpu: CpuFigures): string =>
+  Object.entries(cpu)
+    .map(([k, v]) => `${k} ${v.pctOfOneCore} %`)
+    .join(", ");
 
 /** How busy the whole machine is over `ms`, in % of one core (a quiet 2-core box: near 0). */
 export async function machineBusyPct(ms: number): Promise<number> {

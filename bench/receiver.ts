@@ -1,29 +1,43 @@
-// The bench's side of the receiver process (bench/receiver-process.ts): start it, ask it for its
-// progress and measurements, wait for a workload to arrive.
+// The webhook receiver of every bench: a process of its own (this module, forked), so that the
+// bench's publishing does not share its event loop; and the bench's side of it. One node:http
+// server per port (several ports = several origins), answering:
+//   /throttled  429 with `Retry-After: retryAfter` to one request in `throttleOneIn` (default: all),
+//               200 at once to the others
+//   /failing    500
+//   any other   200, at once or after `delayMs`. A payload with an integer "seq" is a delivery:
+//               distinct ones counted by seq, repeats as duplicates, misrouted when its "dest" is
+//               not the /d/<n> it arrived at, publish → arrival latency from its "sent_at" (Unix
+//               ms, may be fractional) to when the request's headers were parsed. Without "seq"
+//               a request is "malformed". With `cap`, requests arriving while their path already
+//               holds `cap` in flight are counted.
+// Memory stays bounded over hours: a bit per seq, and per-delivery figures only until the bench
+// takes them (take()).
 import type { ChildProcess } from "node:child_process";
+import http from "node:http";
 import { fileURLToPath } from "node:url";
-import { forkReady, sleep, stopChild } from "./procs.js";
-import type { Progress, ReceiverConfig, ReceiverMessage } from "./receiver-process.js";
+import { forkReady, percentiles, preciseNow, sleep, stopChild } from "./procs.js";
 
-export type { Progress, ReceiverReport } from "./receiver-process.js";
-type Message<T extends ReceiverMessage["type"]> = Extract<ReceiverMessage, { type: T }>;
+export type ReceiverConfig = { delayMs?: number; ports?: number; cap?: number; retryAfter?: number; throttleOneIn?: number };
+type Progress = { type: "progress"; unique: number; total: number; throttled: number; at: number };
+type Taken = { seq: number[]; at: number[]; latencyMs: number[] };
+export type ReceiverReport = ReturnType<typeof report>;
+type Message = { type: "ready"; ports: number[] } | Progress | { type: "report"; report: ReceiverReport } | ({ type: "taken" } & Taken);
 
 export class Receiver {
-  private waiters: { type: string; resolve: (m: ReceiverMessage) => void }[] = [];
+  private waiters: { type: string; resolve: (m: Message) => void }[] = [];
 
   private constructor(
     readonly child: ChildProcess,
     readonly ports: number[],
   ) {
-    child.on("message", (m: ReceiverMessage) => {
+    child.on("message", (m: Message) => {
       const i = this.waiters.findIndex((w) => w.type === m.type);
       if (i >= 0) this.waiters.splice(i, 1)[0]!.resolve(m);
     });
   }
 
   static async start(logFile: string, config: ReceiverConfig = {}): Promise<Receiver> {
-    const module = fileURLToPath(new URL("./receiver-process.ts", import.meta.url));
-    const { child, ready } = await forkReady<Message<"ready">>(module, [JSON.stringify(config)], logFile);
+    const { child, ready } = await forkReady<{ type: "ready"; ports: number[] }>(THIS_FILE, [JSON.stringify(config)], logFile);
     return new Receiver(child, ready.ports);
   }
 
@@ -41,10 +55,10 @@ export class Receiver {
     return `http://127.0.0.1:${this.ports[dest % this.ports.length]!}/d/${dest}`;
   }
 
-  private ask<T extends ReceiverMessage["type"]>(msg: object, type: T): Promise<Message<T>> {
+  private ask<T extends Message["type"]>(msg: object, type: T): Promise<Extract<Message, { type: T }>> {
     if (this.child.exitCode !== null) return Promise.reject(new Error("receiver is gone"));
-    const answer = new Promise<Message<T>>((resolve, reject) => {
-      this.waiters.push({ type, resolve: resolve as (m: ReceiverMessage) => void });
+    const answer = new Promise<Extract<Message, { type: T }>>((resolve, reject) => {
+      this.waiters.push({ type, resolve: resolve as (m: Message) => void });
       setTimeout(() => reject(new Error(`receiver did not answer '${type}' within 30 s`)), 30_000).unref();
     });
     this.child.send(msg);
@@ -60,30 +74,14 @@ export class Receiver {
     return this.ask({ type: "progress" }, "progress");
   }
 
-  async report(publishEndAt?: number) {
+  async report(publishEndAt?: number): Promise<ReceiverReport> {
     return (await this.ask({ type: "report", publishEndAt }, "report")).report;
   }
 
-  async dump(): Promise<Record<string, { times: number[]; ranks: number[] }>> {
-    return (await this.ask({ type: "dump" }, "dump")).arrivals;
-  }
-
-  /**
-   * Each seq's first arrival (Unix ms on the receiver's performance clock, sub-millisecond: when its
-   * headers were parsed), null for one not (yet) received; and the receiver's wall-clock offset.
-   */
-  async arrivalsBySeq(): Promise<{ at: (number | null)[]; wallClockOffsetMs: number }> {
-    const m = await this.ask({ type: "arrivals" }, "arrivals");
-    return { at: m.at, wallClockOffsetMs: m.wallClockOffsetMs };
-  }
-
-  /**
-   * Publish → arrival latencies (ms) of the distinct deliveries first received since the `from`-th
-   * (0 after a reset), in arrival order, and the `next` to ask from.
-   */
-  async latencies(from: number): Promise<{ latencyMs: number[]; next: number }> {
-    const m = await this.ask({ type: "latencies", from }, "latencies");
-    return { latencyMs: m.latencyMs, next: m.next };
+  /** The distinct deliveries first received since the last take, in arrival order: seq, arrival (Unix ms), publish → arrival ms. */
+  async take(): Promise<Taken> {
+    const { type: _, ...taken } = await this.ask({ type: "take" }, "taken");
+    return taken;
   }
 
   /** Polls until `until(progress)` or the deadline, printing `line(progress)` on stderr every `everyMs`; the last progress. */
@@ -107,3 +105,143 @@ export class Receiver {
     await stopChild(this.child, 3000);
   }
 }
+
+// ---- the receiver process --------------------------------------------------------------------
+
+const THIS_FILE = fileURLToPath(import.meta.url);
+
+function counters(expected: number, openConnections: number) {
+  return {
+    expected,
+    seen: new Uint8Array(Math.ceil(expected / 8) + 1), // a bit per seq; grown as needed
+    unique: 0,
+    total: 0,
+    duplicates: 0,
+    misrouted: 0,
+    malformed: 0,
+    firstAt: null as number | null,
+    lastAt: null as number | null,
+    /** Arrival of the distinct delivery at 10 % and 90 % of `expected`: the steady middle. */
+    p10At: null as number | null,
+    p90At: null as number | null,
+    /** The distinct deliveries first received since the last take. */
+    taken: { seq: [], at: [], latencyMs: [] } as Taken,
+    maxInflight: 0,
+    maxInflightPerDestination: 0,
+    connections: 0,
+    peakOpenConnections: openConnections,
+    overCapRequests: 0,
+    overCapPaths: new Set<string>(),
+  };
+}
+
+/**
+ * total: requests since the reset, repeats and malformed included (/throttled and /failing not);
+ * latencyMs and receivedAfterPublish (first received after `publishEndAt`): of the distinct
+ * deliveries not taken yet — all of them for a bench that never takes.
+ */
+function report(c: ReturnType<typeof counters>, publishEndAt: number) {
+  const { seen: _seen, taken, overCapPaths, ...counts } = c;
+  return {
+    ...counts,
+    latencyMs: percentiles(taken.latencyMs),
+    receivedAfterPublish: taken.at.filter((t) => t > publishEndAt).length,
+    destinationsOverCap: overCapPaths.size,
+  };
+}
+
+function serve(cfg: ReceiverConfig): void {
+  let [throttledRequests, throttled, inflight, openConnections] = [0, 0, 0, 0]; // kept across resets
+  const inflightPerPath = new Map<string, number>();
+  let c = counters(0, 0);
+
+  // Regexes rather than JSON.parse: the receiver should cost as little CPU as it can, and the payload shape is ours.
+  const FIELD = { seq: /"seq":(\d+)/, dest: /"dest":(\d+)/, sent_at: /"sent_at":(\d+(?:\.\d+)?)/ };
+  const field = (body: string, name: keyof typeof FIELD): number => Number(FIELD[name].exec(body)?.[1] ?? NaN);
+
+  const record = (path: string, body: string, at: number): void => {
+    c.total++;
+    const seq = field(body, "seq");
+    if (!Number.isInteger(seq)) return void c.malformed++;
+    const dest = field(body, "dest");
+    if (!Number.isNaN(dest) && path.startsWith("/d/") && path !== `/d/${dest}`) c.misrouted++;
+    if (seq >> 3 >= c.seen.length) {
+      const grown = new Uint8Array(Math.max(2 * c.seen.length, (seq >> 3) + 1));
+      grown.set(c.seen);
+      c.seen = grown;
+    }
+    if (c.seen[seq >> 3]! & (1 << (seq & 7))) return void c.duplicates++;
+    c.seen[seq >> 3]! |= 1 << (seq & 7);
+    c.unique++;
+    c.firstAt ??= at;
+    c.lastAt = at;
+    if (c.unique === Math.floor(0.1 * c.expected)) c.p10At = at;
+    if (c.unique === Math.floor(0.9 * c.expected)) c.p90At = at;
+    c.taken.seq.push(seq);
+    c.taken.at.push(at);
+    c.taken.latencyMs.push(at - field(body, "sent_at"));
+  };
+
+  const answer = (res: http.ServerResponse, status: number, headers: Record<string, string> = {}): void =>
+    void res.writeHead(status, { "content-type": "text/plain", "content-length": "2", ...headers }).end("ok");
+
+  const handle = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+    const at = preciseNow();
+    const path = req.url ?? "";
+    if (path === "/throttled" || path === "/failing") {
+      req.resume();
+      const status = path === "/failing" ? 500 : throttledRequests++ % (cfg.throttleOneIn ?? 1) === 0 ? 429 : 200;
+      if (status === 429) throttled++;
+      req.on("end", () => answer(res, status, status === 429 ? { "retry-after": String(cfg.retryAfter ?? 5) } : {}));
+      return;
+    }
+    c.maxInflight = Math.max(c.maxInflight, ++inflight);
+    const held = inflightPerPath.get(path) ?? 0;
+    if (cfg.cap && held >= cfg.cap) {
+      c.overCapRequests++;
+      c.overCapPaths.add(path);
+    }
+    inflightPerPath.set(path, held + 1);
+    c.maxInflightPerDestination = Math.max(c.maxInflightPerDestination, held + 1);
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      record(path, Buffer.concat(chunks).toString("utf8"), at);
+      if (cfg.delayMs) setTimeout(() => answer(res, 200), cfg.delayMs);
+      else answer(res, 200);
+    });
+    res.on("close", () => {
+      inflight--;
+      inflightPerPath.set(path, (inflightPerPath.get(path) ?? 1) - 1);
+    });
+  };
+
+  const send = (m: Message): void => void process.send?.(m);
+  const progress = (): Progress => ({ type: "progress", unique: c.unique, total: c.total, throttled, at: Date.now() });
+  process.on("message", (m: { type: string; expected?: number; publishEndAt?: number }) => {
+    if (m.type === "reset") c = counters(m.expected ?? 0, openConnections);
+    if (m.type === "reset" || m.type === "progress") send(progress());
+    else if (m.type === "report") send({ type: "report", report: report(c, m.publishEndAt ?? Infinity) });
+    else if (m.type === "take") {
+      send({ type: "taken", ...c.taken });
+      c.taken = { seq: [], at: [], latencyMs: [] };
+    }
+  });
+  process.on("disconnect", () => process.exit(0)); // the bench is gone: so are we
+  process.on("SIGTERM", () => process.exit(0));
+
+  const listening = Array.from({ length: Math.max(1, cfg.ports ?? 1) }, () => {
+    const server = http.createServer(handle);
+    // Senders keep connections open for the whole run; never be the side that closes them.
+    Object.assign(server, { keepAliveTimeout: 600_000, headersTimeout: 0, requestTimeout: 0, maxRequestsPerSocket: 0 });
+    server.on("connection", (socket) => {
+      c.connections++;
+      c.peakOpenConnections = Math.max(c.peakOpenConnections, ++openConnections);
+      socket.once("close", () => openConnections--);
+    });
+    return new Promise<number>((resolve) => server.listen(0, "127.0.0.1", () => resolve((server.address() as { port: number }).port)));
+  });
+  void Promise.all(listening).then((ports) => send({ type: "ready", ports }));
+}
+
+if (process.argv[1] === THIS_FILE) serve(JSON.parse(process.argv[2] ?? "{}") as ReceiverConfig);

@@ -3,7 +3,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, hostname, release, totalmem } from "node:os";
 import { join } from "node:path";
-import { postmasterPid, serverSettings, startPostgres } from "./pg.js";
+import { startPostgres } from "./pg.js";
 import type { CpuFigures } from "./procs.js";
 import type { ReceiverReport } from "./receiver.js";
 import { REPO, sourceState } from "./sluice.js";
@@ -14,8 +14,6 @@ export const fmt = (n: number | null | undefined, digits = 0): string =>
     : n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
 export const ratio = (x: number | null | undefined, y: number | null | undefined): number | null => (x && y ? x / y : null);
 export const mark = (ok: boolean | null): string => (ok === null ? "?" : ok ? "✓" : "✗");
-export const cpuPct = (cpu: CpuFigures, k: string): string => `${fmt(cpu[k]?.pctOfOneCore)} %`;
-
 /** Columns aligned: the first to the left, the others to the right; or a Markdown table. */
 export function table(rows: string[][], markdown = false): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
@@ -24,62 +22,6 @@ export function table(rows: string[][], markdown = false): string {
     return [line(rows[0]!), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.slice(1).map(line)].join("\n");
   }
   return rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ")).join("\n");
-}
-
-/** A figure of each run: its label, its value (a number printed with `digits`), and `ratioDigits` for last/first. */
-export type Row<T> = [label: string, value: (r: T) => number | string | null | undefined, digits?: number, ratioDigits?: number];
-
-/** One column per run, one row per figure, and when `head` names one more column the ratio last/first. */
-export function compareTable<T>(head: string[], runs: T[], rows: Row<T>[]): string {
-  const cell = (v: number | string | null | undefined, d = 0): string => (typeof v === "string" ? v : fmt(v, d));
-  const withRatio = head.length > runs.length + 1;
-  const body = rows.map(([label, value, d, rd]) => {
-    const [first, last] = [value(runs[0]!), value(runs[runs.length - 1]!)];
-    const r = rd === undefined || typeof first === "string" || typeof last === "string" ? "" : fmt(ratio(last, first), rd);
-    return [label, ...runs.map((run) => cell(value(run), d)), ...(withRatio ? [r] : [])];
-  });
-  return table([head, ...body]);
-}
-
-/** The CPU rows of a comparison (% of one core), and how busy the machine was before the run. */
-export const cpuRows = <T extends { cpu: CpuFigures; machineBusyBeforePct: number }>(sluice = "CPU sluice (% of one core)"): Row<T>[] => [
-  [sluice, (r) => cpuPct(r.cpu, "sluice")],
-  ["CPU postgres", (r) => cpuPct(r.cpu, "postgres")],
-  ["CPU other processes", (r) => cpuPct(r.cpu, "(other processes, kernel)")],
-  ["machine busy before the run", (r) => `${r.machineBusyBeforePct} %`],
-];
-
-/** Deliveries/s from `from` to the last arrival, and over the middle 80 % of the distinct deliveries. */
-export function rates(r: ReceiverReport, from: number): { perSec: number | null; steadyPerSec: number | null; spanS: number | null } {
-  if (r.lastAt === null || r.unique === 0) return { perSec: null, steadyPerSec: null, spanS: null };
-  const spanS = Math.max(0.001, (r.lastAt - from) / 1000);
-  const steady =
-    r.p10At !== null && r.p90At !== null && r.p90At > r.p10At
-      ? (Math.floor(0.9 * r.expected) - Math.floor(0.1 * r.expected)) / ((r.p90At - r.p10At) / 1000)
-      : null;
-  return { perSec: r.unique / spanS, steadyPerSec: steady, spanS };
-}
-
-type DbWork = { dbWork: { name: string; rows: number; scans: number }[]; expected: number };
-
-/** Where Postgres read rows in runs A and B, per delivery of each: the 8 largest. */
-export function dbWorkTable(what: string, a: DbWork, b: DbWork): string {
-  const names = [...new Set([...a.dbWork, ...b.dbWork].map((x) => x.name))];
-  const work = (r: DbWork, n: string) => r.dbWork.find((x) => x.name === n) ?? { rows: 0, scans: 0 };
-  const largest = names.sort((x, y) => Math.max(work(a, y).rows, work(b, y).rows) - Math.max(work(a, x).rows, work(b, x).rows)).slice(0, 8);
-  return (
-    `\nrows Postgres read during the ${what} workload (pg_stat_user_tables/indexes), per ${what} delivery — the 8 largest:\n` +
-    table([
-      ["", "A rows/delivery", "B rows/delivery", "A scans", "B scans"],
-      ...largest.map((n) => [
-        `  ${n}`,
-        fmt(work(a, n).rows / a.expected, 1),
-        fmt(work(b, n).rows / b.expected, 1),
-        fmt(work(a, n).scans),
-        fmt(work(b, n).scans),
-      ]),
-    ])
-  );
 }
 
 /**
@@ -111,16 +53,15 @@ export function benchStart(title: string, sluiceDir = REPO) {
     out,
     log: (name: string): string => join(logDir, name),
     async postgres(fsync: boolean, statStatements = false, icuLocale?: string) {
-      const server = await startPostgres(fsync, statStatements, icuLocale || undefined);
-      const s = await serverSettings(server.url);
-      const durable = s.fsync === "on" && s.synchronous_commit === "on";
+      const pg = await startPostgres({ fsync, statStatements, icuLocale: icuLocale || undefined });
+      const s = pg.settings;
       out(
         `Postgres ${s.server_version} (throwaway, started by scripts/pg-server.mjs): fsync=${s.fsync}, synchronous_commit=${s.synchronous_commit}, ` +
           `full_page_writes=${s.full_page_writes}, wal_sync_method=${s.wal_sync_method}, shared_buffers=${s.shared_buffers}, max_connections=${s.max_connections}, ` +
           `default collation ${icuLocale ? `ICU ${icuLocale}` : "C"}` +
-          (durable ? " — durable defaults: every commit is flushed to disk" : " — NOT durable"),
+          (s.fsync === "on" && s.synchronous_commit === "on" ? " — durable defaults: every commit is flushed to disk" : " — NOT durable"),
       );
-      return { server, settings: s, postmaster: () => postmasterPid(server.dataDir) };
+      return pg;
     },
     /**
      * Saves the run as bench/results/<name>-<start, UTC>-<commit>.json: a new file per run, so a

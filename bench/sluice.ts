@@ -49,14 +49,16 @@ export class SluiceCluster {
       DATABASE_URL: this.o.databaseUrl ?? undefined, // undefined: not passed on
       SLUICE_DATA_DIR: this.o.dataDir ?? process.env.SLUICE_DATA_DIR,
     };
-    const dir = this.o.dir ?? REPO;
-    ensureBuilt(dir);
+    const cwd = this.o.dir ?? REPO;
+    ensureBuilt(cwd);
     // As users run it: compiled (bin/sluice.js → dist/), not from source through a loader.
-    return spawnLogged(process.execPath, [...(this.o.nodeArgs ?? []), "bin/sluice.js", command], {
-      env,
-      cwd: dir,
-      logFile,
-    });
+    return spawnLogged(process.execPath, [...(this.o.nodeArgs ?? []), "bin/sluice.js", command], { env, cwd, logFile });
+  }
+
+  /** `workers` 0: one `sluice start`; else `sluice api` + that many `sluice worker`, each ready. */
+  async start(workers: number): Promise<void> {
+    await this.startApi(workers === 0 ? "start" : "api");
+    await this.startWorkers(workers, true);
   }
 
   /** `sluice api` (or `sluice start`): runs the migrations, creates the default tenant; resolves once /healthz answers 200. */
@@ -122,24 +124,12 @@ export class SluiceCluster {
     return res.json as T;
   }
 
-  async createDestination(body: Record<string, unknown>): Promise<string> {
-    return (await this.must<{ id: string }>(201, "POST", "/v1/destinations", body)).id;
-  }
-
   /** `n` destinations, `body(i)` each, 8 requests in flight; their ids in order. */
-  async createDestinations(
-    n: number,
-    body: (i: number) => Record<string, unknown>,
-    after?: (id: string) => Promise<unknown>,
-  ): Promise<string[]> {
+  async createDestinations(n: number, body: (i: number) => Record<string, unknown>): Promise<string[]> {
     const ids = new Array<string>(n);
     let next = 0;
     const creator = async (): Promise<void> => {
-      for (let i = next++; i < n; i = next++) {
-        const id = await this.createDestination(body(i));
-        ids[i] = id;
-        await after?.(id);
-      }
+      for (let i = next++; i < n; i = next++) ids[i] = (await this.must<{ id: string }>(201, "POST", "/v1/destinations", body(i))).id;
     };
     await Promise.all(Array.from({ length: Math.min(8, n) }, creator));
     return ids;
@@ -246,10 +236,7 @@ export function ensureBuilt(dir: string): void {
 /** Feeds every file under `p` (or `p` itself), by path and content, into `h`; nothing if it does not exist. */
 function hashTree(h: ReturnType<typeof createHash>, p: string): void {
   if (!existsSync(p)) return;
-  if (!statSync(p).isDirectory()) {
-    h.update(p).update(readFileSync(p));
-    return;
-  }
+  if (!statSync(p).isDirectory()) return void h.update(p).update(readFileSync(p));
   for (const name of readdirSync(p).sort()) if (name !== "node_modules") hashTree(h, join(p, name));
 }
 
