@@ -15,7 +15,7 @@ export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeou
  * stamps of two processes (or with the database's), add each one's offset. Measured at the edge
  * of a Date.now() tick, 5 times (≈ 5 ms of busy wait); the median.
  */
-export function wallClockOffsetMs(): number {
+function wallClockOffsetMs(): number {
   const samples: number[] = [];
   for (let i = 0; i < 5; i++) {
     const before = Date.now();

@@ -17,7 +17,7 @@ import http from "node:http";
 import { fileURLToPath } from "node:url";
 import { forkReady, percentiles, preciseNow, sleep, stopChild } from "./procs.js";
 
-export type ReceiverConfig = { delayMs?: number; ports?: number; cap?: number; retryAfter?: number; throttleOneIn?: number };
+type ReceiverConfig = { delayMs?: number; ports?: number; cap?: number; retryAfter?: number; throttleOneIn?: number };
 type Progress = { type: "progress"; unique: number; total: number; throttled: number; at: number };
 type Taken = { seq: number[]; at: number[]; latencyMs: number[] };
 export type ReceiverReport = ReturnType<typeof report>;

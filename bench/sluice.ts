@@ -217,7 +217,7 @@ const built = new Set<string>();
  * measure the compiled Sluice that `npm start` runs. The source's hash is kept in dist/ after a
  * build, so a checkout whose code changed is built again before it is measured.
  */
-export function ensureBuilt(dir: string): void {
+function ensureBuilt(dir: string): void {
   if (built.has(dir)) return;
   const stamp = join(dir, "dist", ".bench-source");
   const h = createHash("sha256");
