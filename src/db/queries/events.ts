@@ -284,7 +284,7 @@ const EVENT_COLUMNS = `id, tenant_id, type, payload, occurred_at, deliver_at, cr
  * Neither index gives the events of a range of types newest first: walking the tenant's events
  * newest first and keeping the matching ones is quick when they are common among the newest, but
  * reads every newer event first when they are not (106 ms past 1,000,000 newer events of another
- * type, `npm run bench:api-reads -- --backlog 1000000`). So the first statement walks only the
+ * type, measured by the retired bench:api-reads, `git show b03e5de:bench/api-reads.ts`). So the first statement walks only the
  * newest PREFIX_WALK_ROWS; the second finds the types in the range one index descent each (a loose
  * index scan) and takes the newest `limit` of each from the type index: its cost grows with the
  * number of types in the range, never with the events of other types. (Its page is then read by
