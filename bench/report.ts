@@ -100,6 +100,8 @@ export function newRun(o: {
   return {
     ...o,
     settings: {} as Record<string, string | number | boolean | null>,
+    /** The most requests its settings allow in flight at once, across its processes. */
+    inflight: null as number | null,
     status: "error" as "complete" | "timeout" | "error",
     error: null as string | null,
     publish: null as { ms: number; eventsPerSec: number; batches: number } | null,
@@ -158,7 +160,7 @@ export function describeRun(r: RunResult): string {
     `  deliveries/s: ${fmt(r.deliveriesPerSec)} first publish → last receive over ${fmtMs(r.measuredMs)}` +
       `; after publishing ended: ${r.steadyStatePerSec === null ? "— (tail < 0.5 s)" : `${fmt(r.steadyStatePerSec)}/s`}`,
     `  publish→receive latency: p50 ${fmtMs(lat?.p50)}, p90 ${fmtMs(lat?.p90)}, p99 ${fmtMs(lat?.p99)}, max ${fmtMs(lat?.max)}`,
-    `  at the receiver: at most ${fmt(r.maxInflight)} requests at once, at most ${fmt(r.maxInflightPerDestination)} to one destination, ` +
+    `  at the receiver: at most ${fmt(r.maxInflight)} requests at once (its settings allow ${fmt(r.inflight)}), at most ${fmt(r.maxInflightPerDestination)} to one destination, ` +
       `${fmt(r.receiverConnections)} connections opened (at most ${fmt(r.peakOpenConnections)} open at once)`,
   ];
   const cap = r.perDestinationCap;
@@ -187,56 +189,83 @@ export function describeRun(r: RunResult): string {
   return lines.join("\n");
 }
 
-/** The issue's targets: Sluice ≥ 5,000 deliveries/s with the 0 ms receiver, and Sluice/baseline ≥ 1.0. */
-const TARGET = { perSec0ms: 5000, ratio: 1.0 };
+/**
+ * Today's targets. At 0 ms, where each engine runs as tuned and the CPU sets the figure: keep the
+ * ratios to the peers that the accepted level reached on a 2-core VM (3.2–4.4× graphile-worker,
+ * 1.8–2.5× pg-boss, 2026-11-26/27). At 50 ms, with one in-flight budget for all: Sluice fills at
+ * least 90 % of the bound the budget sets, and no peer beats it. Embedded has no peer to face.
+ */
+const TARGETS = { graphile0ms: 3.0, pgboss0ms: 1.8, boundShare50ms: 0.9, peers50ms: 1.0 };
+export const TARGETS_TEXT =
+  `targets: at 0 ms Sluice ≥ ${TARGETS.graphile0ms}× graphile-worker and ≥ ${TARGETS.pgboss0ms}× pg-boss; ` +
+  `at 50 ms (one in-flight budget for all) Sluice ≥ ${TARGETS.boundShare50ms * 100} % of the budget's bound and ≥ ${TARGETS.peers50ms}× each peer.`;
 
-/** The side-by-side table: Sluice against the baseline (graphile-worker) and pg-boss, with the issue's targets marked. */
+const median = (xs: number[]): number | null => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? null : s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+/** The runs' median of a figure, with the spread (min–max) when there were several. */
+function spread(runs: RunResult[], figure: (r: RunResult) => number | null | undefined, show = fmt): { mid: number | null; text: string } {
+  const xs = runs.map(figure).filter((x): x is number => typeof x === "number" && Number.isFinite(x));
+  const mid = median(xs);
+  const range = xs.length > 1 ? ` (${show(Math.min(...xs))}–${show(Math.max(...xs))})` : "";
+  return { mid, text: mid === null ? "—" : `${show(mid)}${range}` };
+}
+
+/**
+ * The side-by-side table, one row per scenario: each system's deliveries/s (the median of its
+ * runs, their range in brackets), the ratios, latency, in-flight bound, and today's targets marked.
+ */
 export function comparisonTable(results: RunResult[]): string {
   const rows = [
     [
       "scenario",
+      "runs",
       "Sluice deliveries/s",
-      "baseline deliveries/s",
-      "ratio S/B",
-      "pg-boss (group concurrency) deliveries/s",
+      "graphile-worker",
+      "ratio S/G",
+      "pg-boss",
       "ratio S/P",
-      "Sluice p50 / p99",
-      "baseline p50 / p99",
-      "pg-boss p50 / p99",
-      "Sluice recv",
-      "baseline recv",
-      "pg-boss recv",
+      "p50 / p99 S · G · P",
+      "in flight S · G · P (bound/s)",
+      "all received",
     ],
   ];
   for (const scenario of ["0ms", "50ms", "embedded"] as const) {
-    const s = results.find((r) => r.system === "sluice" && r.scenario === scenario);
-    const b = results.find((r) => r.system === "graphile-worker" && r.scenario === scenario);
-    const p = results.find((r) => r.system === "pg-boss" && r.scenario === scenario);
-    if (!s && !b && !p) continue;
-    const sRate = s?.deliveriesPerSec ?? null;
-    const r = ratio(sRate, b?.deliveriesPerSec);
-    const rp = ratio(sRate, p?.deliveriesPerSec);
-    const sTarget = scenario === "0ms" && sRate !== null ? ` ${mark(sRate >= TARGET.perSec0ms)} (≥ ${fmt(TARGET.perSec0ms)})` : "";
-    const rTarget = r !== null && scenario !== "embedded" ? ` ${mark(r >= TARGET.ratio)} (≥ ${TARGET.ratio.toFixed(1)})` : "";
-    const rate = (x: RunResult | undefined): string => (x ? fmt(x.deliveriesPerSec) + statusMark(x) : "—");
-    const lat = (x: RunResult | undefined): string => (x ? `${fmtMs(x.latencyMs?.p50)} / ${fmtMs(x.latencyMs?.p99)}` : "—");
-    const recv = (x: RunResult | undefined): string => (x ? `${fmt(x.received)}${x.duplicates ? ` (+${x.duplicates} dup)` : ""}` : "—");
-    // pg-boss promises a per-group cap: say so when the receiver saw it broken.
-    const overCap = (x: RunResult | undefined): string => (x && x.overCapRequests > 0 ? ` (${fmt(x.overCapRequests)} over cap)` : "");
-    const any = s ?? b ?? p!;
+    const of = (system: System): RunResult[] => results.filter((r) => r.system === system && r.scenario === scenario);
+    const [s, g, p] = [of("sluice"), of("graphile-worker"), of("pg-boss")];
+    const any = [...s, ...g, ...p];
+    if (any.length === 0) continue;
+    const rate = (rs: RunResult[]) => spread(rs, (r) => r.deliveriesPerSec);
+    const [sr, gr, pr] = [rate(s), rate(g), rate(p)];
+    const vs = (peer: number | null, target: number): string => {
+      const r = ratio(sr.mid, peer);
+      return r === null ? "—" : `${r.toFixed(2)}${scenario === "embedded" ? "" : ` ${mark(r >= target)} (≥ ${target})`}`;
+    };
+    const delayS = any[0]!.receiverDelayMs / 1000;
+    const inflight = (rs: RunResult[]): number | null => rs[0]?.inflight ?? null;
+    const sBound = delayS > 0 && inflight(s) ? inflight(s)! / delayS : null;
+    const sCell =
+      sr.text +
+      (sBound && sr.mid !== null ? ` ${mark(sr.mid >= TARGETS.boundShare50ms * sBound)} (${fmt((100 * sr.mid) / sBound)} % of bound)` : "");
+    const lat = (rs: RunResult[]): string =>
+      rs.length ? `${fmtMs(spread(rs, (r) => r.latencyMs?.p50).mid)} / ${fmtMs(spread(rs, (r) => r.latencyMs?.p99).mid)}` : "—";
+    const bounds = [s, g, p].map((rs) => (inflight(rs) === null ? "—" : fmt(inflight(rs))));
+    const boundPerSec = delayS > 0 && inflight(s) ? ` (${fmt(inflight(s)! / delayS)})` : "";
+    // Everything arrived once, and no cap was broken (pg-boss promises one; say so when it is not kept).
+    const bad = any.filter((r) => r.status !== "complete" || r.received < r.events || r.duplicates > 0 || r.overCapRequests > 0);
+    const first = any[0]!;
     rows.push([
-      `${scenario} (${fmt(any.destinations)} dst, ${fmt(any.events)} ev${any.store === "pglite" ? ", PGlite" : ""})`,
-      s ? rate(s) + sTarget : "—",
-      rate(b),
-      r === null ? "—" : r.toFixed(2) + rTarget,
-      rate(p) + overCap(p),
-      rp === null ? "—" : rp.toFixed(2),
-      lat(s),
-      lat(b),
-      lat(p),
-      recv(s),
-      recv(b),
-      recv(p),
+      `${scenario} (${fmt(first.destinations)} dst, ${fmt(first.events)} ev${first.store === "pglite" ? ", PGlite" : ""})`,
+      String(Math.max(s.length, g.length, p.length)),
+      sCell,
+      gr.text,
+      vs(gr.mid, scenario === "0ms" ? TARGETS.graphile0ms : TARGETS.peers50ms),
+      pr.text,
+      vs(pr.mid, scenario === "0ms" ? TARGETS.pgboss0ms : TARGETS.peers50ms),
+      [lat(s), lat(g), lat(p)].join(" · "),
+      bounds.join(" · ") + boundPerSec,
+      bad.length === 0 ? "yes" : `NO: ${bad.map((r) => `${r.system}${statusMark(r)}`).join(", ")} (see its block above)`,
     ]);
   }
   return table(rows, true);
