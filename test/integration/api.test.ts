@@ -416,7 +416,8 @@ for (const backend of BACKENDS) {
     test("deliver_at holds a delivery (scheduled) until its time", async () => {
       rx.reset();
       const d = await newDestination({ event_types: ["later.*"] });
-      const at = new Date(Date.now() + 1500);
+      // Far enough ahead that the publish and the look below come before it on a loaded machine.
+      const at = new Date(Date.now() + 3000);
       const pub = await s.api<EventAccepted>("POST", "/v1/events", { type: "later.x", payload: {}, deliver_at: at.toISOString() });
       const held = (await s.api<Event>("GET", `/v1/events/${pub.body.id}`)).body.deliveries![0]!;
       assert.equal(held.status, "held");
@@ -429,7 +430,9 @@ for (const backend of BACKENDS) {
 
     test("429 holds the whole destination (throttled), spends no retry, then delivers", async () => {
       let answered429 = 0;
-      const limited = await startReceiver(() => (answered429++ < 1 ? { status: 429, headers: { "retry-after": "1" } } : { status: 200 }));
+      // A 3 s hold: the look that sees it, the publish into it and the look at that delivery must
+      // all come inside it, four round trips that a loaded machine can stretch past a second.
+      const limited = await startReceiver(() => (answered429++ < 1 ? { status: 429, headers: { "retry-after": "3" } } : { status: 200 }));
       try {
         const d = (
           await s.api<Destination>("POST", "/v1/destinations", {
