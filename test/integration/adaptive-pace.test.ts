@@ -130,22 +130,28 @@ describe("adaptive pace on server Postgres", () => {
 
     t.diagnostic(`last 8 s: ${report}`);
 
-    // 429 above N: once converged it is sent fewer than N a second, mostly accepted, never held for minutes.
+    // Checked here: what a busy machine cannot make false: never over a capacity, never held, the
+    // 429s reaching the controller. Not checked here: how much of each capacity is used once
+    // converged (at least 0.6 N at /cap and at /shift after its fall, 0.5 N at the knee). That
+    // counts the requests this machine manages to make in 20 s, and with both cores of a 2-core
+    // machine busy /cap has used 25.4, 23.9 and 6.9 of its 40/s. It is checked on a virtual clock
+    // with these receivers, bounds, run and window: "the integration's hidden capacities, found
+    // within its 20 s" in test/unit/adaptive-pace.test.ts.
+
+    // 429 above N: once converged it is sent fewer than N a second, never held for minutes.
     const cap = fig("/cap");
     assert.ok(cap.sentPerSecond < N, `sent ${cap.sentPerSecond}/s to a receiver that takes ${N}/s: ${report}`);
-    assert.ok(cap.okPerSecond >= 0.6 * N, `used ${cap.okPerSecond}/s of ${N}/s: ${report}`);
     assert.notEqual(views["/cap"]!.status, "throttled", "adaptive pace cuts the pace instead of holding the destination");
     assert.ok(views["/cap"]!.effective_rate_per_second! < N * 1.1, report);
     assert.match(views["/cap"]!.pace_reason ?? "", /pace (cut|raised)/);
 
-    // Knee: the pace settles near the knee instead of queueing at the receiver without bound.
+    // Knee: the pace settles at or below the knee instead of queueing at the receiver without bound.
     const kneeRs = at("/knee");
-    assert.ok(kneeRs.length / 8 >= 0.5 * N && kneeRs.length / 8 <= 1.1 * N, `knee: ${kneeRs.length / 8}/s: ${report}`);
+    assert.ok(kneeRs.length / 8 <= 1.1 * N, `knee: ${kneeRs.length / 8}/s: ${report}`);
 
     // Capacity falling from 60/s to 20/s: found within seconds, then under it.
     const shift = fig("/shift");
     assert.ok(shift.sentPerSecond < 20 * 1.15, `after the fall to 20/s: sent ${shift.sentPerSecond}/s: ${report}`);
-    assert.ok(shift.okPerSecond >= 0.6 * 20, report);
 
     // Every attempt is recorded, 429s included, and the pace is in the metrics.
     const metrics = (await s.api<string>("GET", "/metrics", undefined, { key: null })).body;

@@ -318,4 +318,38 @@ describe("adaptive pace (policy/adaptive-pace.ts)", () => {
     const after = countIn(shift.accepted, T0 + 180_000, T0 + 240_000) / 60 / 100;
     assert.ok(after >= 0.8, `after the capacity doubled: used ${after.toFixed(3)}`);
   });
+
+  // The receivers of test/integration/adaptive-pace.test.ts ("hidden capacity"), with its bounds,
+  // its 20 s run and its last-8-s window, on this virtual clock: how much of each capacity is used
+  // once converged is checked here, where it does not depend on how many requests a busy machine
+  // manages to make in those seconds.
+  test("the integration's hidden capacities, found within its 20 s: 429 above 40/s, a knee at 40/s, 60 → 20/s at 9 s", () => {
+    const N = 40;
+    const b = bounds({ maxRate: 500, maxConcurrency: 50 });
+    const [from, to] = [T0 + 12_000, T0 + 20_000];
+    const perSecond = (xs: number[]) => countIn(xs, from, to) / ((to - from) / 1000);
+
+    const cap = run(b, 20, (_t, acceptedLastSecond) => ({ status: acceptedLastSecond >= N ? 429 : 200, latencyMs: 3 }));
+    const capSent = perSecond(cap.accepted) + perSecond(cap.rejected);
+    assert.ok(cap.rejected.length > 0, "the capacity was found by its 429s");
+    assert.ok(capSent < N, `sent ${capSent}/s to a receiver that takes ${N}/s`);
+    assert.ok(perSecond(cap.accepted) >= 0.6 * N, `used ${perSecond(cap.accepted)}/s of ${N}/s`);
+    assert.ok(cap.state.rate < N * 1.1, `pace ${cap.state.rate}/s`);
+
+    let free = T0;
+    const knee = run(b, 20, (t) => {
+      free = Math.max(t, free) + 1000 / N;
+      return { status: 200, latencyMs: free - t + 5 };
+    });
+    const kneeSent = perSecond(knee.accepted);
+    assert.ok(kneeSent >= 0.5 * N && kneeSent <= 1.1 * N, `knee: ${kneeSent}/s`);
+
+    const shift = run(b, 20, (t, acceptedLastSecond) => ({
+      status: acceptedLastSecond >= (t < T0 + 9_000 ? 60 : 20) ? 429 : 200,
+      latencyMs: 3,
+    }));
+    const shiftSent = perSecond(shift.accepted) + perSecond(shift.rejected);
+    assert.ok(shiftSent < 20 * 1.15, `after the fall to 20/s: sent ${shiftSent}/s`);
+    assert.ok(perSecond(shift.accepted) >= 0.6 * 20, `after the fall to 20/s: used ${perSecond(shift.accepted)}/s`);
+  });
 });
