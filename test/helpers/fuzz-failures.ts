@@ -62,15 +62,17 @@ export function truncate(text: string, max = 700): string {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The health watch: GET /healthz every 250 ms, each given 1 s. It polls from a worker thread of its
+// The health watch: GET /healthz every 250 ms, each given `timeoutMs`. It polls from a worker thread of its
 // own, so that the fuzz's own work on this thread (building a 1 MiB body, say) cannot delay a
-// poll and pass for a slow Sluice.
+// poll and pass for a slow Sluice. Silence is counted from when the thread began to poll: its own
+// start, and the set-up before it, can take seconds on a loaded machine and are not Sluice's.
 
 const POLLER = `
 const { parentPort, workerData } = require("node:worker_threads");
 const http = require("node:http");
 const agent = new http.Agent({ keepAlive: true });
 const { url, intervalMs, timeoutMs } = workerData;
+parentPort.postMessage({ ready: Date.now() });
 setInterval(() => {
   const started = Date.now();
   let done = false;
@@ -98,9 +100,12 @@ interface Poll {
 }
 
 export class HealthWatch {
+  /** The last 200 in time, or when polling began. */
   lastOkAt = Date.now();
   polls = 0;
   misses = 0;
+  /** The slowest 200 seen, in time or not: how near the budget a run came. */
+  slowestOkMs = 0;
   /** What was in flight when a poll missed: the likely culprits. */
   describeInflight: () => string[] = () => [];
   private worker: Worker | undefined;
@@ -114,14 +119,19 @@ export class HealthWatch {
   ) {}
 
   start(): this {
+    this.lastOkAt = Date.now();
     this.worker = new Worker(POLLER, { eval: true, workerData: { url: this.url, intervalMs: this.intervalMs, timeoutMs: this.timeoutMs } });
-    this.worker.on("message", (m: Poll) => this.record(m));
+    this.worker.on("message", (m: Poll | { ready: number }) => {
+      if ("ready" in m) this.lastOkAt = Math.max(this.lastOkAt, m.ready);
+      else this.record(m);
+    });
     this.worker.unref();
     return this;
   }
 
   private record(m: Poll): void {
     this.polls++;
+    if (m.status === 200) this.slowestOkMs = Math.max(this.slowestOkMs, m.ms);
     if (m.status === 200 && m.ms <= this.timeoutMs) {
       this.lastOkAt = Math.max(this.lastOkAt, m.started + m.ms);
       return;
