@@ -4,3 +4,4 @@ export function findPromtool(): string | undefined;
 export function postgresUserExists(): boolean;
 /** Debian's chromium (or SLUICE_TEST_CHROMIUM), or undefined. */
 export function findChromium(): string | undefined;
+export function findPgBouncer(): string | undefined;

@@ -1,5 +1,5 @@
 // Makes a fresh machine ready for `npm test` / `npm run bench`: npm dependencies, a Postgres
-// server binary and `promtool` (which checks /metrics). Plain Node with no imports outside the
+// server binary, and the Debian tools some tests run (promtool, chromium, pgbouncer). Plain Node with no imports outside the
 // standard library, because it runs before node_modules may exist. pg-server.mjs reuses
 // findPostgresBinDir() from here.
 import { spawnSync } from "node:child_process";
@@ -148,21 +148,19 @@ function ensurePostgres() {
   }
 }
 
-// test/integration/metrics.test.ts pipes /metrics through `promtool check metrics`. Debian ships
-// promtool only inside the prometheus package (19 MB download, 25-35 s to install); without
-// recommends, so no node exporter comes along. Its server is not needed: in a container apt's
-// policy-rc.d keeps the service from starting.
-function ensurePromtool() {
-  if (findPromtool() !== undefined) return;
-  const how = "apt-get install -y --no-install-recommends prometheus";
+/**
+ * A tool some tests run, from its Debian package when it is missing: installed as root with
+ * apt-get, else a message that says how.
+ */
+function ensureDebianTool({ tool, find, pkg, aptArgs = [pkg], usedBy, override = "" }) {
+  if (find() !== undefined) return;
+  const how = `apt-get install -y ${aptArgs.join(" ")}`;
   if (process.getuid?.() !== 0 || !isExecutable("/usr/bin/apt-get")) {
-    throw new SetupError(
-      `no promtool found on PATH. The metrics tests check /metrics with it; install Debian's prometheus package first:\n  sudo ${how}`,
-    );
+    throw new SetupError(`no ${tool} found. ${usedBy}; install Debian's ${pkg} package first:\n  sudo ${how}${override}`);
   }
-  console.error("ensure-deps: no promtool found; installing Debian's prometheus package");
-  aptInstall(["--no-install-recommends", "prometheus"]);
-  if (findPromtool() === undefined) throw new SetupError("installed prometheus, but still cannot find promtool on PATH");
+  console.error(`ensure-deps: no ${tool} found; installing Debian's ${pkg} package`);
+  aptInstall(aptArgs);
+  if (find() === undefined) throw new SetupError(`installed ${pkg}, but still cannot find ${tool}`);
 }
 
 /** Debian's Chromium, where test/helpers/browser.ts looks for it (SLUICE_TEST_CHROMIUM overrides). */
@@ -171,29 +169,40 @@ export function findChromium() {
   return candidates.find((c) => c && isExecutable(c));
 }
 
-// The dashboard tests (test/integration/dashboard*.test.ts) drive a real browser through
-// playwright-core, which never downloads one: it is given Debian's chromium (about 90 MB with
-// its libraries, 40-60 s to install).
-function ensureChromium() {
-  if (findChromium() !== undefined) return;
-  const how = "apt-get install -y chromium";
-  if (process.getuid?.() !== 0 || !isExecutable("/usr/bin/apt-get")) {
-    throw new SetupError(
-      `no chromium found (looked for /usr/bin/chromium). The dashboard tests drive it; install Debian's chromium package first:\n  sudo ${how}\n` +
-        "or point SLUICE_TEST_CHROMIUM at a Chromium or Chrome executable.",
-    );
-  }
-  console.error("ensure-deps: no chromium found; installing Debian's chromium package");
-  aptInstall(["chromium"]);
-  if (findChromium() === undefined) throw new SetupError("installed chromium, but still cannot find /usr/bin/chromium");
+/** Debian's PgBouncer (test/helpers/pgbouncer.ts), or undefined. */
+export function findPgBouncer() {
+  return ["/usr/sbin/pgbouncer", "/usr/bin/pgbouncer"].find(isExecutable);
 }
+
+const TOOLS = [
+  // Debian ships promtool only inside the prometheus package (19 MB, 25-35 s to install); without
+  // recommends no node exporter comes along, and in a container apt's policy-rc.d keeps its
+  // server from starting.
+  {
+    tool: "promtool on PATH",
+    find: findPromtool,
+    pkg: "prometheus",
+    aptArgs: ["--no-install-recommends", "prometheus"],
+    usedBy: "The metrics tests check /metrics with it",
+  },
+  // playwright-core never downloads a browser: the dashboard tests are given Debian's (about
+  // 90 MB with its libraries, 40-60 s to install).
+  {
+    tool: "chromium (looked for /usr/bin/chromium)",
+    find: findChromium,
+    pkg: "chromium",
+    usedBy: "The dashboard tests drive it",
+    override: "\nor point SLUICE_TEST_CHROMIUM at a Chromium or Chrome executable.",
+  },
+  // The pooler tests run Sluice through PgBouncer in transaction mode (about 1 MB).
+  { tool: "pgbouncer", find: findPgBouncer, pkg: "pgbouncer", usedBy: "The pooler tests run Sluice through it" },
+];
 
 function main() {
   try {
     ensureNpmDependencies();
     ensurePostgres();
-    ensurePromtool();
-    ensureChromium();
+    for (const t of TOOLS) ensureDebianTool(t);
   } catch (err) {
     if (!(err instanceof SetupError)) throw err;
     console.error(`ensure-deps: ${err.message}`);
