@@ -95,7 +95,7 @@ async function connectServer(config: Readonly<Config>, log: Logger): Promise<Db>
   let lastLog = 0;
   for (;;) {
     try {
-      return await openDb({ databaseUrl: url, poolSize: config.dbPoolSize });
+      return await openDb({ databaseUrl: url, directUrl: config.directDatabaseUrl, poolSize: config.dbPoolSize });
     } catch (err) {
       const cause = err instanceof StoreUnavailableError ? err.cause : err;
       const code = (cause as { code?: unknown } | null)?.code;

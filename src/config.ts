@@ -6,6 +6,7 @@ import { parseCidrList } from "./policy/cidr.js";
 
 export interface Config {
   databaseUrl: string | undefined;
+  directDatabaseUrl: string | undefined;
   dataDir: string;
   host: string;
   port: number;
@@ -138,6 +139,16 @@ export const SETTINGS = [
     parse: postgresUrl,
     secret: true,
     doc: "Postgres server URL (14+). Unset: embedded PGlite in SLUICE_DATA_DIR.",
+  }),
+  setting({
+    key: "directDatabaseUrl",
+    env: "SLUICE_DIRECT_DATABASE_URL",
+    default: undefined,
+    parse: postgresUrl,
+    secret: true,
+    doc:
+      "A direct connection to DATABASE_URL's database, when DATABASE_URL goes through a transaction pooler " +
+      "(PgBouncer): LISTEN/NOTIFY use it, and the pooled statements go unnamed. Unset: DATABASE_URL is direct.",
   }),
   setting({
     key: "dataDir",

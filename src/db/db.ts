@@ -16,6 +16,12 @@ export { EmbeddedDb } from "./embedded-db.js";
 export interface OpenOptions {
   /** Postgres server URL; when absent the embedded store in `dataDir` is used. */
   databaseUrl?: string | undefined;
+  /**
+   * A direct connection to the same database when `databaseUrl` goes through a transaction
+   * pooler: the listener's session, which a pooler cannot keep. Its presence also turns statement
+   * names off, since a pooled transaction may land on a connection that never prepared them.
+   */
+  directUrl?: string | undefined;
   /** Folder of the embedded store; `memory://` keeps it in memory (tests). */
   dataDir?: string;
   poolSize?: number;
@@ -32,7 +38,7 @@ export async function openDb(opts: OpenOptions): Promise<Db> {
       // everywhere else, nothing changes.
       pipeline: true,
     });
-    const db = new ServerDb(pool, opts.databaseUrl);
+    const db = new ServerDb(pool, opts.databaseUrl, { listenUrl: opts.directUrl ?? opts.databaseUrl, pooled: !!opts.directUrl });
     try {
       await db.query("SELECT 1"); // fail fast with a clear connection error
     } catch (err) {

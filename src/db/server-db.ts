@@ -24,13 +24,19 @@ export class ServerDb implements Db {
   private readonly emitter = new EventEmitter();
   private readonly listening = new Set<string>();
   private readonly availability = new Availability();
-  private readonly statements = new StatementNames();
+  private readonly statements: StatementNames;
   private closed = false;
 
+  /**
+   * `listenUrl`: where the LISTEN session connects (DATABASE_URL, or a direct URL beside a
+   * pooled one); `pooled`: the pool goes through a transaction pooler, so no statement is named.
+   */
   constructor(
     private readonly pool: pg.Pool,
-    private readonly url: string,
+    url: string,
+    private readonly opts: { listenUrl: string; pooled: boolean } = { listenUrl: url, pooled: false },
   ) {
+    this.statements = new StatementNames(opts.pooled ? 0 : undefined);
     this.emitter.setMaxListeners(0);
     this.where = describeServer(url);
     // An idle client whose connection dies: the pool drops it; the next checkout makes a new one.
@@ -207,7 +213,7 @@ export class ServerDb implements Db {
    * back every subscriber is woken: notifications sent while it was away are lost, so they look.
    */
   private async connectListener(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true });
+    const client = new pg.Client({ connectionString: this.opts.listenUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true });
     client.on("notification", (n) => this.emitter.emit(n.channel, n.payload ?? ""));
     const lost = (err?: unknown) => {
       if (this.listener !== client || this.closed) return;
