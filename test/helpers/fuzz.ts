@@ -688,13 +688,7 @@ class Fuzzer {
       // Every request still in flight is one waiting here too (or stuck: given 5 s).
       for (let waited = 0; this.inflight.size > this.replaying && waited < 5_000; waited += 20) await sleep(20);
       const from = log().length;
-      const res = await request(this.o.url + w.path, {
-        method: w.method,
-        headers: w.headers,
-        body: w.body ?? null,
-        dispatcher: this.agent,
-        signal: AbortSignal.any([this.stopper.signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]),
-      });
+      const res = await this.request(w);
       await res.body.dump();
       if (res.statusCode < 500) return `${firstError(logFrom) ?? "(nothing logged)"} (sent again alone, it answered ${res.statusCode})`;
       // The log line may trail the answer through the pipe.
@@ -708,6 +702,17 @@ class Fuzzer {
     }
   }
 
+  /** One request as the fuzz sends it: cut off by the fuzz's stop or REQUEST_TIMEOUT_MS. */
+  private request(w: Wire) {
+    return request(this.o.url + w.path, {
+      method: w.method,
+      headers: w.headers,
+      body: w.body ?? null,
+      dispatcher: this.agent,
+      signal: AbortSignal.any([this.stopper.signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]),
+    });
+  }
+
   private async send(w: Wire): Promise<void> {
     const st = this.stats.get(opName(w.draft.op))!;
     st.requests++;
@@ -716,13 +721,7 @@ class Fuzzer {
     this.recent.push(w);
     if (this.recent.length > 12) this.recent.shift();
     try {
-      const res = await request(this.o.url + w.path, {
-        method: w.method,
-        headers: w.headers,
-        body: w.body ?? null,
-        dispatcher: this.agent,
-        signal: AbortSignal.any([this.stopper.signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]),
-      });
+      const res = await this.request(w);
       const text = Buffer.from(await res.body.arrayBuffer()).toString("utf8");
       st.statuses.set(res.statusCode, (st.statuses.get(res.statusCode) ?? 0) + 1);
       if (res.statusCode >= 200 && res.statusCode < 300) {

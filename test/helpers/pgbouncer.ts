@@ -2,12 +2,12 @@
 // database on the throwaway test server: a real pooler, started and stopped by the test.
 import { spawn, type ChildProcess } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { findPgBouncer } from "../../scripts/ensure-deps.mjs";
 import { sleep } from "../../src/sleep.js";
+import { closedPort } from "./processes.js";
 
 export interface PgBouncer {
   /** The same database as the one given, through the pooler. */
@@ -15,20 +15,12 @@ export interface PgBouncer {
   stop(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
-  const server = net.createServer().listen(0, "127.0.0.1");
-  await new Promise((r) => server.once("listening", r));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((r) => server.close(r));
-  return port;
-}
-
 /** Starts PgBouncer for the database `databaseUrl` names; resolves once it answers a query. */
 export async function startPgBouncer(databaseUrl: string, opts: { poolSize?: number } = {}): Promise<PgBouncer> {
   const bin = findPgBouncer();
   if (!bin) throw new Error("no pgbouncer found: `npm test` installs Debian's pgbouncer (scripts/ensure-deps.mjs)");
   const target = new URL(databaseUrl);
-  const port = await freePort();
+  const port = await closedPort();
   // Readable by the postgres user, which PgBouncer runs as when the tests run as root (it refuses root).
   const dir = mkdtempSync(join(tmpdir(), "sluice-pgbouncer-"));
   chmodSync(dir, 0o755);

@@ -1,9 +1,8 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import net from "node:net";
 import { startThrowawayPostgres, type ThrowawayPostgres } from "../../scripts/pg-server.mjs";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
-import { spawnSluice, type SluiceProcess } from "../helpers/processes.js";
+import { closedPort, spawnSluice, type SluiceProcess } from "../helpers/processes.js";
 import { waitFor, sleep } from "../helpers/wait-for.js";
 import type { ApiError, AttemptTimeline, Destination, EventBatchAccepted } from "../helpers/api-types.js";
 
@@ -22,17 +21,6 @@ import type { ApiError, AttemptTimeline, Destination, EventBatchAccepted } from 
 // 30 s idle sleep (maxIdleMs) or for leases to expire (40 s).
 const RESUME_LIMIT_MS = 5 * 1_000;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 describe("the store goes away under load", () => {
   let pgs: ThrowawayPostgres;
   let rx: Receiver;
@@ -49,7 +37,7 @@ describe("the store goes away under load", () => {
 
   test("Sluice stays up, answers 503, resumes within seconds of the store's return, loses nothing and blames no destination", async () => {
     const key = "sk_outage_test";
-    const port = await freePort();
+    const port = await closedPort();
     const base = `http://127.0.0.1:${port}`;
     proc = spawnSluice("start", {
       DATABASE_URL: pgs.url,
