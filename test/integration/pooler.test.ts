@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { createTestDatabase, type TestDatabase } from "../helpers/db.js";
-import { startPgBouncer, type PgBouncer } from "../helpers/pgbouncer.js";
+import { startPgBouncer, type PgBouncer } from "../../scripts/pgbouncer.mjs";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { startSluice, type TestSluice } from "../helpers/sluice.js";
 import { sleep, waitFor } from "../helpers/wait-for.js";

@@ -1,35 +1,48 @@
 // Debian's PgBouncer in transaction pooling mode (what hosted poolers default to), in front of a
-// database on the throwaway test server: a real pooler, started and stopped by the test.
-import { spawn, type ChildProcess } from "node:child_process";
+// Postgres server: a real pooler, started and stopped by the tests and benches that need one.
+// Plain JS beside pg-server.mjs so that `npm test` can start one for the whole run.
+import { spawn } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import pg from "pg";
-import { findPgBouncer } from "../../scripts/ensure-deps.mjs";
-import { sleep } from "../../src/sleep.js";
-import { closedPort } from "./processes.js";
+import { findPgBouncer } from "./ensure-deps.mjs";
 
-export interface PgBouncer {
-  /** The same database as the one given, through the pooler. */
-  url: string;
-  stop(): Promise<void>;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function freePort() {
+  const srv = net.createServer();
+  await new Promise((r) => srv.listen(0, "127.0.0.1", r));
+  const port = srv.address().port;
+  await new Promise((r) => srv.close(r));
+  return port;
 }
 
-/** Starts PgBouncer for the database `databaseUrl` names; resolves once it answers a query. */
-export async function startPgBouncer(databaseUrl: string, opts: { poolSize?: number } = {}): Promise<PgBouncer> {
+/** The URL `databaseUrl` names, through the pooler at `port`: same user and database. */
+export function throughPooler(databaseUrl, port) {
+  const url = new URL(databaseUrl);
+  url.hostname = "127.0.0.1";
+  url.port = String(port);
+  return url.toString();
+}
+
+/**
+ * Starts PgBouncer in front of the server `databaseUrl` names; every database on that server is
+ * reachable through it (a `*` entry). Resolves once it answers a query for that database.
+ */
+export async function startPgBouncer(databaseUrl, opts = {}) {
   const bin = findPgBouncer();
   if (!bin) throw new Error("no pgbouncer found: `npm test` installs Debian's pgbouncer (scripts/ensure-deps.mjs)");
   const target = new URL(databaseUrl);
-  const port = await closedPort();
-  // Readable by the postgres user, which PgBouncer runs as when the tests run as root (it refuses root).
+  const port = await freePort();
+  // Readable by the postgres user, which PgBouncer runs as when we run as root (it refuses root).
   const dir = mkdtempSync(join(tmpdir(), "sluice-pgbouncer-"));
   chmodSync(dir, 0o755);
-  const user = decodeURIComponent(target.username);
-  const file = (name: string, text: string): string => {
+  const file = (name, text) => {
     writeFileSync(join(dir, name), text, { mode: 0o644 });
     return join(dir, name);
   };
-  const users = file("users.txt", `"${user}" ""\n`);
+  const users = file("users.txt", `"${decodeURIComponent(target.username)}" ""\n`);
   const ini = file(
     "pgbouncer.ini",
     [
@@ -42,7 +55,7 @@ export async function startPgBouncer(databaseUrl: string, opts: { poolSize?: num
       "auth_type = trust",
       `auth_file = ${users}`,
       "pool_mode = transaction",
-      "max_client_conn = 1000",
+      `max_client_conn = ${opts.maxClients ?? 1000}`,
       // Fewer server connections than Sluice's pool holds clients: transactions must share them.
       `default_pool_size = ${opts.poolSize ?? 4}`,
       "",
@@ -50,13 +63,11 @@ export async function startPgBouncer(databaseUrl: string, opts: { poolSize?: num
   );
   const root = process.getuid?.() === 0;
   const [cmd, args] = root ? ["runuser", ["-u", "postgres", "--", bin, ini]] : [bin, [ini]];
-  const child: ChildProcess = spawn(cmd, args, { stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(cmd, args, { stdio: ["ignore", "ignore", "pipe"] });
   let log = ""; // its log goes to stderr: the last of it explains a failed start
-  child.stderr?.on("data", (d: Buffer) => (log = (log + d.toString()).slice(-2000)));
-  const url = new URL(databaseUrl);
-  url.port = String(port);
-  url.hostname = "127.0.0.1";
-  const stop = async (): Promise<void> => {
+  child.stderr?.on("data", (d) => (log = (log + d.toString()).slice(-2000)));
+  const url = throughPooler(databaseUrl, port);
+  const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) {
       const exited = new Promise((r) => child.once("exit", r));
       child.kill("SIGTERM");
@@ -64,17 +75,18 @@ export async function startPgBouncer(databaseUrl: string, opts: { poolSize?: num
     }
     rmSync(dir, { recursive: true, force: true });
   };
+  const { default: pg } = await import("pg");
   for (const deadline = Date.now() + 15_000; ; await sleep(100)) {
     if (child.exitCode !== null) {
       await stop();
       throw new Error(`pgbouncer exited (code ${child.exitCode}) before it answered:\n${log}`);
     }
-    const c = new pg.Client({ connectionString: url.toString() });
+    const c = new pg.Client({ connectionString: url });
     try {
       await c.connect();
       await c.query("SELECT 1");
       await c.end();
-      return { url: url.toString(), stop };
+      return { url, port, stop };
     } catch (err) {
       await c.end().catch(() => undefined);
       if (Date.now() > deadline) {
