@@ -96,6 +96,10 @@ const bool: Parser<boolean> = (raw) => {
 /** DATABASE_URL: a postgres:// or postgresql:// URL. Errors never repeat the value (it holds a password). */
 const postgresUrl: Parser<string | undefined> = (raw) => {
   if (raw === "") return undefined;
+  // A host list (h1:5432,h2:5432, for a primary and its standbys) is no WHATWG URL: its hosts and
+  // target_session_attrs are checked as the store opens (src/db/hosts.ts, a layer above this one),
+  // and a bad one is reported as SLUICE_CONFIG_INVALID there.
+  if (/^postgres(ql)?:\/\/[^/?#]*,/i.test(raw)) return raw;
   let url: URL;
   try {
     url = new URL(raw);
@@ -258,8 +262,14 @@ export const SETTINGS = [
     key: "retentionHours",
     env: "SLUICE_RETENTION_HOURS",
     default: 168,
-    parse: int(1, 24 * 3650),
-    doc: "Finished deliveries, their attempts and events are pruned after this many hours.",
+    // Fractions down to a minute, so that a soak test sees retention at work within its run.
+    parse: (raw) => {
+      const n = Number(raw);
+      if (raw.trim() === "" || !(n >= 1 / 60 && n <= 24 * 3650))
+        throw new Error(`must be a number of hours from 0.017 (a minute) to ${24 * 3650}`);
+      return n;
+    },
+    doc: "Finished deliveries, their attempts and events are pruned after this many hours (fractions allowed: 0.25 is 15 minutes).",
   }),
   // One page is one transaction holding the destination's row lock: small enough that claims and
   // ingest barely wait for it, large enough that a million-row recovery is 2,000 statements.

@@ -50,7 +50,13 @@ export async function pruneOnce(
   });
 }
 
-export function startJanitor(db: Db, retentionHours: number, log: Logger, everyMs = 5 * 60_000): () => void {
+// Every 5 minutes, or twice per retention period when that is shorter: nothing outlives retention by over half of it.
+export function startJanitor(
+  db: Db,
+  retentionHours: number,
+  log: Logger,
+  everyMs = Math.min(5 * 60_000, retentionHours * 1_800_000),
+): () => void {
   const stopPruning = everyRound("pruning", log, { firstMs: Math.min(everyMs, 30_000), everyMs }, async (stopped) => {
     // Keep going while full batches come back, so a large backlog drains without a long lock.
     for (let i = 0; i < 20 && !stopped(); i++) {

@@ -167,7 +167,7 @@ export async function advanceRecovery(
 /** Finished recoveries older than `retentionHours`, like the deliveries they queued. */
 export async function pruneRecoveries(q: Queryable, retentionHours: number): Promise<number> {
   const rows = await q.query<{ n: number }>(
-    `WITH d AS (DELETE FROM recoveries WHERE status = 'done' AND finished_at < now() - make_interval(hours => $1) RETURNING 1)
+    `WITH d AS (DELETE FROM recoveries WHERE status = 'done' AND finished_at < now() - $1::float8 * interval '1 hour' RETURNING 1)
      SELECT count(*)::int AS n FROM d`,
     [retentionHours],
   );

@@ -8,7 +8,7 @@ import { UNLEASED } from "./leases.js";
 // those a deleted destination left waiting, are discarded. Each statement returns how many rows
 // it removed or changed.
 
-const cutoff = `now() - make_interval(hours => $1)`;
+const cutoff = `now() - $1::float8 * interval '1 hour'`; // $1 may be a fraction of an hour
 
 /** Takes the retention lock for the caller's transaction; false when another worker holds it. */
 export async function tryRetentionLock(q: Queryable): Promise<boolean> {
