@@ -2,8 +2,7 @@
 // `POST /v1/events` to one destination (round robin), then a pause after its answer: what is left
 // is the path itself. The server store (durable Postgres, `sluice api` + N × `sluice worker`) and
 // the embedded store (`sluice start` on PGlite), back to back. Stamps are sub-millisecond (each
-// process's performance clock on the wall clock, procs.ts preciseNow); on the server the
-// database's (events.created_at, attempts.started_at; 1 ms resolution) split the path into stages.
+// process's performance clock on the wall clock, procs.ts preciseNow).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,7 +11,7 @@ import { Agent, request } from "undici";
 import { connect, withDatabase } from "./pg.js";
 import { commonFlags, parseFlags, percentiles, preciseNow, runBench, sleep, waitQuiet, type Percentiles } from "./procs.js";
 import { Receiver } from "./receiver.js";
-import { benchStart, fmt, mark, table } from "./report.js";
+import { benchStart, fmt, mark } from "./report.js";
 import { SluiceCluster } from "./sluice.js";
 
 const flags = () =>
@@ -30,14 +29,8 @@ type Flags = ReturnType<typeof flags>;
 const TARGETS = { server: { p50: 3, p99: 10 }, embedded: { p50: 5, p99: 15 } };
 type Store = keyof typeof TARGETS;
 
-/** One measured event, Unix ms: sent and answered (bench), started (the worker, from attempts), arrived (receiver). */
-type Sample = { eventId: string; sentAt: number; answeredAt: number; createdAt?: number; startedAt?: number; arrivedAt?: number };
-const STAGES: [string, (s: Sample) => number | undefined][] = [
-  ["client send → write starts (events.created_at)", (s) => s.createdAt! - s.sentAt],
-  ["write start → 202 at the client", (s) => s.answeredAt - s.createdAt!],
-  ["202 → attempt started_at (wake-up + claim)", (s) => s.startedAt! - s.answeredAt],
-  ["started_at → receiver arrival", (s) => s.arrivedAt! - s.startedAt!],
-];
+/** One measured event, Unix ms: sent and answered (bench), arrived (receiver). */
+type Sample = { sentAt: number; answeredAt: number; arrivedAt?: number };
 
 /**
  * What one hop costs on this machine after the same idle pause, the floor under every hop of the
@@ -83,17 +76,12 @@ async function runStore(store: Store, f: Flags, bench: ReturnType<typeof benchSt
           payload: { seq, dest: seq % ids.length, sent_at: sentAt },
           destination_ids: [ids[seq % ids.length]!],
         };
-        const { id } = await cluster.must<{ id: string }>(202, "POST", "/v1/events", body);
-        samples.push({ eventId: id, sentAt, answeredAt: preciseNow() });
+        await cluster.must(202, "POST", "/v1/events", body);
+        samples.push({ sentAt, answeredAt: preciseNow() });
         await sleep(f["gap-ms"]);
       }
-      const deadline = Date.now() + f["timeout-s"] * 1000;
-      await rcv.waitFor(
-        (p) => p.unique >= n,
-        deadline,
-        (p) => `  ${what}: received ${fmt(p.unique)}/${fmt(n)}`,
-        2000,
-      );
+      const line = (p: { unique: number }): string => `  ${what}: received ${fmt(p.unique)}/${fmt(n)}`;
+      await rcv.waitFor((p) => p.unique >= n, Date.now() + f["timeout-s"] * 1000, line, 2000);
       const { seq, at } = await rcv.take();
       seq.forEach((s, i) => (samples[s]!.arrivedAt = at[i]));
       return samples;
@@ -101,7 +89,6 @@ async function runStore(store: Store, f: Flags, bench: ReturnType<typeof benchSt
     if (f.warmup > 0) await oneByOne(f.warmup, "warm-up");
     const samples = await oneByOne(f.events, "measured");
     const rep = await rcv.report();
-    if (databaseUrl) await readStamps(databaseUrl, samples);
     return {
       store,
       busyBeforePct,
@@ -110,7 +97,6 @@ async function runStore(store: Store, f: Flags, bench: ReturnType<typeof benchSt
       duplicates: rep.duplicates,
       publishToReceiveMs: percentiles(samples.map((s) => s.arrivedAt! - s.sentAt)),
       publishRoundTripMs: percentiles(samples.map((s) => s.answeredAt - s.sentAt)),
-      stages: databaseUrl ? STAGES.map(([name, of]) => ({ name, ms: percentiles(samples.map((s) => of(s) ?? NaN)) })) : null,
       engineMetrics: await cluster.engineMetrics().catch(() => null),
       samples,
     };
@@ -119,27 +105,6 @@ async function runStore(store: Store, f: Flags, bench: ReturnType<typeof benchSt
     await rcv.stop();
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   }
-}
-
-/** Each event's transaction start and its first attempt's start; the worker writes attempts back after the answer, so wait up to 10 s. */
-async function readStamps(databaseUrl: string, samples: Sample[]): Promise<void> {
-  const db = await connect(databaseUrl);
-  const byId = new Map(samples.map((s) => [s.eventId, s]));
-  for (
-    const until = Date.now() + 10_000;
-    [...byId.values()].some((s) => s.startedAt === undefined) && Date.now() < until;
-    await sleep(200)
-  ) {
-    const r = await db.query<{ id: string; created_ms: number; started_ms: number | null }>(
-      `SELECT e.id, extract(epoch FROM e.created_at)::float8 * 1000 AS created_ms,
-              (SELECT extract(epoch FROM min(a.started_at))::float8 * 1000 FROM attempts a
-                WHERE a.destination_id = d.destination_id AND a.delivery_id = d.id) AS started_ms
-         FROM events e JOIN deliveries d ON d.event_id = e.id WHERE e.id = ANY($1::text[])`,
-      [[...byId.keys()]],
-    );
-    for (const row of r.rows) Object.assign(byId.get(row.id)!, { createdAt: row.created_ms, startedAt: row.started_ms ?? undefined });
-  }
-  await db.end();
 }
 
 async function main(): Promise<void> {
@@ -154,6 +119,7 @@ async function main(): Promise<void> {
   );
   const pgs = stores.includes("server") ? await bench.postgres(!f["no-fsync"], false, f["pg-icu-locale"]) : null;
   const ms = (n: number | undefined): string => fmt(n, 2);
+  const all = (p: Percentiles | null): string => `${ms(p?.p50)} / ${ms(p?.p90)} / ${ms(p?.p99)} / ${ms(p?.max)} ms`;
   const results = [];
   for (const store of stores) {
     const r =
@@ -165,18 +131,7 @@ async function main(): Promise<void> {
     out(
       `\n${r.store} store: ${fmt(r.received)}/${fmt(f.events)} received, ${r.duplicates} duplicates; machine ${r.busyBeforePct}% busy before`,
     );
-    const rows = [
-      ["ms", "p50", "p90", "p99", "max"],
-      ...[["publish → receive", l] as const, ["publish round trip (sent → 202)", rtt] as const].map(([name, p]) => [
-        name,
-        ms(p?.p50),
-        ms(p?.p90),
-        ms(p?.p99),
-        ms(p?.max),
-      ]),
-    ];
-    for (const s of r.stages ?? []) rows.push([`  ${s.name}`, ms(s.ms?.p50), ms(s.ms?.p90), ms(s.ms?.p99), ms(s.ms?.max)]);
-    out(table(rows));
+    out(`p50 / p90 / p99 / max: publish → receive ${all(l)}; publish round trip (sent → 202) ${all(rtt)}`);
     out(
       `one idle hop on this machine: HTTP POST answered at once p50 ${ms(h.httpMs?.p50)} / p99 ${ms(h.httpMs?.p99)} ms` +
         (h.pgMs ? `; Postgres SELECT 1 p50 ${ms(h.pgMs.p50)} / p99 ${ms(h.pgMs.p99)} ms` : ""),

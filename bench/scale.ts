@@ -1,37 +1,23 @@
 // `npm run bench:scale`: do delivery throughput and the claim's cost stay flat from 1,000 to
 // 100,000 destinations with the same total work (1,000,000 queued deliveries)? Per scale, on a
 // fresh database: one destination created through the API as a template, the rest seeded with
-// SQL, EXPLAIN ANALYZE of the claim's statements, then N × `sluice worker` deliver everything (the
-// plans sampled again half-way). Targets: deliveries/s ratio ≥ 0.8; claim statements flat.
-import { randomUUID } from "node:crypto";
-import pg from "pg";
-import { BEGIN_GENERIC, type Queryable } from "../src/db/db.js";
-import { leaseDeliveries, lockReadyDestinations, setReadyAt } from "../src/db/queries/claim.js";
+// SQL, then N × `sluice worker` deliver everything. Target: deliveries/s ratio ≥ 0.8; the claim's
+// cost (its transaction's average, from the workers' metrics) is printed beside it.
+import type pg from "pg";
 import { connect, deliveriesByStatus, withDatabase } from "./pg.js";
-import { commonFlags, CpuSampler, cpuLine, parseFlags, runBench, sleep, waitQuiet } from "./procs.js";
+import { commonFlags, CpuSampler, cpuLine, parseFlags, runBench, waitQuiet } from "./procs.js";
 import { Receiver } from "./receiver.js";
 import { benchStart, fmt, mark, ratio, table } from "./report.js";
 import { SluiceCluster } from "./sluice.js";
-
-const STATEMENTS = ["lock ready destinations", "read their state", "lease deliveries", "set ready_at"];
-// A sequential scan of a few hundred rows is the planner's right choice for a small table; one
-// that reads more grows with the data and makes the claim's cost scale.
-const SCAN_ROWS = 1000;
 
 const flags = () =>
   parseFlags("npm run bench:scale", {
     deliveries: { def: 1_000_000, quick: 100_000, help: "queued deliveries at every scale" },
     scales: { type: "str", arg: "LIST", def: "1000,100000", quick: "100,10000", help: "destination counts, comma-separated" },
-    "explain-reps": { def: 5, help: "EXPLAIN ANALYZE repetitions before the run, the median reported (mid-run: 3)" },
     ...commonFlags(1800),
     quick: { type: "bool", help: "small: 100,000 deliveries at 100 and 10,000 destinations" },
   });
 type Flags = ReturnType<typeof flags>;
-const CLAIM = {
-  batch: Number(process.env.SLUICE_CLAIM_BATCH ?? 25),
-  grantCap: Number(process.env.SLUICE_GRANT_CAP ?? 100),
-  workerConcurrency: Number(process.env.SLUICE_WORKER_CONCURRENCY ?? 512),
-};
 
 async function main(): Promise<void> {
   const f = flags();
@@ -41,7 +27,7 @@ async function main(): Promise<void> {
   const { out } = bench;
   out(
     `workload: ${fmt(f.deliveries)} queued deliveries (one event each) round-robin over ${scales.map((s) => fmt(s)).join(" / ")} destinations; ` +
-      `${f.workers} × sluice worker (claim LIMIT ${CLAIM.batch}, max_concurrency 5); receiver answers at once. Destinations (but one, ` +
+      `${f.workers} × sluice worker (max_concurrency 5); receiver answers at once. Destinations (but one, ` +
       `created through the API), events and deliveries are INSERTed with SQL — the rows POST /v1/events/batch writes — then VACUUM ANALYZE.`,
   );
   const { server, settings, postmaster } = await bench.postgres(!f["no-fsync"], false, f["pg-icu-locale"]);
@@ -49,19 +35,11 @@ async function main(): Promise<void> {
   const results: Scale[] = [];
   for (const scale of scales) {
     process.stderr.write(`\n▶ ${fmt(scale)} destinations, ${fmt(f.deliveries)} deliveries\n`);
-    const r = await withDatabase(server.url, `scale_${scale}`, (url) => oneScale(f, { url, scale, receiver, postmaster, log: bench.log }));
-    results.push(r);
-    for (const p of r.plans) {
-      out(
-        `\n── ${fmt(scale)} destinations, claim plans ${p.phase} (${fmt(p.receivedAt)} delivered; ${p.locked} destinations locked; BEGIN … ROLLBACK)`,
-      );
-      for (const s of p.statements)
-        out(`\n  ${s.statement}: ${fmt(s.executionMs, 3)} ms median of ${s.all.length}, ${s.rows} rows\n${s.plan.replace(/^/gm, "    ")}`);
-    }
+    results.push(
+      await withDatabase(server.url, `scale_${scale}`, (url) => oneScale(f, { url, scale, receiver, postmaster, log: bench.log })),
+    );
   }
 
-  const [first, last] = [results[0]!, results.at(-1)!];
-  const ms = (r: Scale, phase: string, i: number): number | undefined => r.plans.find((p) => p.phase === phase)?.statements[i]?.executionMs;
   const figures: [string, (r: Scale) => string][] = [
     ["deliveries received", (r) => fmt(r.received)],
     ["deliveries/s (first → last arrival)", (r) => fmt(r.perSec)],
@@ -69,46 +47,20 @@ async function main(): Promise<void> {
     ["claims (worker metrics)", (r) => fmt(r.engine?.claims)],
     ["claim transaction avg ms", (r) => fmt(r.engine?.["claim avg ms"], 1)],
     ["deliveries per claim", (r) => fmt(r.engine?.["deliveries per claim"], 1)],
-    ...["before", "mid-run"].flatMap((phase) =>
-      STATEMENTS.map((name, i): [string, (r: Scale) => string] => [`${phase}: ${name} (ms)`, (r) => fmt(ms(r, phase, i), 3)]),
-    ),
     ["CPU", (r) => cpuLine({ sluice: r.cpu.sluice!, postgres: r.cpu.postgres!, other: r.cpu["(other processes, kernel)"]! })],
   ];
   out(
     `\n${table([["", ...results.map((r) => `${fmt(r.destinations)} destinations`)], ...figures.map(([name, v]) => [name, ...results.map(v)])])}`,
   );
-
+  const [first, last] = [results[0]!, results.at(-1)!];
   const tput = ratio(last.perSec, first.perSec);
-  out(`\nverdict:`);
   out(
-    `  deliveries/s ${fmt(last.destinations)} ÷ ${fmt(first.destinations)} destinations = ${fmt(tput, 3)} ${mark(tput === null ? null : tput >= 0.8)} ` +
-      `(target ≥ 0.8; steady middle 80 %: ${fmt(ratio(last.steadyPerSec, first.steadyPerSec), 3)})`,
+    `\nverdict: deliveries/s ${fmt(last.destinations)} ÷ ${fmt(first.destinations)} destinations = ${fmt(tput, 3)} ` +
+      `${mark(tput === null ? null : tput >= 0.8)} (target ≥ 0.8; steady middle 80 %: ${fmt(ratio(last.steadyPerSec, first.steadyPerSec), 3)})`,
   );
-  // Flat: the larger scale's median within 1.5× of the smaller's, or less than 0.5 ms apart (below that single timings are noise).
-  for (const phase of ["before", "mid-run"]) {
-    const parts = STATEMENTS.map((name, i) => {
-      const [a, b] = [ms(first, phase, i), ms(last, phase, i)];
-      return a === undefined || b === undefined
-        ? `${name} ?`
-        : `${name} ${fmt(a, 3)} → ${fmt(b, 3)} ms ${mark(b <= 1.5 * a || b - a < 0.5)}`;
-    });
-    out(`  claim statements ${phase}: ${parts.join("; ")}`);
-  }
-  const scans = results.flatMap((r) =>
-    r.plans.flatMap((p) =>
-      p.statements.flatMap((s) => s.seqScans.map((x) => ({ where: `${fmt(r.destinations)} ${p.phase} ${s.statement}`, ...x }))),
-    ),
-  );
-  const big = scans.filter((x) => x.rows > SCAN_ROWS).map((x) => `${x.where}: ${x.table} (${fmt(x.rows)} rows)`);
-  out(`  sequential scans over ${fmt(SCAN_ROWS)} rows in the claim plans: ${big.length === 0 ? "none ✓" : `${big.join("; ")} ✗`}`);
   if (results.some((r) => r.received < f.deliveries))
     out(`  ✗ a scale did not receive all its deliveries before the timeout: its figures are partial`);
-  bench.finish("scale", {
-    postgres: settings,
-    options: { ...f, scales, claim: CLAIM },
-    verdict: { throughputRatio: tput, sequentialScans: scans },
-    results,
-  });
+  bench.finish("scale", { postgres: settings, options: { ...f, scales }, verdict: { throughputRatio: tput }, results });
 }
 
 type Scale = Awaited<ReturnType<typeof oneScale>>;
@@ -128,21 +80,15 @@ async function oneScale(
     const seedStart = Date.now();
     await seed(db, { templateId: templateId!, scale, deliveries: f.deliveries, urlPrefix: receiver.url("/d/") });
     process.stderr.write(`  seeded in ${fmt((Date.now() - seedStart) / 1000, 1)} s\n`);
-    const plans = [await explainClaim(db, "before", 0, f["explain-reps"])];
 
     const busyBeforePct = await waitQuiet(f["wait-quiet-s"] * 1000);
     await receiver.reset(f.deliveries);
     const cpu = new CpuSampler({ system: "sluice", pids: () => cluster.pids(), postmaster: o.postmaster, receiver: receiver.pid }).begin();
     const spawnedAt = Date.now();
     await cluster.startWorkers(f.workers, false);
-    const halfway = async (p: { unique: number }): Promise<boolean> => {
-      if (plans.length === 1 && p.unique >= f.deliveries / 2)
-        plans.push(await explainClaim(db, "mid-run", p.unique, Math.min(3, f["explain-reps"])));
-      return p.unique >= f.deliveries;
-    };
     const line = (p: { unique: number }): string =>
       `  [${fmt(scale)}] received ${fmt(p.unique)}/${fmt(f.deliveries)}  t=${fmt((Date.now() - spawnedAt) / 1000)}s`;
-    await receiver.waitFor(halfway, spawnedAt + f["timeout-s"] * 1000, line);
+    await receiver.waitFor((p) => p.unique >= f.deliveries, spawnedAt + f["timeout-s"] * 1000, line);
     const cpuUse = cpu.end();
     const rep = await receiver.report();
     // Timed from the first arrival: the workers' start-up is not delivery.
@@ -150,7 +96,6 @@ async function oneScale(
     const middle = rep.p10At !== null && rep.p90At !== null ? (rep.p90At - rep.p10At) / 1000 : null;
     return {
       destinations: scale,
-      plans,
       busyBeforePct,
       received: rep.unique,
       duplicates: rep.duplicates,
@@ -230,98 +175,5 @@ async function seed(db: pg.Client, o: { templateId: string; scale: number; deliv
   await db.query("VACUUM ANALYZE destinations, events, deliveries");
   await db.query("CHECKPOINT");
 }
-
-/**
- * One claim transaction as the worker runs it (src/dispatch/claim.ts), through the very functions
- * it calls, each statement preceded by EXPLAIN (ANALYZE, BUFFERS) of the same text inside a
- * savepoint that is rolled back, and the whole transaction rolled back at the end: nothing changes.
- * `reps` times; per statement the median execution time, and the last plan.
- */
-async function explainClaim(db: pg.Client, phase: string, receivedAt: number, reps: number) {
-  const runs: { sql: string; plan: string; executionMs: number; rows: number }[][] = [];
-  let [locked, emptyTries] = [0, 0];
-  while (runs.length < reps) {
-    const captured: (typeof runs)[number] = [];
-    // One statement at a time: the claim sends some together, and each one here is several
-    // statements on one connection (savepoint, explain, rollback, the statement itself).
-    let last: Promise<unknown> = Promise.resolve();
-    const q: Queryable = {
-      query: <R>(sql: string, params: unknown[] = []): Promise<R[]> => {
-        const next = last.then(() => explainOne<R>(sql, params));
-        last = next.catch(() => undefined);
-        return next;
-      },
-      exec: async (sql: string): Promise<void> => void (await db.query(sql)),
-    };
-    const explainOne = async <R>(sql: string, params: unknown[]): Promise<R[]> => {
-      await db.query("SAVEPOINT explain");
-      // EXPLAIN of a statement with bound parameters plans it for those values (a custom plan);
-      // EXPLAIN EXECUTE of a prepared statement shows the generic plan the worker runs. EXECUTE
-      // takes no bound parameters: the values go inline, as node-postgres would send them.
-      await db.query(`PREPARE explain_claim AS ${sql}`);
-      const args = params.map((v) => (v === null || v === undefined ? "NULL" : pg.Client.prototype.escapeLiteral(String(prepareValue(v)))));
-      const ex = await db.query<{ "QUERY PLAN": string }>(
-        `EXPLAIN (ANALYZE, BUFFERS) EXECUTE explain_claim${args.length ? `(${args.join(", ")})` : ""}`,
-      );
-      await db.query("ROLLBACK TO SAVEPOINT explain");
-      await db.query("DEALLOCATE explain_claim");
-      const plan = ex.rows.map((r) => r["QUERY PLAN"]).join("\n");
-      const res = await db.query(sql, params);
-      captured.push({ sql, plan, rows: res.rowCount ?? 0, executionMs: Number(/Execution Time: ([\d.]+) ms/.exec(plan)?.[1] ?? NaN) });
-      return res.rows as R[];
-    };
-    // As the worker's claim transaction (db.ts TxOptions.genericPlans): the generic plans are the ones that run.
-    await db.query(BEGIN_GENERIC);
-    try {
-      const dests = await lockReadyDestinations(q, Math.max(1, Math.min(CLAIM.batch, CLAIM.workerConcurrency)), null);
-      // Grants as the worker makes them for these destinations: no rate limit, no quiet hours, neither
-      // paused nor throttled. Typed as the worker's own, so a field the claim's inputs gain fails here.
-      let budget = CLAIM.workerConcurrency;
-      const grants: Parameters<typeof leaseDeliveries>[1] = [];
-      for (const d of dests) {
-        const n = Math.min(Math.max(0, (d.ordered ? 1 : d.max_concurrency) - d.inflight), CLAIM.grantCap, budget);
-        if (n <= 0) continue;
-        budget -= n;
-        grants.push({ destinationId: d.id, count: n, ordered: d.ordered, leaseSeconds: d.timeout_seconds + 30, quiet: false });
-      }
-      if (dests.length) {
-        await leaseDeliveries(q, grants, randomUUID());
-        const flags = { rateLimited: false, quietHolding: false, nextProbeAt: null, idleRecheck: false };
-        await setReadyAt(
-          q,
-          dests.map((d) => ({ id: d.id, readyAt: d.now, bucketState: d.bucket_state, ...flags })),
-        );
-      }
-      locked = dests.length;
-    } finally {
-      await db.query("ROLLBACK");
-    }
-    // Mid-run every ready destination may be locked by a worker for a moment (SKIP LOCKED finds
-    // none): such a try does not count, and is tried again shortly, up to 50 times.
-    if (locked === 0 && emptyTries++ < 50) await sleep(20);
-    else runs.push(captured);
-  }
-  const statements = (runs.at(-1) ?? []).map((c, i) => {
-    const all = runs
-      .map((r) => r[i]?.executionMs ?? NaN)
-      .filter(Number.isFinite)
-      .sort((a, b) => a - b);
-    // "Seq Scan on t … (actual time=a..b rows=R loops=L)": rows read per scan node, for the verdict.
-    const scans = [...c.plan.matchAll(/Seq Scan on (\w+)[^\n]*?\(actual time=[\d.]+\.\.[\d.]+ rows=(\d+) loops=(\d+)\)/g)];
-    return {
-      statement: STATEMENTS[i] ?? `statement ${i + 1}`,
-      sql: c.sql.replace(/\s+/g, " ").trim(),
-      executionMs: all[Math.floor(all.length / 2)],
-      all,
-      rows: c.rows,
-      seqScans: scans.map((m) => ({ table: m[1]!, rows: Number(m[2]) * Number(m[3]) })),
-      plan: c.plan,
-    };
-  });
-  return { phase, receivedAt, locked, emptyTries, statements };
-}
-
-/** node-postgres's own conversion of a parameter to the text it sends (arrays, dates, JSON). */
-const prepareValue = (v: unknown): unknown => (pg as unknown as { utils: { prepareValue(v: unknown): unknown } }).utils.prepareValue(v);
 
 runBench(main);
