@@ -6,12 +6,14 @@
 //   npm test -- receiver --test-name-pattern=x  arguments starting with "-" go to node --test
 //
 // Tests get SLUICE_TEST_DATABASE_URL (and create their own databases on that server), never
-// DATABASE_URL, so code that defaults to PGlite keeps doing so.
+// DATABASE_URL, so code that defaults to PGlite keeps doing so; and SLUICE_TEST_POOLER_PORT, a
+// PgBouncer in transaction mode in front of that server.
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startThrowawayPostgres, waitForChild } from "./pg-server.mjs";
+import { startPgBouncer } from "./pgbouncer.mjs";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const TEST_DIRS = ["test/unit", "test/integration"];
@@ -76,7 +78,12 @@ async function main() {
     `run-tests: started throwaway PostgreSQL ${server.version} on 127.0.0.1:${server.port}; ` + `running ${files.length} test file(s)`,
   );
 
-  const env = { ...process.env, SLUICE_TEST_DATABASE_URL: server.url };
+  // One transaction pooler for the run, in front of every test database: the "pooled" store shape.
+  const bouncer = await startPgBouncer(server.url).catch(async (err) => {
+    await server.stop();
+    throw err;
+  });
+  const env = { ...process.env, SLUICE_TEST_DATABASE_URL: server.url, SLUICE_TEST_POOLER_PORT: String(bouncer.port) };
   delete env.DATABASE_URL; // a developer's own database is never a test target
   const child = spawn(
     process.execPath,
@@ -85,6 +92,7 @@ async function main() {
   );
 
   const code = await waitForChild(child, "run-tests: could not start node --test", 1);
+  await bouncer.stop();
   await server.stop();
   return code;
 }

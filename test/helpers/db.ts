@@ -4,6 +4,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { openDb, type Db } from "../../src/db/db.js";
 import { migrate } from "../../src/db/migrate.js";
+import { startPgBouncer, throughPooler } from "../../scripts/pgbouncer.mjs";
 
 export interface TestDatabase {
   /** Connection string for the new, empty database. */
@@ -68,7 +69,7 @@ export async function createTestDatabase(opts: { icuLocale?: string } = {}): Pro
  * server. `close` also drops the server database.
  */
 export async function openTestStore(
-  backend: "embedded" | "server",
+  backend: "embedded" | "server" | "pooled",
   opts: { poolSize?: number } = {},
 ): Promise<{ db: Db; close: () => Promise<void> }> {
   if (backend === "embedded") {
@@ -76,19 +77,35 @@ export async function openTestStore(
     return { db, close: () => db.close() };
   }
   const tdb = await createTestDatabase();
-  const db = await openDb({ databaseUrl: tdb.url, poolSize: opts.poolSize ?? 2 });
+  const bouncer = backend === "pooled" ? await poolerFor(tdb.url) : null;
+  const db = await openDb({
+    databaseUrl: bouncer?.url ?? tdb.url,
+    directUrl: bouncer ? tdb.url : undefined,
+    poolSize: opts.poolSize ?? 2,
+  });
   return {
     db,
     close: async () => {
       await db.close();
+      await bouncer?.stop();
       await tdb.drop();
     },
   };
 }
 
+/**
+ * `databaseUrl` through a transaction pooler: the one `npm test` started for the run
+ * (SLUICE_TEST_POOLER_PORT), else a new one, stopped by `stop`.
+ */
+export async function poolerFor(databaseUrl: string): Promise<{ url: string; stop(): Promise<void> }> {
+  const port = Number(process.env.SLUICE_TEST_POOLER_PORT);
+  if (port) return { url: throughPooler(databaseUrl, port), stop: async () => undefined };
+  return startPgBouncer(databaseUrl);
+}
+
 /** Runs `fn` on a bare test store (openTestStore), migrated first unless `migrate` is false, and closes it after. */
 export async function withTestStore<T>(
-  backend: "embedded" | "server",
+  backend: "embedded" | "server" | "pooled",
   fn: (db: Db) => Promise<T>,
   opts: { migrate?: boolean; poolSize?: number } = {},
 ): Promise<T> {

@@ -2,14 +2,22 @@ import { pino, type Logger } from "pino";
 import { loadConfig } from "../../src/config.js";
 import { run, type Running } from "../../src/app.js";
 import { before, after } from "node:test";
-import { createTestDatabase } from "./db.js";
+import { createTestDatabase, poolerFor } from "./db.js";
 import { startReceiver, type Receiver } from "./receiver.js";
 
 // Starts a real Sluice (API and/or worker) in this process on a fresh store: embedded PGlite in
-// memory, or a new database on the throwaway Postgres server that `npm test` started.
+// memory, or a new database on the throwaway Postgres server that `npm test` started, reached
+// directly or ("pooled") through PgBouncer in transaction mode with a direct URL for LISTEN, as
+// docs/configuration.md tells users behind a pooler to run it.
 
-export type Backend = "embedded" | "server";
+export type Backend = "embedded" | "server" | "pooled";
+/** The stores a feature is proved on. */
 export const BACKENDS: Backend[] = ["embedded", "server"];
+/**
+ * The engine and fault tests add the pooled shape: what a transaction pooler breaks (statements,
+ * LISTEN, anything held across transactions) shows up in the claim, write-back and recovery paths.
+ */
+export const ENGINE_BACKENDS: Backend[] = [...BACKENDS, "pooled"];
 
 // The body is whatever the server sent (parsed JSON, else the text): callers name its type,
 // `s.api<Destination>(...)`, from test/helpers/api-types.ts; unnamed, it is `unknown`.
@@ -44,12 +52,18 @@ export async function startSluice(
     /** Instead of a pino at SLUICE_LOG_LEVEL (e.g. one that captures lines). */ log?: Logger;
   } = {},
 ): Promise<TestSluice> {
-  let drop: (() => Promise<void>) | null = null;
+  const releases: (() => Promise<void>)[] = [];
   let databaseUrl = opts.databaseUrl;
-  if (backend === "server" && !databaseUrl) {
+  if (backend !== "embedded" && !databaseUrl) {
     const tdb = await createTestDatabase();
     databaseUrl = tdb.url;
-    drop = () => tdb.drop();
+    releases.push(() => tdb.drop());
+  }
+  let pooled: Record<string, string> = {};
+  if (backend === "pooled" && databaseUrl) {
+    const bouncer = await poolerFor(databaseUrl);
+    releases.push(() => bouncer.stop());
+    pooled = { DATABASE_URL: bouncer.url, SLUICE_DIRECT_DATABASE_URL: databaseUrl };
   }
   const apiKey = "sk_test_" + Math.random().toString(36).slice(2);
   const env: Record<string, string> = {
@@ -60,6 +74,7 @@ export async function startSluice(
     SLUICE_LOG_LEVEL: process.env.SLUICE_TEST_LOG_LEVEL ?? "silent",
     SLUICE_SHUTDOWN_GRACE_SECONDS: "2",
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    ...pooled,
     ...opts.env,
   };
   const config = loadConfig({}, env);
@@ -95,7 +110,7 @@ export async function startSluice(
     },
     async stop() {
       await running.stop();
-      if (drop) await drop();
+      for (const release of releases.reverse()) await release();
     },
   };
 }

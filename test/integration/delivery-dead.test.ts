@@ -1,6 +1,6 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
+import { ENGINE_BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
 import { startMailCatcher } from "../helpers/smtp.js";
 import { startReceiver, type Receiver, type ReceivedRequest } from "../helpers/receiver.js";
 import { waitFor, sleep } from "../helpers/wait-for.js";
@@ -39,7 +39,7 @@ async function checkValues(s: TestSluice, name: string): Promise<string[]> {
   return [...row.def.matchAll(/'([^']*)'/g)].map((m) => m[1]!);
 }
 
-for (const backend of BACKENDS) {
+for (const backend of ENGINE_BACKENDS) {
   describe(`delivery.dead on ${backend} Postgres`, () => {
     let s: TestSluice;
     let sluice: Sluice;

@@ -4,7 +4,7 @@ import { abandonClaims, finishDeliveries, type DeliveryUpdate } from "../../src/
 import { withRetry } from "../../src/db/db.js";
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { BACKENDS, startSluice, useSluiceAndReceiver } from "../helpers/sluice.js";
+import { ENGINE_BACKENDS, startSluice, useSluiceAndReceiver } from "../helpers/sluice.js";
 import { startReceiver } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
 import type { Delivery, Destination, Event, EventAccepted, Page } from "../helpers/api-types.js";
@@ -24,7 +24,7 @@ function agedId(id: string, hours: number): string {
 const claimCount = async () =>
   (await metrics.claimDuration.get()).values.find((v) => v.metricName === "sluice_claim_duration_seconds_count")?.value ?? 0;
 
-for (const backend of BACKENDS) {
+for (const backend of ENGINE_BACKENDS) {
   describe(`dispatcher on ${backend} Postgres`, () => {
     const ctx = useSluiceAndReceiver(backend);
 
@@ -149,7 +149,7 @@ describe("notifications on a Postgres server", () => {
   });
 });
 
-for (const backend of BACKENDS) {
+for (const backend of ENGINE_BACKENDS) {
   describe(`a claim whose commit went unconfirmed, on ${backend} Postgres`, () => {
     test("abandonClaims hands its leases back at once, as they were: waiting, the attempt not counted", async () => {
       const s = await startSluice(backend, { worker: false });
@@ -191,7 +191,7 @@ for (const backend of BACKENDS) {
   });
 }
 
-for (const backend of BACKENDS) {
+for (const backend of ENGINE_BACKENDS) {
   describe(`leases on ${backend} Postgres`, () => {
     test("a lease is a row of its own: the delivery row is not rewritten; an expired one is reclaimed, counted, and its late result refused", async () => {
       const s = await startSluice(backend, { worker: false });

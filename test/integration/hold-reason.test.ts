@@ -6,7 +6,7 @@ import { heldByReason, scheduledDestinations } from "../../src/db/queries/stats.
 import { deliveryView } from "../../src/api/serialize.js";
 import { currentQuietWindow } from "../../src/policy/quiet-hours.js";
 import { HOLD_REASONS } from "../../src/policy/statuses.js";
-import { BACKENDS } from "../helpers/sluice.js";
+import { ENGINE_BACKENDS } from "../helpers/sluice.js";
 import { withTestStore } from "../helpers/db.js";
 
 // One classification of why a delivery waits: the API's hold_reason (one delivery) and the
@@ -76,7 +76,7 @@ async function seed(db: Db, destinations: [Dst, Dlv[]][]): Promise<string[]> {
   return ids;
 }
 
-for (const backend of BACKENDS) {
+for (const backend of ENGINE_BACKENDS) {
   describe(`hold reasons on ${backend} Postgres`, () => {
     test("the sluice_held aggregate counts each waiting delivery under the hold_reason the API shows", async () => {
       await withTestStore(backend, async (db) => {

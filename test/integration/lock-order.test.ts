@@ -1,6 +1,6 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
+import { ENGINE_BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
 import { startReceiver, type Receiver, type Responder } from "../helpers/receiver.js";
 import { createTestDatabase } from "../helpers/db.js";
 import { onServer } from "../helpers/db.js";
@@ -45,7 +45,7 @@ function shuffled<T>(xs: T[]): T[] {
   return out;
 }
 
-for (const backend of BACKENDS) {
+for (const backend of ENGINE_BACKENDS) {
   describe(`publishing beside busy write-backs (${backend})`, () => {
     let s: TestSluice;
     let rx: Receiver;

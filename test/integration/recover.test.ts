@@ -1,7 +1,7 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
+import { ENGINE_BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
 import { apiError } from "../helpers/sdk.js";
@@ -35,7 +35,7 @@ test("the recoveries status CHECK lists exactly RECOVERY_STATUSES", () => {
   );
 });
 
-for (const backend of BACKENDS) {
+for (const backend of ENGINE_BACKENDS) {
   describe(`recovery on ${backend} Postgres`, () => {
     let s: TestSluice;
     let sluice: Sluice;

@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { BACKENDS, useSluiceAndReceiver } from "../helpers/sluice.js";
+import { ENGINE_BACKENDS, useSluiceAndReceiver } from "../helpers/sluice.js";
 import { waitFor } from "../helpers/wait-for.js";
 import type { Delivery, Destination, Page } from "../helpers/api-types.js";
 
@@ -13,7 +13,7 @@ const RETRY_NOW_HEADERS: Record<string, () => string> = {
   "a past HTTP-date": () => new Date(Date.now() - 3_600_000).toUTCString(),
 };
 
-for (const backend of BACKENDS) {
+for (const backend of ENGINE_BACKENDS) {
   describe(`Retry-After meaning "now" on ${backend} Postgres`, () => {
     const ctx = useSluiceAndReceiver(backend);
 

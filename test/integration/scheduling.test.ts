@@ -1,7 +1,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { DateTime } from "luxon";
-import { BACKENDS, useSluiceAndReceiver, type TestSluice } from "../helpers/sluice.js";
+import { ENGINE_BACKENDS, useSluiceAndReceiver, type TestSluice } from "../helpers/sluice.js";
 import { waitFor, sleep } from "../helpers/wait-for.js";
 import { worstWindow } from "../helpers/windows.js";
 import type { ApiError, Delivery, Destination, Page } from "../helpers/api-types.js";
@@ -13,7 +13,7 @@ function wall(zone: string, offsetS: number): string {
   return DateTime.now().plus({ seconds: offsetS }).setZone(zone).toFormat("HH:mm:ss");
 }
 
-for (const backend of BACKENDS) {
+for (const backend of ENGINE_BACKENDS) {
   describe(`quiet hours on ${backend} Postgres`, () => {
     const ctx = useSluiceAndReceiver(backend);
 

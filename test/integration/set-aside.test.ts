@@ -1,7 +1,7 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { pino } from "pino";
-import { BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
+import { ENGINE_BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { waitFor, sleep } from "../helpers/wait-for.js";
 import { randomUUID } from "node:crypto";
@@ -17,7 +17,7 @@ import { ResultWriter } from "../../src/dispatch/result-writer.js";
 
 const HEALTHY = 99;
 
-for (const backend of BACKENDS) {
+for (const backend of ENGINE_BACKENDS) {
   describe(`a faulty destination is set aside, the others deliver (${backend})`, () => {
     let s: TestSluice;
     let rx: Receiver;
@@ -184,7 +184,7 @@ describe("the API refuses what once stopped every tenant", () => {
   });
 });
 
-for (const backend of BACKENDS) {
+for (const backend of ENGINE_BACKENDS) {
   describe(`a write-back the store refuses for one destination (${backend})`, () => {
     test("the other destinations' results land; that one is set aside, its attempts counted", async () => {
       const s = await startSluice(backend, { worker: false });

@@ -1,6 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { BACKENDS, startSluice, useSluiceAndReceiver } from "../helpers/sluice.js";
+import { ENGINE_BACKENDS, startSluice, useSluiceAndReceiver } from "../helpers/sluice.js";
 import { startReceiver } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
 import { worstWindow } from "../helpers/windows.js";
@@ -9,7 +9,7 @@ import type { Attempt, AttemptTimeline, Delivery, Destination, Page } from "../h
 
 // Burst shaping counted at the receiver: no window exceeds burst + rate × length.
 
-for (const backend of BACKENDS) {
+for (const backend of ENGINE_BACKENDS) {
   describe(`rate limits on ${backend} Postgres`, () => {
     const ctx = useSluiceAndReceiver(backend);
 

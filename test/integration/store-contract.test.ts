@@ -1,7 +1,7 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { isStoreUnavailable, lastStatement, onAbortedTransaction, withRetry, type AbortedTransaction, type Db } from "../../src/db/db.js";
-import { BACKENDS } from "../helpers/sluice.js";
+import { ENGINE_BACKENDS } from "../helpers/sluice.js";
 import { openTestStore } from "../helpers/db.js";
 import { waitFor } from "../helpers/wait-for.js";
 
@@ -12,7 +12,7 @@ import { waitFor } from "../helpers/wait-for.js";
 // whatever goes out together: order, all or nothing, and a connection that goes back to the pool
 // clean. Then notifications, and transactions Postgres aborts (run again, and told).
 
-for (const backend of BACKENDS) {
+for (const backend of ENGINE_BACKENDS) {
   describe(`transactions on ${backend} Postgres`, () => {
     let db: Db;
     let close: () => Promise<void>;
