@@ -4,6 +4,8 @@ import { ServerDb, CONNECT_TIMEOUT_MS } from "./server-db.js";
 import { EmbeddedDb } from "./embedded-db.js";
 import type { Db, TxOptions, TxQueryable } from "./store.js";
 import { isRetryableDbError } from "./store-errors.js";
+import { ConfigError } from "../errors.js";
+import { connectionTarget, type ConnectionTarget } from "./hosts.js";
 
 // Opening a store, and running transactions again when Postgres aborts them. The store interface
 // is store.ts, its two drivers server-db.ts and embedded-db.ts; what their errors mean is
@@ -29,8 +31,12 @@ export interface OpenOptions {
 
 export async function openDb(opts: OpenOptions): Promise<Db> {
   if (opts.databaseUrl) {
+    // A URL naming several hosts (hosts.ts) brings a Client class that picks one per connection;
+    // the listener shares it when it uses the same URL, so both follow a failover together.
+    const target = targetOf("DATABASE_URL", opts.databaseUrl);
+    const listen = opts.directUrl ? targetOf("SLUICE_DIRECT_DATABASE_URL", opts.directUrl) : target;
     const pool = new pg.Pool({
-      connectionString: opts.databaseUrl,
+      ...target,
       max: opts.poolSize ?? 10,
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
       keepAlive: true,
@@ -38,7 +44,7 @@ export async function openDb(opts: OpenOptions): Promise<Db> {
       // everywhere else, nothing changes.
       pipeline: true,
     });
-    const db = new ServerDb(pool, opts.databaseUrl, { listenUrl: opts.directUrl ?? opts.databaseUrl, pooled: !!opts.directUrl });
+    const db = new ServerDb(pool, opts.databaseUrl, { listen, pooled: !!opts.directUrl });
     try {
       await db.query("SELECT 1"); // fail fast with a clear connection error
     } catch (err) {
@@ -50,6 +56,15 @@ export async function openDb(opts: OpenOptions): Promise<Db> {
   const dir = opts.dataDir ?? "./.sluice";
   if (!dir.startsWith("memory://")) mkdirSync(dir, { recursive: true });
   return EmbeddedDb.open(dir);
+}
+
+/** The connection options for a URL; a host list that does not parse is a settings problem, reported as one. */
+function targetOf(setting: string, url: string): ConnectionTarget {
+  try {
+    return connectionTarget(url, { connectTimeoutMs: CONNECT_TIMEOUT_MS });
+  } catch (err) {
+    throw new ConfigError([`${setting}: ${(err as Error).message}`]);
+  }
 }
 
 /** Runs `fn` in a transaction, retrying on serialization failures and deadlocks. */

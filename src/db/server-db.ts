@@ -4,6 +4,7 @@ import { StoreUnavailableError } from "../errors.js";
 import { StatementNames, againIfReshaped, isStaleShape } from "./statements.js";
 import { afterCommit, BEGIN_GENERIC, type Db, type TxOptions, type TxQueryable } from "./store.js";
 import { Availability, describeServer, isStoreUnavailable } from "./store-errors.js";
+import type { ConnectionTarget } from "./hosts.js";
 
 // The Postgres server driver: a node-postgres pool (pipelined), one LISTEN connection, and the
 // store-unavailable handling of a server that can go away and come back.
@@ -28,13 +29,14 @@ export class ServerDb implements Db {
   private closed = false;
 
   /**
-   * `listenUrl`: where the LISTEN session connects (DATABASE_URL, or a direct URL beside a
-   * pooled one); `pooled`: the pool goes through a transaction pooler, so no statement is named.
+   * `listen`: where the LISTEN session connects (DATABASE_URL, or a direct URL beside a pooled
+   * one), with the Client class that picks among several hosts, if any; `pooled`: the pool goes
+   * through a transaction pooler, so no statement is named.
    */
   constructor(
     private readonly pool: pg.Pool,
     url: string,
-    private readonly opts: { listenUrl: string; pooled: boolean } = { listenUrl: url, pooled: false },
+    private readonly opts: { listen: ConnectionTarget; pooled: boolean } = { listen: { connectionString: url }, pooled: false },
   ) {
     this.statements = new StatementNames(opts.pooled ? 0 : undefined);
     this.emitter.setMaxListeners(0);
@@ -137,6 +139,7 @@ export class ServerDb implements Db {
     /** COMMIT sent (the outcome is unknown should the connection die now); ended: the transaction is over. */
     let committing = false;
     let ended = false;
+    let unavailable = false;
     // Not awaited: the first statement goes out right behind it (the client is pipelined). Every
     // statement's answer comes after BEGIN's, and each waits for it too, so a failed BEGIN shows.
     const begun = client.query(opts.genericPlans ? BEGIN_GENERIC : "BEGIN");
@@ -173,13 +176,16 @@ export class ServerDb implements Db {
       this.availability.up();
       return out;
     } catch (err) {
-      if (!broken && !ended && !isStoreUnavailable(err)) await client.query("ROLLBACK").catch(() => undefined);
+      unavailable = isStoreUnavailable(err);
+      if (!broken && !ended && !unavailable) await client.query("ROLLBACK").catch(() => undefined);
       this.retireIfReshaped(client, err);
       throw this.failed(err, committing);
     } finally {
       client.removeListener("error", onError);
-      // A client whose connection broke is destroyed, not returned to the pool (nor is one retired above).
-      client.release(broken ?? (this.generationOf.get(client) === this.generation ? undefined : true));
+      // A client whose connection broke is destroyed, not returned to the pool, nor is one retired
+      // above, nor one the store refused as unavailable while it stayed connected (a write on a
+      // read-only host, 25006): its replacement goes to whichever host now takes writes.
+      client.release(broken ?? (unavailable || this.generationOf.get(client) !== this.generation ? true : undefined));
     }
   }
 
@@ -213,7 +219,8 @@ export class ServerDb implements Db {
    * back every subscriber is woken: notifications sent while it was away are lost, so they look.
    */
   private async connectListener(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.opts.listenUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true });
+    const { connectionString, Client = pg.Client } = this.opts.listen;
+    const client = new Client({ connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true });
     client.on("notification", (n) => this.emitter.emit(n.channel, n.payload ?? ""));
     const lost = (err?: unknown) => {
       if (this.listener !== client || this.closed) return;

@@ -1,4 +1,5 @@
 import { StoreUnavailableError } from "../errors.js";
+import { describeHosts, hasHostList, HostRoleError, parsePostgresUrl } from "./hosts.js";
 
 // What a store's errors mean (try again, or the store is away), and whether it answers now:
 // shared by both drivers.
@@ -12,7 +13,9 @@ export function isRetryableDbError(err: unknown): boolean {
 
 // "The store cannot be reached now", as opposed to "this statement is wrong": network failures,
 // the server shutting down or starting up (57P0x), connection exceptions (class 08), too many
-// connections (53300), and node-postgres's own messages for a connection that died or never came.
+// connections (53300), a write refused as read-only (25006: the session is on a standby, or on a
+// primary being switched over, and the next connection may find the new one), and
+// node-postgres's own messages for a connection that died or never came.
 const UNAVAILABLE_NET_CODES = new Set([
   "ECONNREFUSED",
   "ECONNRESET",
@@ -24,24 +27,30 @@ const UNAVAILABLE_NET_CODES = new Set([
   "ENOTFOUND",
   "EAI_AGAIN",
 ]);
-const UNAVAILABLE_SQLSTATE = /^(08...|57P0[123]|53300)$/;
+const UNAVAILABLE_SQLSTATE = /^(08...|57P0[123]|53300|25006)$/;
 const UNAVAILABLE_MESSAGE =
   /Connection terminated|timeout exceeded when trying to connect|is not queryable|Connection ended unexpectedly|connection timeout/i;
 
 /** True when `err` means the store is unreachable (a retry later may succeed), not that the statement is wrong. */
 export function isStoreUnavailable(err: unknown): boolean {
-  if (err instanceof StoreUnavailableError) return true;
+  if (err instanceof StoreUnavailableError || err instanceof HostRoleError) return true;
   if (typeof err !== "object" || err === null) return false;
   const { code, message, errors } = err as { code?: unknown; message?: unknown; errors?: unknown };
   if (typeof code === "string" && (UNAVAILABLE_NET_CODES.has(code) || UNAVAILABLE_SQLSTATE.test(code))) return true;
   if (typeof message === "string" && UNAVAILABLE_MESSAGE.test(message)) return true;
-  // A connect to a name with several addresses fails with an AggregateError of each attempt.
+  // A connect to a name with several addresses, or to a list of hosts, fails with an
+  // AggregateError of each attempt.
   return Array.isArray(errors) && errors.length > 0 && errors.every(isStoreUnavailable);
 }
 
-/** "Postgres at host:port/db" — never the user or password. */
+/** "Postgres at host:port/db" (or "h1:5432,h2:5432/db" for a host list) — never the user or password. */
 export function describeServer(url: string): string {
   try {
+    if (hasHostList(url)) {
+      const { hosts, baseUrl } = parsePostgresUrl(url);
+      const path = new URL(baseUrl).pathname;
+      return `Postgres at ${describeHosts(hosts)}${path.length > 1 ? path : ""}`;
+    }
     const u = new URL(url);
     return `Postgres at ${u.hostname}:${u.port || "5432"}${u.pathname.length > 1 ? u.pathname : ""}`;
   } catch {
