@@ -2,41 +2,31 @@
 // pace and do the healthy destinations keep their latency, window after window, for as long as it
 // runs — or do publishing and the result write-back contend on destination rows?
 //
-// The workload: 100 destinations — 80 answer 200 at once, 10 answer 429 (Retry-After: 1) to one
-// request in five and 200 at once to the others, 5 always answer 500 (they auto-pause), 5 answer
-// 200 after 200 ms — and a publisher asked for 1,500 events/s: one POST /v1/events/batch of 150
-// events every 100 ms, each event to one destination, round robin. Batch k is due at start + k ×
-// 100 ms and goes once it is due and the batch before it has been answered, so answers slower than
-// the interval make the publisher fall behind, and what is still due when the time is up is not
-// sent. `--backlog N` first queues N deliveries for each throttled destination: `npm run
-// bench:isolation` is this bench with one throttled destination holding a big backlog.
-//
-// Every --sample-seconds it prints a row for the window just ended: events asked and published per
-// second, how far the publisher is behind, the publish answer time (POST sent → answer read), the
-// healthy destinations' deliveries/s and publish → receive latency (the publish request and all
-// queueing included), the store's deadlocks, and the sessions waiting for a lock (sampled twice a
-// second: at the window's end, on average, the longest wait). After publishing, a drain (up to
-// --timeout-s) until the healthy destinations got everything accepted for them; then the totals
-// and a verdict. It keeps figures per window, not per event: --minutes may be hours (a soak).
-import { resolve } from "node:path";
+// The workload (healthy, throttled, failing, slow and paused destinations, and a publisher asked for
+// a rate, round robin), the rows it prints every --sample-seconds and its verdict: docs/benchmarks.md.
+// Figures are kept per window, not per event, so --minutes may be hours. `--backlog N` first queues
+// N deliveries for each throttled destination (`npm run bench:isolation`); `--soak` (`npm run
+// bench:soak`) runs below capacity with a short retention and judges the run flat or not (soak.ts).
+import { readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { connect, withDatabase } from "./pg.js";
 import { commonFlags, CpuSampler, cpuLine, parseFlags, percentiles, runBench, sleep, waitQuiet, type Percentiles } from "./procs.js";
 import { Receiver } from "./receiver.js";
 import { benchStart, fmt, mark } from "./report.js";
 import { REPO, SluiceCluster } from "./sluice.js";
+import { chart, flatness, sample, soakFigures, spanOf, type Sample, type SoakRow, type Spans } from "./soak.js";
 
+// The soak: ~2/3 of what this workload reaches on a 2-core VM (~1,500 events/s), retention short
+// enough that the janitor deletes through most of the run.
+const SOAK = process.argv.includes("--soak");
 const flags = () =>
-  parseFlags("npm run bench:mixed", {
+  parseFlags(`npm run bench:${SOAK ? "soak" : "mixed"}`, {
     destinations: { def: 100, min: 4, help: "destinations in all, split by --mix" },
-    mix: {
-      type: "str",
-      arg: "H/T/F/S",
-      def: "80/10/5/5",
-      help: "shares of the destinations: healthy (200 at once) / throttled (429 to one request in --throttle-one-in) / failing (always 500) / slow (200 after --slow-ms)",
-    },
-    rate: { def: 1500, help: "events/s the publisher is asked for" },
-    batch: { def: 150, help: "events per POST /v1/events/batch (≤ 1,000); one batch every batch ÷ rate s, one at a time" },
-    minutes: { def: 10, quick: 1, help: "publishing time, minutes" },
+    mix: { type: "str", arg: "H/T/F/S[/P]", def: SOAK ? "88/4/3/3/2" : "80/10/5/5", help: "healthy/throttled/failing/slow/paused shares" },
+    rate: { def: SOAK ? 1000 : 1500, help: "events/s the publisher is asked for" },
+    batch: { def: SOAK ? 100 : 150, help: "events per POST /v1/events/batch (≤ 1,000); one batch every batch ÷ rate s, one at a time" },
+    minutes: { def: SOAK ? 30 : 10, quick: SOAK ? 2 : 1, help: "publishing time, minutes" },
+    "retention-minutes": { def: SOAK ? 10 : 0, quick: SOAK ? 1 : 0, min: 0, help: "Sluice's retention, minutes (0 leaves Sluice's own)" },
     "sample-seconds": { def: 30, quick: 10, help: "one table row every N s" },
     "warmup-s": { def: 10, quick: 5, min: 0, help: "publish the same workload this long first, not measured" },
     "slow-ms": { def: 200, min: 0, help: "the slow destinations' answer delay, ms" },
@@ -46,16 +36,15 @@ const flags = () =>
     ...commonFlags(120),
     workers: { def: 0, min: 0, help: "sluice worker processes beside one sluice api (default 0: one sluice start process)" },
     "timeout-s": { def: 120, help: "after publishing, wait up to N s for the healthy destinations to get everything (the drain)" },
-    "sluice-dir": {
-      type: "str",
-      arg: "DIR",
-      help: "run the Sluice of another checkout (with node_modules), e.g. a `git archive` of an older commit",
-    },
-    quick: { type: "bool", help: "smoke run: 1 minute, a row every 10 s, 5 s of warm-up" },
+    "sluice-dir": { type: "str", arg: "DIR", help: "run the Sluice of another checkout (with node_modules), e.g. a `git archive`" },
+    quick: { type: "bool", help: `smoke run: ${SOAK ? "2 minutes, retention 1 minute" : "1 minute"}, a row every 10 s, 5 s of warm-up` },
+    soak: { type: "bool", help: "npm run bench:soak: 30 minutes at 1,000 events/s, retention 10 minutes, flatness verdicts and a chart" },
+    chart: { type: "str", arg: "FILE", help: "only write docs/images/soak.svg from a soak's results file" },
   });
 type Flags = ReturnType<typeof flags>;
+type Pids = () => [sluice: number[], postmaster: number | null];
 
-const KINDS = ["healthy", "throttled", "failing", "slow"] as const;
+const KINDS = ["healthy", "throttled", "failing", "slow", "paused"] as const;
 type Kind = (typeof KINDS)[number];
 const CLAIM =
   "publishing keeps the asked rate with its answer time flat, and the healthy destinations get everything they are sent " +
@@ -63,9 +52,8 @@ const CLAIM =
 
 /** Each destination's kind by index: `n` split by the --mix shares, in KINDS order (healthy takes the rounding). */
 function layout(n: number, mix: string): Kind[] {
-  const shares = mix.split("/").map(Number);
-  if (shares.length !== KINDS.length || shares.some((s) => !Number.isFinite(s) || s < 0))
-    throw new Error(`--mix takes four shares healthy/throttled/failing/slow, e.g. 80/10/5/5, not '${mix}'`);
+  const shares = [...mix.split("/").map(Number), 0].slice(0, KINDS.length);
+  if (!/^\d+(\/\d+){3,4}$/.test(mix)) throw new Error(`--mix takes shares H/T/F/S[/P], e.g. 80/10/5/5, not '${mix}'`);
   const total = shares.reduce((a, b) => a + b, 0);
   const counts = shares.map((s) => Math.round((n * s) / total));
   counts[0] = n - counts.slice(1).reduce((a, b) => a + b, 0);
@@ -129,12 +117,10 @@ class Publisher {
     });
     const ok = res.status === 202;
     const routed = ok ? (res.json as { events: { deliveries: number }[] }).events.reduce((n, e) => n + e.deliveries, 0) : 0;
-    if (this.notes.length < 5 && (!ok || routed !== events.length))
-      this.notes.push(
-        ok
-          ? `a batch of ${events.length} events made ${routed} deliveries`
-          : `a batch was answered ${res.status}: ${JSON.stringify(res.json).slice(0, 300)}`,
-      );
+    const note = ok
+      ? `a batch of ${events.length} events made ${routed} deliveries`
+      : `a batch was answered ${res.status}: ${JSON.stringify(res.json)}`;
+    if (this.notes.length < 5 && (!ok || routed !== events.length)) this.notes.push(note.slice(0, 300));
     if (!timed) return;
     this.answers.push({ sentAt, answeredAt: Date.now(), events: events.length, ok });
     this.sent.batches++;
@@ -144,8 +130,6 @@ class Publisher {
   }
 }
 
-// ---- the timed run ---------------------------------------------------------------------------
-
 // A session waits for one lock at a time; waitstart is NULL for a moment after the wait begins.
 const STORE_SQL = `
   SELECT (SELECT deadlocks::int FROM pg_stat_database WHERE datname = current_database()) AS deadlocks,
@@ -153,16 +137,12 @@ const STORE_SQL = `
          coalesce(max(extract(epoch FROM clock_timestamp() - l.waitstart)) * 1000, 0)::float8 AS longest_ms
     FROM pg_stat_activity a LEFT JOIN pg_locks l ON l.pid = a.pid AND NOT l.granted
    WHERE a.datname = current_database() AND a.wait_event_type = 'Lock'`;
-type Row = {
+type Row = SoakRow & {
   label: string;
-  seconds: number;
-  askedPerSec: number;
   publishedPerSec: number;
   behind: number;
   refused: number;
   answerMs: Percentiles | null;
-  healthyPerSec: number;
-  latencyMs: Percentiles | null;
   deadlocks: number;
   lockWaiters: { now: number; avg: number; longestMs: number };
 };
@@ -183,6 +163,12 @@ const COLUMNS: [string, (r: Row) => string][] = [
   ["lock waiters now", (r) => fmt(r.lockWaiters.now)],
   ["avg", (r) => fmt(r.lockWaiters.avg, 1)],
   ["longest wait ms", (r) => ms(r.lockWaiters.longestMs)],
+  ["Sluice MB", (r) => fmt(r.soak.sluiceMB.reduce((a, b) => a + b, 0))],
+  ["Postgres MB", (r) => fmt(r.soak.postgresMB)],
+  ["tables MB", (r) => fmt(r.soak.tablesMB)],
+  ["dead rows", (r) => fmt(r.soak.deadRows)],
+  ["autovacuums", (r) => fmt(r.soak.autovacuums)],
+  ["WAL kB/event", (r) => fmt(r.soak.walPerEventKB, 1)],
 ];
 const WIDTHS = COLUMNS.map(([h], i) => Math.max(h.length, i === 0 ? 10 : 7));
 const line = (cells: string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(WIDTHS[i]!) : c.padStart(WIDTHS[i]!))).join("  ");
@@ -192,8 +178,11 @@ const line = (cells: string[]): string => cells.map((c, i) => (i === 0 ? c.padEn
  * window's end, at the end of publishing, then every window of the drain until the healthy
  * destinations got everything accepted for them (or --timeout-s). The rows, and what is left at the end.
  */
-async function timedRun(f: Flags, url: string, publisher: Publisher, healthy: Receiver, out: (s: string) => void) {
+async function timedRun(f: Flags, url: string, publisher: Publisher, healthy: Receiver, pids: Pids, out: (s: string) => void) {
   const db = await connect(url);
+  const snapshot = () => sample(db, ...pids());
+  let last: Sample = await snapshot();
+  const spans: Spans = { early: [], late: [] };
   const store = async () => (await db.query<{ deadlocks: number; waiting: number; longest_ms: number }>(STORE_SQL)).rows[0]!;
   await healthy.reset();
   const startAt = Date.now();
@@ -216,8 +205,8 @@ async function timedRun(f: Flags, url: string, publisher: Publisher, healthy: Re
     while (Date.now() < until && !drained) {
       await sleep(Math.min(500, until - Date.now()));
       if (failed.error) throw failed.error;
-      const sample = await store().catch(() => null); // a sample lost is no loss
-      if (sample) waits.push(sample);
+      const locks = await store().catch(() => null); // a sample lost is no loss
+      if (locks) waits.push(locks);
       if (drain) drained = (await healthy.progress()).unique >= publisher.sent.healthyAccepted || Date.now() > drainDeadline;
     }
     if (until === publishEnd) await publishing; // the last batch answered
@@ -228,11 +217,16 @@ async function timedRun(f: Flags, url: string, publisher: Publisher, healthy: Re
     publisher.answers = publisher.answers.slice(answered.length);
     const { latencyMs } = await healthy.take();
     const seconds = Math.max(0.001, (to - from) / 1000);
+    const [now, atMin] = [await snapshot(), (to - startAt) / 60_000];
+    const span = drain ? null : spanOf(atMin, f.minutes);
+    if (span) spans[span] = spans[span].concat(latencyMs);
+    const published = answered.reduce((n, a) => n + (a.ok ? a.events : 0), 0);
     const row: Row = {
       label: drain ? `drain +${clock(to - publishEnd)}` : clock(to - startAt),
+      atMin,
       seconds,
       askedPerSec: ((publisher.dueBefore(to) - publisher.dueBefore(from)) * publisher.batch) / seconds,
-      publishedPerSec: answered.reduce((n, a) => n + (a.ok ? a.events : 0), 0) / seconds,
+      publishedPerSec: published / seconds,
       behind: Math.max(0, publisher.dueBefore(to) - publisher.sent.batches) * publisher.batch,
       refused: answered.filter((a) => !a.ok).length,
       answerMs: percentiles(answered.map((a) => a.answeredAt - a.sentAt)),
@@ -244,7 +238,9 @@ async function timedRun(f: Flags, url: string, publisher: Publisher, healthy: Re
         avg: waits.reduce((n, x) => n + x.waiting, 0) / Math.max(1, waits.length),
         longestMs: Math.max(0, ...waits.map((x) => x.longest_ms)),
       },
+      soak: soakFigures(now, last, published),
     };
+    last = now;
     rows.push(row);
     out(line(COLUMNS.map(([, cell]) => cell(row))));
     from = to;
@@ -264,37 +260,41 @@ async function timedRun(f: Flags, url: string, publisher: Publisher, healthy: Re
   const endState: Record<string, Record<string, number>> = {};
   for (const x of end.rows) (endState[x.kind] ??= {})[x.status] = x.n;
   const report = await healthy.report();
-  return { rows, deadlocks, endState, report, drainS: report.lastAt === null ? null : Math.max(0, report.lastAt - publishedAt) / 1000 };
+  const drainS = report.lastAt === null ? null : Math.max(0, report.lastAt - publishedAt) / 1000;
+  return { rows, deadlocks, endState, report, drainS, spans };
 }
 
 async function main(): Promise<void> {
   const f = flags();
+  if (f.chart) {
+    writeFileSync(join(REPO, "docs/images/soak.svg"), chart(JSON.parse(readFileSync(f.chart, "utf8")) as Parameters<typeof chart>[0]));
+    return void process.stdout.write("chart: docs/images/soak.svg\n");
+  }
   if (f.batch > 1000) throw new Error("--batch takes at most 1,000 events (the API's limit)");
   const kinds = layout(f.destinations, f.mix);
   const count = (k: Kind): number => kinds.filter((x) => x === k).length;
   if (f.backlog > 0 && count("throttled") === 0) throw new Error("--backlog needs throttled destinations (--mix)");
   const intervalMs = (1000 * f.batch) / f.rate;
   const sluiceDir = resolve(f["sluice-dir"] ?? REPO);
-  const bench = benchStart("mixed workload", sluiceDir);
+  const bench = benchStart(SOAK ? "soak (mixed workload)" : "mixed workload", sluiceDir);
   const { out } = bench;
   out(
     `workload: ${fmt(kinds.length)} destinations — ${count("healthy")} answer 200 at once, ${count("throttled")} answer 429 (Retry-After: ${f["retry-after"]}) ` +
       `to one request in ${f["throttle-one-in"]}${f.backlog ? ` with ${fmt(f.backlog)} deliveries queued each first` : ""}, ` +
-      `${count("failing")} always answer 500, ${count("slow")} answer 200 after ${f["slow-ms"]} ms; ` +
+      `${count("failing")} always answer 500, ${count("slow")} answer 200 after ${f["slow-ms"]} ms, ${count("paused")} paused; ` +
       `${fmt(f.rate)} events/s asked as one batch of ${fmt(f.batch)} every ${fmt(intervalMs)} ms, one at a time, each event to one destination ` +
       `round robin, for ${f.minutes} min after ${f["warmup-s"]} s of warm-up; ` +
-      `${f.workers === 0 ? "one sluice start process" : `sluice api + ${f.workers} × sluice worker`}, destinations at Sluice's defaults`,
+      `${f.workers === 0 ? "one sluice start process" : `sluice api + ${f.workers} × sluice worker`}, destinations at Sluice's defaults, ` +
+      `retention ${f["retention-minutes"] ? `${f["retention-minutes"]} min` : "Sluice's default"}`,
   );
   const pg = await bench.postgres(!f["no-fsync"], false, f["pg-icu-locale"]);
   const healthy = await Receiver.start(bench.log("mixed-receiver-healthy.log"));
-  const others = await Receiver.start(bench.log("mixed-receiver-others.log"), {
-    delayMs: f["slow-ms"],
-    retryAfter: f["retry-after"],
-    throttleOneIn: f["throttle-one-in"],
-  });
+  const config = { delayMs: f["slow-ms"], retryAfter: f["retry-after"], throttleOneIn: f["throttle-one-in"] };
+  const others = await Receiver.start(bench.log("mixed-receiver-others.log"), config);
 
   const run = await withDatabase(pg.server.url, "sluice_mixed", async (url) => {
-    const cluster = new SluiceCluster({ databaseUrl: url, logPrefix: bench.log("mixed"), dir: sluiceDir });
+    const env = f["retention-minutes"] ? { SLUICE_RETENTION_HOURS: String(f["retention-minutes"] / 60) } : {};
+    const cluster = new SluiceCluster({ databaseUrl: url, logPrefix: bench.log("mixed"), dir: sluiceDir, env });
     try {
       await cluster.start(f.workers);
       // The healthy destinations on their own paths of the healthy receiver; the others on the other receiver.
@@ -303,37 +303,24 @@ async function main(): Promise<void> {
         const url = kind === "healthy" ? healthy.destUrl(i) : others.url(kind === "slow" ? `/d/slow-${i}` : `/${kind}`);
         return { url, name: `${kind}-${i}` };
       });
+      for (const id of ids.filter((_, i) => kinds[i] === "paused")) await cluster.must(200, "POST", `/v1/destinations/${id}/pause`, {});
       const throttled = ids.filter((_, i) => kinds[i] === "throttled");
       if (f.backlog > 0) {
         process.stderr.write(`  backlog: ${fmt(f.backlog * throttled.length)} deliveries for the throttled destinations\n`);
-        await cluster.publishAll(f.backlog * throttled.length, (i) => ({
-          type: "bench.backlog",
-          payload: { i },
-          destination_ids: [throttled[i % throttled.length]!],
-        }));
+        const event = (i: number) => ({ type: "bench.backlog", payload: { i }, destination_ids: [throttled[i % throttled.length]!] });
+        await cluster.publishAll(f.backlog * throttled.length, event);
       }
       const publisher = new Publisher(cluster, ids, kinds, f.batch, intervalMs);
       process.stderr.write(`  warm-up: ${f["warmup-s"]} s of the same workload\n`);
       await publisher.run(Date.now(), f["warmup-s"] * 1000, false);
       const busyBefore = await waitQuiet(f["wait-quiet-s"] * 1000);
-      out(
-        `machine ${busyBefore}% of one core busy before the timed run${busyBefore > 25 ? " — NOT quiet: figures will be disturbed" : ""}\n`,
-      );
-      const cpu = new CpuSampler({
-        system: "sluice",
-        pids: () => cluster.pids(),
-        postmaster: pg.postmaster,
-        receiver: healthy.pid,
-      }).begin();
-      const timed = await timedRun(f, url, publisher, healthy, out);
-      return {
-        ...timed,
-        cpu: cpu.end(),
-        busyBefore,
-        ...publisher.sent,
-        notes: publisher.notes,
-        engineMetrics: await cluster.engineMetrics(),
-      };
+      const quiet = busyBefore > 25 ? " — NOT quiet: figures will be disturbed" : "";
+      out(`machine ${busyBefore}% of one core busy before the timed run${quiet}\n`);
+      const cpu = new CpuSampler({ system: "sluice", pids: () => cluster.pids(), postmaster: pg.postmaster, receiver: healthy.pid });
+      cpu.begin();
+      const timed = await timedRun(f, url, publisher, healthy, () => [cluster.pids(), pg.postmaster()], out);
+      const figures = { cpu: cpu.end(), busyBefore, ...publisher.sent, notes: publisher.notes };
+      return { ...timed, ...figures, engineMetrics: await cluster.engineMetrics() };
     } finally {
       await cluster.stop();
     }
@@ -341,8 +328,8 @@ async function main(): Promise<void> {
   const throttledRequests = (await others.progress()).throttled;
   await Promise.all([healthy.stop(), others.stop()]);
 
-  // ---- the totals and the verdict: the claim, part by part, over every window ----------------
-  const { rows, report: rep } = run;
+  // The totals, and the claim checked part by part over every window.
+  const { rows, report: rep, spans, ...rest } = run;
   const publishing = rows.filter((r) => r.askedPerSec > 0);
   const worst = (xs: (number | undefined)[]): number => Math.max(0, ...xs.map((x) => x ?? Infinity));
   const answerP99 = worst(publishing.map((r) => r.answerMs?.p99));
@@ -351,48 +338,38 @@ async function main(): Promise<void> {
   const { deadlocks } = run;
   const checks = [
     [`every window published ≥ 95 % of the asked rate (slowest: ${fmt(100 * slowest)} %)`, slowest >= 0.95],
+    [`every window's publish answer p99 within the ${fmt(intervalMs)} ms interval (worst: ${ms(answerP99)} ms)`, answerP99 <= intervalMs],
     [
-      `every window's publish answer p99 within the ${fmt(intervalMs)} ms batch interval (worst: ${ms(answerP99)} ms)`,
-      answerP99 <= intervalMs,
-    ],
-    [
-      `the healthy destinations got everything they were sent (${fmt(rep.unique)} of ${fmt(run.healthyAccepted)})`,
+      `the healthy destinations got all they were sent (${fmt(rep.unique)} of ${fmt(run.healthyAccepted)})`,
       rep.unique >= run.healthyAccepted,
     ],
     [`every window's healthy publish→receive p99 under 200 ms (worst: ${ms(latencyP99)} ms)`, latencyP99 < 200],
   ] as const;
   const holds = checks.every(([, ok]) => ok);
+  const refused = rows.reduce((n, r) => n + r.refused, 0);
+  out(`\ntotals: published ${fmt(run.eventsAccepted)} events in ${fmt(run.batches)} batches (${fmt(refused)} refused)`);
+  out(`  healthy destinations: ${fmt(rep.unique)} received, ${fmt(rep.duplicates)} duplicates; drain ${fmt(run.drainS, 1)} s`);
+  const [waiting, longest] = [worst(rows.map((r) => r.lockWaiters.now)), worst(rows.map((r) => r.lockWaiters.longestMs))];
   out(
-    `\ntotals: published ${fmt(run.eventsAccepted)} events in ${fmt(run.batches)} batches (${fmt(rows.reduce((n, r) => n + r.refused, 0))} refused)`,
-  );
-  out(
-    `  healthy destinations: ${fmt(rep.unique)} received, ${fmt(rep.duplicates)} duplicates, ${fmt(rep.misrouted)} misrouted; drain ${fmt(run.drainS, 1)} s`,
-  );
-  const waiting = worst(rows.map((r) => r.lockWaiters.now));
-  out(
-    `  store: ${fmt(deadlocks)} deadlocks; at most ${fmt(waiting)} sessions waiting for a lock at a window's end, the longest wait ${ms(worst(rows.map((r) => r.lockWaiters.longestMs)))} ms`,
+    `  store: ${fmt(deadlocks)} deadlocks; at most ${fmt(waiting)} sessions waiting for a lock at a window's end, the longest wait ${ms(longest)} ms`,
   );
   out(`  the throttled destinations were answered ${fmt(throttledRequests)} 429s (the warm-up's and any backlog's included)`);
   out(`  the timed events' deliveries at the end, by destination kind:`);
-  for (const [kind, by] of Object.entries(run.endState))
-    out(
-      `    ${kind.padEnd(10)} ${Object.entries(by)
-        .map(([k, v]) => `${k} ${fmt(v)}`)
-        .join(", ")}`,
-    );
+  const list = (o: Record<string, number>) => Object.entries(o).map(([k, v]) => `${k} ${fmt(v, Number.isInteger(v) ? 0 : 1)}`);
+  for (const [kind, by] of Object.entries(run.endState)) out(`    ${kind.padEnd(10)} ${list(by).join(", ")}`);
   out(`  CPU over the timed run (% of one core; the second receiver counts as "other processes"): ${cpuLine(run.cpu)}`);
-  if (run.engineMetrics)
-    out(
-      `  sluice's own metrics: ${Object.entries(run.engineMetrics)
-        .map(([k, v]) => `${k} ${v}`)
-        .join(", ")}`,
-    );
+  if (run.engineMetrics) out(`  sluice's own metrics: ${list(run.engineMetrics).join(", ")}`);
   for (const note of run.notes) out(`  publisher: ${note}`);
   out(`\nverdict against the claim "${CLAIM}":`);
   for (const [what, ok] of checks) out(`  ${mark(ok)} ${what}`);
   out(`  → the claim ${holds ? "HOLDS ✓" : "DOES NOT HOLD ✗"} over this run; ${fmt(deadlocks)} deadlocks in the store`);
+  const flat = flatness(rows, f.minutes, spans);
+  if (SOAK) out(`\nflat over ${f.minutes} min?\n${flat.map(([what, ok]) => `  ${mark(ok)} ${what}`).join("\n")}`);
   const options = { ...f, sluiceDir, intervalMs, destinationsByKind: Object.fromEntries(KINDS.map((k) => [k, count(k)])) };
-  bench.finish("mixed", { postgres: pg.settings, options, claim: CLAIM, verdict: { holds, checks }, throttledRequests, ...run });
+  const verdict = { holds, checks, flat };
+  const results = { postgres: pg.settings, options, claim: CLAIM, verdict, throttledRequests, rows, report: rep, ...rest };
+  bench.finish(SOAK ? "soak" : "mixed", results);
+  if (SOAK) out("chart: npm run bench:soak -- --chart <that results file> writes docs/images/soak.svg");
 }
 
 runBench(main);

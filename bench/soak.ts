@@ -1,0 +1,123 @@
+// What bench/mixed.ts samples besides its own figures to tell whether a long run stays flat — each
+// process's memory, the tables' and their indexes' size, dead rows, autovacuums, WAL per event —
+// and, for `npm run bench:soak` (mixed.ts --soak), the flatness verdicts and the run's chart.
+import { readFileSync } from "node:fs";
+import type pg from "pg";
+import { percentiles } from "./procs.js";
+import { fmt } from "./report.js";
+
+export type Sample = Awaited<ReturnType<typeof sample>>;
+export type Spans = { early: number[]; late: number[] };
+type Row = { atMin: number; seconds: number; askedPerSec: number; healthyPerSec: number; latencyMs: { p50: number; p99: number } | null };
+export type SoakRow = Row & { soak: Sample & { walPerEventKB: number; autovacuums: number } };
+
+const SQL = `
+  SELECT relname AS name, pg_table_size(relid)::float8 AS heap, pg_indexes_size(relid)::float8 AS idx, n_dead_tup::float8 AS dead,
+         n_tup_del::float8 AS deleted, autovacuum_count::int AS autovacuums,
+         (pg_current_wal_lsn() - '0/0')::float8 AS wal, (SELECT array_agg(pid) FROM pg_stat_activity) AS pids
+    FROM pg_stat_user_tables`;
+type Stat = { name: string; heap: number; idx: number; dead: number; deleted: number; autovacuums: number; wal: number; pids: number[] };
+
+const procMB = (pid: number, field: string): number => {
+  try {
+    return Number(new RegExp(`^${field}:\\s+(\\d+)`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
+  } catch {
+    return 0; // gone
+  }
+};
+
+// sluiceMB: each Sluice process's VmRSS; postgresMB: all Postgres processes' private memory (RssAnon,
+// shared_buffers left out); pruned: rows deleted from events, deliveries, attempts — only retention does.
+export async function sample(db: pg.Client, sluicePids: number[], postmaster: number | null) {
+  const stats = (await db.query<Stat>(SQL)).rows;
+  const sum = (f: (r: Stat) => number): number => stats.reduce((n, r) => n + f(r), 0);
+  return {
+    sluiceMB: sluicePids.map((p) => procMB(p, "VmRSS")),
+    postgresMB: [postmaster ?? 0, ...(stats[0]?.pids ?? [])].reduce((n, p) => n + procMB(p, "RssAnon"), 0),
+    tables: Object.fromEntries(stats.map((r) => [r.name, [r.heap, r.idx]])) as Record<string, [number, number]>,
+    tablesMB: sum((r) => r.heap + r.idx) / 2 ** 20,
+    deadRows: sum((r) => r.dead),
+    pruned: sum((r) => (["events", "deliveries", "attempts"].includes(r.name) ? r.deleted : 0)),
+    autovacuumsEver: sum((r) => r.autovacuums),
+    walBytes: stats[0]?.wal ?? 0,
+  };
+}
+
+/** A window's figures: its last sample, with the autovacuums and the WAL per event published since the one before. */
+export const soakFigures = (now: Sample, last: Sample, published: number): SoakRow["soak"] => ({
+  ...now,
+  autovacuums: now.autovacuumsEver - last.autovacuumsEver,
+  walPerEventKB: (now.walBytes - last.walBytes) / 1024 / published, // Infinity, shown as –, for a drain window
+});
+
+/** The verdict compares minutes T/6–T/3 (5–10 of 30) with the last T/6: the span of a window ending at `atMin`. */
+export const spanOf = (atMin: number, T: number): keyof Spans | null =>
+  atMin > T - T / 6 ? "late" : atMin > T / 6 && atMin <= T / 3 + 1e-6 ? "early" : null;
+
+const sumOf = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
+const minutes = (m: number): string => fmt(m, m % 1 ? 1 : 0);
+
+/**
+ * The claim, part by part: deliveries/s within ±10 % of the early span, publish → delivery p99 and Sluice's
+ * RSS at most 10 % higher; tables with their indexes grew < 5 % over the last third, retention deleting before it.
+ */
+export function flatness(rows: SoakRow[], T: number, spans: Spans): [string, boolean][] {
+  const publishing = rows.filter((r) => r.askedPerSec > 0);
+  const span = (s: keyof Spans) => publishing.filter((r) => spanOf(r.atMin, T) === s);
+  const [early, late] = [span("early"), span("late")];
+  const rate = (rs: SoakRow[]) => sumOf(rs.map((r) => r.healthyPerSec * r.seconds)) / sumOf(rs.map((r) => r.seconds));
+  const rss = (rs: SoakRow[]) => sumOf(rs.map((r) => sumOf(r.soak.sluiceMB))) / rs.length;
+  const [p99early, p99late] = [percentiles(spans.early)?.p99 ?? NaN, percentiles(spans.late)?.p99 ?? NaN];
+  const [inLast, inEarly] = [`in the last ${minutes(T / 6)} min`, `in minutes ${minutes(T / 6)}–${minutes(T / 3)}`];
+  const vs = (x: number, y: number, u: string) => `${fmt(x)} ${u} ${inLast}, ${fmt(y)} ${inEarly}: ${fmt(100 * (x / y - 1), 1)} %`;
+  const [third, end] = [publishing.filter((r) => r.atMin <= (2 * T) / 3 + 1e-6).at(-1), publishing.at(-1)];
+  const growth = third && end ? end.soak.tablesMB / third.soak.tablesMB - 1 : NaN;
+  const pruning = publishing.find((r) => r.soak.pruned > 0);
+  const since = `retention deleting from ${pruning ? `minute ${minutes(pruning.atMin)}` : "– (never)"}`;
+  const sizes = `${fmt(third?.soak.tablesMB)} → ${fmt(end?.soak.tablesMB)} MB (${fmt(100 * growth, 1)} %); ${since}`;
+  return [
+    [`healthy deliveries/s within ±10 %: ${vs(rate(late), rate(early), "/s")}`, Math.abs(rate(late) / rate(early) - 1) <= 0.1],
+    [`publish → delivery p99 at most 10 % higher: ${vs(p99late, p99early, "ms")}`, p99late <= 1.1 * p99early],
+    [`tables + indexes grew < 5 % over the last third: ${sizes}`, growth < 0.05 && pruning !== undefined && pruning.atMin <= (2 * T) / 3],
+    [`Sluice RSS at most 10 % higher: ${vs(rss(late), rss(early), "MB")}`, rss(late) <= 1.1 * rss(early)],
+  ];
+}
+
+type Run = { rows: SoakRow[]; options: { minutes: number; rate: number; "retention-minutes": number }; source?: { commit: string } };
+const COLORS = ["#111827", "#2563eb", "#16a34a", "#dc2626"];
+const tableMB = (t: string) => (r: SoakRow) => sumOf(r.soak.tables[t] ?? []) / 2 ** 20;
+const PANELS: [string, Record<string, (r: SoakRow) => number>][] = [
+  ["healthy deliveries/s", { "delivered/s": (r) => r.healthyPerSec }],
+  ["publish → delivery, ms", { p99: (r) => r.latencyMs?.p99 ?? 0, p50: (r) => r.latencyMs?.p50 ?? 0 }],
+  ["memory, MB", { "Sluice RSS": (r) => sumOf(r.soak.sluiceMB), "Postgres private": (r) => r.soak.postgresMB }],
+  [
+    "tables + indexes, MB",
+    { all: (r) => r.soak.tablesMB, events: tableMB("events"), deliveries: tableMB("deliveries"), attempts: tableMB("attempts") },
+  ],
+];
+
+/** A soak's results as an SVG of four panels over its minutes: deliveries/s, latency, memory, table sizes. */
+export function chart(run: Run): string {
+  const rows = run.rows.filter((r) => r.askedPerSec > 0);
+  const [W, H, T] = [460, 170, run.options.minutes];
+  const text = (x: number, y: number, s: string, anchor = "start") => `<text x="${x}" y="${y}" text-anchor="${anchor}">${s}</text>`;
+  const body = PANELS.map(([title, byName], i) => {
+    const series = Object.entries(byName);
+    const [x0, y0] = [50 + (i % 2) * (W + 60), 50 + Math.floor(i / 2) * (H + 60)];
+    const top = 1.1 * Math.max(1, ...series.flatMap(([, f]) => rows.map(f)));
+    const [x, y] = [(m: number) => (x0 + (W * m) / T).toFixed(1), (v: number) => (y0 + H - (H * v) / top).toFixed(1)];
+    const lines = series.map(([name, f], j) => {
+      const color = COLORS[(j + (series.length < 4 ? 1 : 0)) % 4]!;
+      const line = `<polyline fill="none" stroke="${color}" stroke-width="1.5" points="${rows.map((r) => `${x(r.atMin)},${y(f(r))}`).join(" ")}"/>`;
+      return `${line}<g fill="${color}">${text(x0 + W - 4, y0 + 14 + 14 * j, name, "end")}</g>`;
+    });
+    const ticks = [0, T / 3, (2 * T) / 3, T].map((m) => text(Number(x(m)), y0 + H + 14, `${minutes(m)} min`, "middle"));
+    const frame = `<rect x="${x0}" y="${y0}" width="${W}" height="${H}" fill="none" stroke="#d1d5db"/>`;
+    const axis = `${text(x0 - 4, y0 + 10, fmt(top), "end")}${text(x0 - 4, y0 + H, "0", "end")}${ticks.join("")}`;
+    return `${frame}${text(x0, y0 - 8, `<tspan font-weight="bold">${title}</tspan>`)}${axis}${lines.join("")}`;
+  });
+  const { rate, "retention-minutes": retention } = run.options;
+  const caption = `Sluice soak: ${fmt(rate)} events/s, retention ${retention} min, ${T} min, commit ${run.source?.commit ?? "–"}`;
+  const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${2 * W + 130}" height="${2 * H + 150}" font-family="sans-serif" font-size="11">`;
+  return `${svg}<rect width="100%" height="100%" fill="#fff"/>${text(50, 22, caption)}${body.join("")}</svg>\n`;
+}
