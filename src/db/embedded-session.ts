@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { PGlite, parse, protocol } from "@electric-sql/pglite";
+import { PGlite, parse, protocol, types } from "@electric-sql/pglite";
 import { StatementNames, TX_STEPS, againIfReshaped, isStaleShape, type TxStep } from "./statements.js";
 import { bindExecute, columnsOf, concat, readAnswer, type Column } from "./embedded-wire.js";
 
@@ -67,8 +67,11 @@ export class EmbeddedSession implements SessionOps {
     // JavaScript, and a 16 MB segment's zeros every ~4,000 deliveries cost ~3 % of the CPU. (The
     // setting exists for file systems where the zeros buy nothing; PGlite never flushes anyway.)
     const startParams = [...PGlite.defaultStartParams, "-c", "wal_init_zero=off"];
+    // int8 as its text, as node-postgres returns it from a server (PGlite's default is a BigInt):
+    // a statement's values have one type whichever store runs it (store-contract.test.ts).
+    const parsers = { [types.INT8]: (text: string) => text };
     try {
-      return new EmbeddedSession(await PGlite.create(dir.startsWith("memory://") ? undefined : dir, { startParams }));
+      return new EmbeddedSession(await PGlite.create(dir.startsWith("memory://") ? undefined : dir, { startParams, parsers }));
     } catch (err) {
       // The folder may have gone while PGlite opened it (deleted, moved, unmounted just after the
       // check above): then that is the reason to tell, not the file error it caused.

@@ -11,8 +11,13 @@ import { startReceiver, type Receiver } from "./receiver.js";
 // docs/configuration.md tells users behind a pooler to run it.
 
 export type Backend = "embedded" | "server" | "pooled";
-/** The stores a feature is proved on. */
+/** Both stores: for what the stores do differently (plans, migrations, strings they refuse, the one session). */
 export const BACKENDS: Backend[] = ["embedded", "server"];
+/**
+ * The store an API feature is proved on: store-contract.test.ts proves every store gives the same
+ * values, errors, transactions and notifications, so a feature need not prove each store again.
+ */
+export const FEATURE_BACKENDS: Backend[] = ["server"];
 /**
  * The engine and fault tests add the pooled shape: what a transaction pooler breaks (statements,
  * LISTEN, anything held across transactions) shows up in the claim, write-back and recovery paths.

@@ -1,7 +1,7 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { Webhook } from "standardwebhooks";
-import { BACKENDS, startSluice, type ApiAnswer, type TestSluice } from "../helpers/sluice.js";
+import { FEATURE_BACKENDS, startSluice, type ApiAnswer, type TestSluice } from "../helpers/sluice.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
 import type {
@@ -21,7 +21,7 @@ import type {
 
 // The whole HTTP contract (shared/API.md), on the embedded store and on a Postgres server.
 
-for (const backend of BACKENDS) {
+for (const backend of FEATURE_BACKENDS) {
   describe(`API on ${backend} Postgres`, () => {
     let s: TestSluice;
     let rx: Receiver;

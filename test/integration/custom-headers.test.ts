@@ -1,6 +1,6 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
+import { FEATURE_BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
 import { startReceiver, type Receiver, type ReceivedRequest } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
 import { apiError } from "../helpers/sdk.js";
@@ -43,7 +43,7 @@ const RESERVED = [
 
 const typeOf = (r: ReceivedRequest) => (r.json as { type?: string } | undefined)?.type;
 
-for (const backend of BACKENDS) {
+for (const backend of FEATURE_BACKENDS) {
   describe(`custom headers on ${backend} Postgres`, () => {
     const raw: string[] = [];
     let s: TestSluice;

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Frame, Page } from "playwright-core";
-import { BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
+import { FEATURE_BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
 import { useBrowser, openPage, signIn, assertAccessible, screenshot, fitsWidth, PHONE } from "../helpers/browser.js";
@@ -55,7 +55,7 @@ async function openPortal(url: string, viewport = { width: 1280, height: 900 }) 
 /** Console noise the portal causes on purpose: the 404 of a destination outside its scope. */
 const unexpected = (errors: string[]) => errors.filter((e) => !/status of 404/.test(e));
 
-for (const backend of BACKENDS) {
+for (const backend of FEATURE_BACKENDS) {
   describe(`the portal on ${backend} Postgres`, () => {
     let s: TestSluice;
     let rx: Receiver;
@@ -113,16 +113,14 @@ for (const backend of BACKENDS) {
       await page.locator(`tr[data-destination="${a.id}"]`).waitFor();
       assert.equal(await page.locator(`tr[data-destination="${b.id}"]`).count(), 0, "the portal lists another destination");
       assert.equal(await page.getByText("customer-b-orders").count(), 0);
-      if (backend === "embedded") {
-        await assertAccessible(page, "the portal's destinations page");
-        await screenshot(page, "portal");
-      }
+      await assertAccessible(page, "the portal's destinations page");
+      await screenshot(page, "portal");
 
       // Its own destination opens, with actions (not read-only); B's answers as if it did not exist.
       await page.goto(`${link.url.split("#")[0]}#/destinations/${a.id}`);
       await page.getByRole("heading", { level: 1, name: "customer-a-orders" }).waitFor();
       await page.getByRole("button", { name: "Pause", exact: true }).waitFor();
-      if (backend === "embedded") await assertAccessible(page, "a destination in the portal");
+      await assertAccessible(page, "a destination in the portal");
       // …in words for the visitor, who holds a link and no API key.
       await page.goto(`${link.url.split("#")[0]}#/destinations/${b.id}`);
       const outside = page.getByRole("alert").filter({ hasText: "This destination is not part of this portal link" });
@@ -164,8 +162,6 @@ for (const backend of BACKENDS) {
       const published = await asPortal("POST", "/v1/events", { type: "order.paid", payload: {}, destination_ids: [a.id] });
       assert.equal(published.status, 403, JSON.stringify(published.body));
     });
-
-    if (backend !== "embedded") return;
 
     test("a read-only link hides the actions and takes the session's theme", async () => {
       const link = await session({ destination_ids: [a.id], read_only: true, theme: { accent: "#aa3300" } });

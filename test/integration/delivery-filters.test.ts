@@ -1,6 +1,6 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
+import { FEATURE_BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
 import type { Delivery, Page } from "../helpers/api-types.js";
 
 // A status filter pages over the stored statuses and keeps the deliveries that read as the
@@ -9,7 +9,7 @@ import type { Delivery, Page } from "../helpers/api-types.js";
 // dropped: empty pages, each with a next_cursor, until the backlog was passed. A page now reads
 // on past them, up to ten pages' worth of rows, and its cursor is where it stopped.
 
-for (const backend of BACKENDS) {
+for (const backend of FEATURE_BACKENDS) {
   describe(`delivery status filters beside a held backlog (${backend})`, () => {
     let s: TestSluice;
     let due: string;

@@ -2,7 +2,7 @@ import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { DateTime } from "luxon";
 import { pino } from "pino";
-import { BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
+import { FEATURE_BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
 import type { Destination, Tenant } from "../helpers/api-types.js";
@@ -28,7 +28,7 @@ function wall(offsetS: number): string {
   return DateTime.now().plus({ seconds: offsetS }).toUTC().toFormat("HH:mm:ss");
 }
 
-for (const backend of BACKENDS) {
+for (const backend of FEATURE_BACKENDS) {
   describe(`log lines on ${backend} Postgres`, () => {
     const raw: string[] = [];
     let s: TestSluice;

@@ -1,6 +1,6 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
+import { FEATURE_BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
 import type {
@@ -27,7 +27,7 @@ const ADMIN_KEY = "admin_secret_for_portal_sessions";
 type Created = Static<typeof PortalSessionCreated>;
 type Session = Static<typeof PortalSession>;
 
-for (const backend of BACKENDS) {
+for (const backend of FEATURE_BACKENDS) {
   describe(`portal sessions on ${backend} Postgres`, () => {
     let s: TestSluice;
     let rx: Receiver;

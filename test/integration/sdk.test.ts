@@ -1,7 +1,7 @@
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { Sluice, verifyWebhook, WebhookVerificationError, type Destination, type Delivery } from "../../sdk/src/index.js";
-import { BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
+import { FEATURE_BACKENDS, startSluice, type TestSluice } from "../helpers/sluice.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
 import { apiError } from "../helpers/sdk.js";
@@ -9,7 +9,7 @@ import { apiError } from "../helpers/sdk.js";
 // The SDK (sdk/) against a real Sluice: typed calls, typed errors, idempotent publishing, paging,
 // and the receiver-side signature check on what Sluice really sent.
 
-for (const backend of BACKENDS) {
+for (const backend of FEATURE_BACKENDS) {
   describe(`SDK on ${backend} Postgres`, () => {
     let s: TestSluice;
     let rx: Receiver;

@@ -6,7 +6,8 @@ import { openTestStore } from "../helpers/db.js";
 import { waitFor } from "../helpers/wait-for.js";
 
 // The store contract (src/db/store.ts), one suite run against both drivers (server-db.ts,
-// embedded-db.ts): what every other module may rely on whichever store it runs on. On the server
+// embedded-db.ts), and the server driver behind a transaction pooler: what every other module
+// may rely on whichever store it runs on, so that a feature test need not prove each store again. On the server
 // store the connection is pipelined: statements issued without waiting go out together, BEGIN
 // rides with the first, and queryAndCommit sends COMMIT right behind the last. What must hold
 // whatever goes out together: order, all or nothing, and a connection that goes back to the pool
@@ -295,6 +296,41 @@ for (const backend of ENGINE_BACKENDS) {
       } finally {
         off();
       }
+    });
+
+    // What lets a feature be proved on one store: every value comes back as the same JavaScript
+    // value whichever driver read it, and a constraint's error names the same things.
+    test("each type Sluice reads and writes comes back as the same value, and errors carry the same fields", async () => {
+      const at = new Date("2026-03-29T01:30:00.123Z");
+      const [row] = await db.query<Record<string, unknown>>(
+        `SELECT $1::timestamptz AS ts, 9007199254740993::int8 AS big, count(*) AS n, 7::int4 AS i, 1.5::float8 AS f,
+                2.25::numeric AS num, $2::jsonb AS jb, '{"a":1}'::json AS j, $3::text[] AS arr, ARRAY[1,2]::int4[] AS ints,
+                true AS yes, NULL::text AS nothing, '00000000-0000-7000-8000-000000000000'::uuid AS id, $4::text AS t,
+                '2026-01-01'::date AS d`,
+        [at, JSON.stringify({ a: [1, { b: null }], é: "😀" }), ["x", "y,z"], "é😀\n"],
+      );
+      assert.deepEqual(row, {
+        ts: at,
+        big: "9007199254740993",
+        n: "1",
+        i: 7,
+        f: 1.5,
+        num: "2.25",
+        jb: { a: [1, { b: null }], é: "😀" },
+        j: { a: 1 },
+        arr: ["x", "y,z"],
+        ints: [1, 2],
+        yes: true,
+        nothing: null,
+        id: "00000000-0000-7000-8000-000000000000",
+        t: "é😀\n",
+        d: new Date("2026-01-01T00:00:00Z"),
+      });
+      const err = (await db.query("INSERT INTO tx_probe VALUES (900), (900)").catch((e: unknown) => e)) as Record<string, unknown>;
+      assert.deepEqual(
+        { code: err.code, constraint: err.constraint, table: err.table, detail: err.detail },
+        { code: "23505", constraint: "tx_probe_pkey", table: "tx_probe", detail: "Key (n)=(900) already exists." },
+      );
     });
 
     test("a statement's own error is the statement's, never 'the store is unavailable'", async () => {
