@@ -99,6 +99,13 @@ test("a 429 with Retry-After shows the destination throttled, with a countdown t
   const { page, context, errors } = await dashboard();
   const row = page.locator(`tr[data-destination="${d.id}"]`);
   await row.locator(".badge", { hasText: /^throttled$/ }).waitFor();
+  // The list says when it is tried again, and its waiting delivery's age (never "—" with a backlog).
+  await row.locator(".next-try", { hasText: /^tried again in / }).waitFor();
+  const listed = countdownSeconds((await row.locator(".next-try .countdown").innerText()).trim());
+  assert.ok(listed > 240 && listed <= 300, `the list's countdown ${listed}s, expected a little under 300s`);
+  await waitFor(async () => /^\d+(m \d+)?s$/.test((await row.locator('td[data-label="Oldest waiting"]').innerText()).trim()), {
+    message: "the list never showed the age of the throttled destination's waiting delivery",
+  });
 
   await row.getByRole("link", { name: "billing-throttled" }).click();
   await page.getByRole("heading", { level: 1, name: "billing-throttled" }).waitFor();
@@ -164,7 +171,10 @@ test("a paused destination shows its reason and resumes with replay from the but
   for (let i = 1; i <= 3; i++) await publish(d.id, "contact.updated", { n: i });
   await waitFor(async () => (await getDestination(d.id)).queued_events === 3);
 
-  const { page, context, errors } = await dashboard(`/destinations/${d.id}`);
+  const { page, context, errors } = await dashboard();
+  const row = page.locator(`tr[data-destination="${d.id}"]`);
+  await row.locator(".next-try", { hasText: "until resumed" }).waitFor();
+  await page.goto(`${s.url}/#/destinations/${d.id}`);
   await page.getByRole("heading", { level: 1, name: "crm-paused" }).waitFor();
   await page.getByText(`Paused: ${reason}`, { exact: true }).waitFor();
   await settled(page);

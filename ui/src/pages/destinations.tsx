@@ -1,13 +1,53 @@
+import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
-import { allDestinations, DESTINATION_STATUSES } from "../api.js";
+import { allDestinations, DESTINATION_STATUSES, type Destination } from "../api.js";
 import { useSession } from "../context.js";
 import { usePoll, useNow } from "../hooks.js";
 import { StatusBadge, HealthBadge } from "../components/badges.js";
+import { Countdown } from "../components/destination-cards.js";
 import { ChoiceFilter, ErrorNote, Loading } from "../components/common.js";
 import { count, duration } from "../format.js";
 import { href } from "../router.js";
 
 const REFRESH_MS = 3000;
+
+/** Under a held destination's status: when it is tried again, so "why late" reads off the list. */
+function NextTry({ d }: { d: Destination }) {
+  let text: ComponentChildren = null;
+  if (d.status === "throttled" && d.throttled_until)
+    text = (
+      <>
+        tried again in <Countdown to={d.throttled_until} />
+      </>
+    );
+  else if (d.status === "paused")
+    text = d.next_probe_at ? (
+      <>
+        next probe in <Countdown to={d.next_probe_at} />
+      </>
+    ) : (
+      "until resumed"
+    );
+  else if (d.status === "quiet" && d.quiet_until)
+    text = (
+      <>
+        opens in <Countdown to={d.quiet_until} />
+      </>
+    );
+  else if (d.status === "rate_limited" && d.effective_rate_per_second !== null) text = `at ${d.effective_rate_per_second}/s`;
+  return text === null ? null : <div class="muted next-try">{text}</div>;
+}
+
+/**
+ * The age of the oldest delivery waiting. A backlog never reads "—": its deliveries are waiting
+ * (an age), all in flight (the held counts leave those out), or the stats are not in yet.
+ */
+function oldestWaiting(d: Destination, oldestAt: string | null | undefined, statsIn: boolean, now: number): string {
+  if (oldestAt) return duration(now - Date.parse(oldestAt));
+  if (d.queued_events === 0) return "—";
+  if (!statsIn) return "…";
+  return d.inflight > 0 ? "in flight" : "just queued";
+}
 
 /** Every destination with its live state, refreshed every few seconds in place. */
 export function DestinationsPage() {
@@ -70,6 +110,7 @@ export function DestinationsPage() {
                     </td>
                     <td data-label="Status">
                       <StatusBadge status={d.status} />
+                      <NextTry d={d} />
                     </td>
                     <td data-label="Health">
                       <HealthBadge status={d.health.status} score={d.health.score} />
@@ -78,7 +119,7 @@ export function DestinationsPage() {
                       {count(d.queued_events)}
                     </td>
                     <td data-label="Oldest waiting" class="num">
-                      {st?.oldest_waiting_at ? duration(now - Date.parse(st.oldest_waiting_at)) : "—"}
+                      {oldestWaiting(d, st?.oldest_waiting_at, !!stats.data, now)}
                     </td>
                     <td data-label="In flight" class="num">
                       {d.inflight} / {d.ordered ? 1 : d.max_concurrency}
