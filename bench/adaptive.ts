@@ -6,15 +6,18 @@
 // destinations with a receiver of their own: adaptive (max_concurrency 200, no rate limit),
 // fixed-high (rate limit 2 × capacity) and fixed-low (0.5 ×). All twelve are backlogged up front
 // and run at once on `sluice api` + N × `sluice worker`; counted at the receivers, which run in
-// this process.
+// this process. The fixed ones also check the rate limit itself: no window over it at the
+// receiver, and a fixed-low one whose receiver can take its rate uses all of it.
 import http from "node:http";
 import { performance } from "node:perf_hooks";
+import { auditBucket } from "../src/policy/rate-audit.js";
+import { bucketsFor } from "../src/policy/token-bucket.js";
 import { adminQuery } from "./pg.js";
 import { commonFlags, CpuSampler, cpuLine, parseFlags, percentiles, runBench, sleep, waitQuiet } from "./procs.js";
 import { benchStart, fmt, mark, table } from "./report.js";
 import { SluiceCluster } from "./sluice.js";
 
-const TARGET = { share: 0.8, refusedPer1000: 5 };
+const TARGET = { share: 0.8, refusedPer1000: 5, rateUsed: 0.98 };
 /** A fixed destination's rate_limit.max_per_second, × its receiver's capacity at the start. */
 const VARIANTS = { adaptive: null, "fixed-high": 2, "fixed-low": 0.5 } as const;
 
@@ -172,7 +175,22 @@ function paceFigures(
     reconvergedAfterShiftS: shiftAtS === null || convergedAtS === null ? null : Math.max(0, convergedAtS - shiftAtS),
     converged: convergedAtS === null ? null : span(convergedAtS, durationS),
     overall: span(0, durationS),
-    acceptedPerSecond: secs.map((s) => s.accepted),
+    acceptedPerSecond: secs.map((s) => s.accepted), // in the results file: how the pace moved
+  };
+}
+
+/**
+ * A fixed destination's requests against its rate limit: those ending a window over burst + rate ×
+ * its length (auditBucket, no jitter allowed), and the share of the rate used over the middle 80 %
+ * of the requests after the first burst (so that neither the burst nor the ragged end counts).
+ */
+function rateFigures(served: Served[], limit: { max_per_second: number; burst_capacity: number }) {
+  const t = served.map((s) => s.at);
+  const after = t.slice(limit.burst_capacity);
+  const [a, z] = [Math.floor(after.length * 0.1), Math.floor(after.length * 0.9)];
+  return {
+    overLimit: auditBucket(t, bucketsFor(limit)[0]!).offending.length,
+    used: z - a > 1 ? (z - a) / ((after[z]! - after[a]!) / 1000) / limit.max_per_second : null,
   };
 }
 
@@ -182,14 +200,12 @@ async function main(): Promise<void> {
   const f = parseFlags("npm run bench:adaptive", {
     capacity: { def: 100, help: "N: every receiver's capacity in requests/s (the shifting ones' at the start)" },
     "duration-s": { def: 60, quick: 20, help: "how long the workers deliver (the shifting receivers shift halfway)" },
-    "window-s": { def: 5, help: "the window that must stay converged" },
-    "knee-base-ms": { def: 50, min: 0, help: "the knee receiver's latency besides its queue" },
-    "max-concurrency": { def: 200, help: "every destination's max_concurrency" },
     ...commonFlags(120),
     quick: { type: "bool", help: "a 20 s run: too short for the shifting receivers to settle" },
   });
-  const { capacity: N, "duration-s": D, "window-s": W, "knee-base-ms": baseMs, workers } = f;
-  if (D < 2 * W) throw new Error(`--duration-s must be at least twice --window-s (${W})`);
+  const { capacity: N, "duration-s": D, workers } = f;
+  const [W, baseMs, maxConcurrency] = [5, 50, 200]; // the window that must stay converged; the knee's latency besides its queue
+  if (D < 2 * W) throw new Error(`--duration-s must be at least ${2 * W}`);
   const [shiftAtS, down, kneeP99Ms] = [Math.floor(D / 2), Math.max(1, Math.round(0.4 * N)), 3 * (baseMs + 1000 / N)];
   const shifting = (to: number) => () => slidingLimit(`${N}→${to}/s`, (t) => (t < shiftAtS * 1000 ? N : to));
   const kinds = [
@@ -202,7 +218,7 @@ async function main(): Promise<void> {
   bench.out(
     `workload: 4 receivers × 3 destinations, each with its own receiver, all backlogged, for ${D} s; capacity N = ${N}/s ` +
       `(shift-down to ${down}/s and shift-up to ${2 * N}/s at ${shiftAtS} s; knee: FIFO of N/s + ${baseMs} ms, 503 past 5 s of queue); ` +
-      `max_concurrency ${f["max-concurrency"]}; adaptive: {enabled: true}, no rate_limit; fixed-high: rate_limit ${2 * N}/s; fixed-low: ${0.5 * N}/s`,
+      `max_concurrency ${maxConcurrency}; adaptive: {enabled: true}, no rate_limit; fixed-high: rate_limit ${2 * N}/s; fixed-low: ${0.5 * N}/s`,
   );
   bench.out(
     `converged at: the first second from which every ${W} s window to the end of the run accepted ≥ ${TARGET.share * 100} % of the capacity ` +
@@ -217,17 +233,21 @@ async function main(): Promise<void> {
       const model = k.make();
       const path = `/${k.kind}/${variant}`;
       const rate = factor === null ? null : factor * model.capacityAt(0);
+      // A burst of one second's worth: Sluice then holds back its 500 ms of send jitter (SLUICE_RATE_SEND_JITTER_MS), which
+      // a burst of a few tokens could not, and the limit is to hold at the receiver with no allowance.
+      const limit = rate === null ? null : { max_per_second: rate, burst_capacity: rate };
       const body = {
         name: `${k.kind} ${variant}`,
         url: rx.host(path, model),
-        max_concurrency: f["max-concurrency"],
-        ...(rate === null
-          ? { adaptive: { enabled: true } }
-          : { rate_limit: { max_per_second: rate, burst_capacity: Math.max(1, Math.round(rate / 10)) } }),
+        max_concurrency: maxConcurrency,
+        ...(limit === null ? { adaptive: { enabled: true } } : { rate_limit: limit }),
       };
+      const capacities = Array.from({ length: D }, (_, s) => model.capacityAt(s * 1000 + 500));
       // Queued: the most it can take over the run (its receiver's highest capacity, or its own rate limit), and some.
-      const most = Math.min(rate ?? Infinity, Math.max(...Array.from({ length: D }, (_, s) => model.capacityAt(s * 1000 + 500))));
-      return { ...k, variant, model, path, body, queue: Math.ceil(most * (1.1 * D + 5)), id: "" };
+      const most = Math.min(rate ?? Infinity, Math.max(...capacities));
+      // Only where the receiver can always take the rate is all of it to be used.
+      const rateBound = rate !== null && Math.min(...capacities) >= rate;
+      return { ...k, variant, model, path, body, limit, rateBound, queue: Math.ceil(most * (1.1 * D + 5)), id: "" };
     }),
   );
   const ids = await sluice.createDestinations(dests.length, (i) => dests[i]!.body);
@@ -247,14 +267,7 @@ async function main(): Promise<void> {
   ]);
   const cpu = new CpuSampler({ system: "sluice", pids: () => sluice.pids(), postmaster, receiver: -1, bench: "bench + receivers" }).begin();
   // The pace fields of GET /v1/destinations/{id}, once a second.
-  type Pace = {
-    t: number;
-    effective_rate_per_second?: number | null;
-    effective_concurrency?: number;
-    pace_reason?: string | null;
-    queued_events: number;
-    status: string;
-  };
+  type Pace = { t: number; effective_rate_per_second?: number | null; effective_concurrency?: number; status?: string };
   const samples = new Map<string, Pace[]>(dests.map((d) => [d.id, []]));
   for (let t = 0; t <= D; t++) {
     await sleep(t * 1000 - rx.elapsed());
@@ -281,6 +294,7 @@ async function main(): Promise<void> {
     queued: d.queue,
     maxInflight: rx.maxInflight(d.path),
     figures: paceFigures(inRun(d.path), (t) => d.model.capacityAt(t), D, W, d.maxP99Ms, d.shift ? shiftAtS : null),
+    rate: d.limit && { ...rateFigures(inRun(d.path), d.limit), bound: d.rateBound },
     samples: samples.get(d.id)!,
   }));
   const pct = (x: number | null | undefined): string => (x === null || x === undefined ? "–" : `${fmt(100 * x)} %`);
@@ -292,7 +306,7 @@ async function main(): Promise<void> {
   bench.out(`\nonce converged (from "converged at" to the end of the run), and the whole run:`);
   bench.out(
     table([
-      "receiver|destination|converged at|shift: by · again after|capacity used|429+503 per 1k|p50 / p99 ms|accepted/s, whole run|refused|max in flight|at the end (API)".split(
+      "receiver|destination|converged at|shift: by · again after|capacity used|429+503 per 1k|p50 / p99 ms|accepted/s, whole run|refused|max in flight|rate limit: over · used|at the end (API)".split(
         "|",
       ),
       ...results.map((r) => {
@@ -309,6 +323,9 @@ async function main(): Promise<void> {
           fmt(g.overall.accepted / D, 1),
           fmt(g.overall.refused),
           fmt(r.maxInflight),
+          r.rate
+            ? `${r.rate.overLimit} ${mark(r.rate.overLimit === 0)} · ${pct(r.rate.used)}${r.rate.bound ? ` ${mark((r.rate.used ?? 0) >= TARGET.rateUsed)}` : ""}`
+            : "",
           r.variant === "adaptive" ? pace(last) : last?.status !== "active" ? (last?.status ?? "?") : "",
         ];
       }),
@@ -316,23 +333,21 @@ async function main(): Promise<void> {
   );
   bench.out(`CPU over the run, % of one core: ${cpuLine(cpuFigures)}; machine busy before the run ${busyBeforePct} %`);
   const adaptive = results.filter((r) => r.variant === "adaptive");
-  bench.out("\nadaptive destinations: effective_rate_per_second × effective_concurrency (API) · accepted/s over the 5 s before (receiver)");
-  const trace = Array.from({ length: Math.floor(D / 5) + 1 }, (_, i) => i * 5).map((t) => [
-    `${t} s`,
-    ...adaptive.map(
-      (r) =>
-        `${pace(r.samples.find((x) => x.t === t))}${t === 0 ? "" : ` · ${fmt(r.figures.acceptedPerSecond.slice(t - 5, t).reduce((a, b) => a + b, 0) / 5)}`}`,
-    ),
-  ]);
-  bench.out(table([["t", ...adaptive.map((r) => r.receiver)], ...trace]));
-  bench.out(`pace_reason at the end: ${adaptive.map((r) => `${r.kind} "${r.samples.at(-1)?.pace_reason ?? "null"}"`).join(", ")}`);
   const failed = adaptive.filter((r) => r.figures.converged === null);
+  const overLimit = results.filter((r) => r.rate && r.rate.overLimit > 0);
+  const underused = results.filter((r) => r.rate?.bound && (r.rate.used ?? 0) < TARGET.rateUsed);
   bench.out(
-    failed.length === 0
-      ? "\nverdict: every adaptive destination converged and met the targets ✓"
-      : `\nverdict: adaptive destinations that never converged: ${failed.map((r) => r.kind).join(", ")} ✗`,
+    `\nverdict: ${failed.length === 0 ? "every adaptive destination converged and met the targets ✓" : `adaptive destinations that never converged: ${failed.map((r) => r.kind).join(", ")} ✗`}; ` +
+      `fixed rate limits: ${overLimit.length === 0 ? "no window over the limit ✓" : `windows over the limit at ${overLimit.map((r) => r.config.name).join(", ")} ✗`}, ` +
+      `${underused.length === 0 ? `≥ ${TARGET.rateUsed * 100} % of the rate used where the receiver could take it ✓` : `less than ${TARGET.rateUsed * 100} % of the rate used at ${underused.map((r) => r.config.name).join(", ")} ✗`}`,
   );
-  bench.finish("adaptive", { postgres: settings, cpu: cpuFigures, busyBeforePct, options: { ...f, shiftAtS, kneeP99Ms }, results });
+  bench.finish("adaptive", {
+    postgres: settings,
+    cpu: cpuFigures,
+    busyBeforePct,
+    options: { ...f, windowS: W, kneeBaseMs: baseMs, maxConcurrency, shiftAtS, kneeP99Ms },
+    results,
+  });
 }
 
 runBench(main);
