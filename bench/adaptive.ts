@@ -259,7 +259,7 @@ async function main(): Promise<void> {
   // ANALYZE lands mid-run (~60 s after Postgres started) and changes the claim's plans under it.
   await adminQuery(server.url, "ANALYZE");
   const busyBeforePct = await waitQuiet(f["wait-quiet-s"] * 1000);
-  await sluice.startWorkers(workers, false);
+  await sluice.startWorkers(workers);
   // Time 0: the first delivery to reach any receiver (the workers take a few seconds to start).
   await Promise.race([
     rx.begun,
@@ -324,7 +324,7 @@ async function main(): Promise<void> {
           fmt(g.overall.refused),
           fmt(r.maxInflight),
           r.rate
-            ? `${r.rate.overLimit} ${mark(r.rate.overLimit === 0)} · ${pct(r.rate.used)}${r.rate.bound ? ` ${mark((r.rate.used ?? 0) >= TARGET.rateUsed)}` : ""}`
+            ? `${r.rate.overLimit} ${mark(r.rate.overLimit === 0)}${r.rate.bound ? ` · ${pct(r.rate.used)} ${mark((r.rate.used ?? 0) >= TARGET.rateUsed)}` : ""}`
             : "",
           r.variant === "adaptive" ? pace(last) : last?.status !== "active" ? (last?.status ?? "?") : "",
         ];

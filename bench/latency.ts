@@ -6,9 +6,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { performance } from "node:perf_hooks";
-import { Agent, request } from "undici";
-import { connect, withDatabase } from "./pg.js";
+import { withDatabase } from "./pg.js";
 import { commonFlags, parseFlags, percentiles, preciseNow, runBench, sleep, waitQuiet, type Percentiles } from "./procs.js";
 import { Receiver } from "./receiver.js";
 import { benchStart, fmt, mark } from "./report.js";
@@ -32,30 +30,6 @@ type Store = keyof typeof TARGETS;
 /** One measured event, Unix ms: sent and answered (bench), arrived (receiver). */
 type Sample = { sentAt: number; answeredAt: number; arrivedAt?: number };
 
-/**
- * What one hop costs on this machine after the same idle pause, the floor under every hop of the
- * path: an HTTP POST answered at once by the receiver, and `SELECT 1` on a Postgres connection.
- */
-async function idleHops(rcv: Receiver, databaseUrl: string | null, gapMs: number) {
-  const times = async (hop: () => Promise<unknown>): Promise<Percentiles | null> => {
-    const out: number[] = [];
-    for (let i = 0; i < 105; i++) {
-      await sleep(gapMs);
-      const t = performance.now();
-      await hop();
-      if (i >= 5) out.push(performance.now() - t); // the first ones open the connection
-    }
-    return percentiles(out);
-  };
-  const agent = new Agent({ keepAliveTimeout: 60_000 });
-  const httpMs = await times(async () => (await request(rcv.url("/floor"), { method: "POST", body: "{}", dispatcher: agent })).body.text());
-  await agent.close();
-  const db = databaseUrl ? await connect(databaseUrl) : null;
-  const pgMs = db ? await times(() => db.query("SELECT 1")) : null;
-  await db?.end();
-  return { httpMs, pgMs };
-}
-
 async function runStore(store: Store, f: Flags, bench: ReturnType<typeof benchStart>, databaseUrl: string | null) {
   const busyBeforePct = await waitQuiet(f["wait-quiet-s"] * 1000);
   process.stderr.write(`\n▶ ${store} store (machine ${busyBeforePct}% busy)\n`);
@@ -65,7 +39,6 @@ async function runStore(store: Store, f: Flags, bench: ReturnType<typeof benchSt
   try {
     await cluster.start(databaseUrl ? f.workers : 0);
     const ids = await cluster.createDestinations(f.destinations, (i) => ({ url: rcv.destUrl(i), name: `latency-${i}` }));
-    const idleHopMs = await idleHops(rcv, databaseUrl, f["gap-ms"]);
     const oneByOne = async (n: number, what: string): Promise<Sample[]> => {
       await rcv.reset(n);
       const samples: Sample[] = [];
@@ -92,7 +65,6 @@ async function runStore(store: Store, f: Flags, bench: ReturnType<typeof benchSt
     return {
       store,
       busyBeforePct,
-      idleHopMs,
       received: samples.filter((s) => s.arrivedAt !== undefined).length,
       duplicates: rep.duplicates,
       publishToReceiveMs: percentiles(samples.map((s) => s.arrivedAt! - s.sentAt)),
@@ -127,15 +99,11 @@ async function main(): Promise<void> {
         ? await withDatabase(pgs!.server.url, "sluice_latency", (url) => runStore(store, f, bench, url))
         : await runStore(store, f, bench, null);
     results.push(r);
-    const [l, rtt, h] = [r.publishToReceiveMs, r.publishRoundTripMs, r.idleHopMs];
+    const [l, rtt] = [r.publishToReceiveMs, r.publishRoundTripMs];
     out(
       `\n${r.store} store: ${fmt(r.received)}/${fmt(f.events)} received, ${r.duplicates} duplicates; machine ${r.busyBeforePct}% busy before`,
     );
     out(`p50 / p90 / p99 / max: publish → receive ${all(l)}; publish round trip (sent → 202) ${all(rtt)}`);
-    out(
-      `one idle hop on this machine: HTTP POST answered at once p50 ${ms(h.httpMs?.p50)} / p99 ${ms(h.httpMs?.p99)} ms` +
-        (h.pgMs ? `; Postgres SELECT 1 p50 ${ms(h.pgMs.p50)} / p99 ${ms(h.pgMs.p99)} ms` : ""),
-    );
   }
   const verdict = results.map((r) => {
     const [l, t] = [r.publishToReceiveMs, TARGETS[r.store]];

@@ -10,10 +10,9 @@ import { parseArgs } from "node:util";
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
 /**
- * Wall clock minus this process's performance.timeOrigin + performance.now(), in ms. Each process
- * fixes its timeOrigin at start, off the wall clock by up to ~1 ms: to compare sub-millisecond
- * stamps of two processes (or with the database's), add each one's offset. Measured at the edge
- * of a Date.now() tick, 5 times (≈ 5 ms of busy wait); the median.
+ * Wall clock minus performance.timeOrigin + performance.now(), in ms. Each process fixes its
+ * timeOrigin at start, off the wall clock by up to ~1 ms: to compare sub-millisecond stamps of two
+ * processes, add each one's offset. Measured at the edge of a Date.now() tick, 5 times; the median.
  */
 function wallClockOffsetMs(): number {
   const samples: number[] = [];
@@ -64,7 +63,7 @@ export const commonFlags = (timeoutS: number) => ({
   "pg-icu-locale": {
     type: "str" as const,
     arg: "LOCALE",
-    help: "initdb the throwaway Postgres with this ICU locale as its default collation (e.g. en-US, as most servers are); default C",
+    help: "the throwaway Postgres's default collation, an ICU locale (e.g. en-US); default C",
   },
 });
 
@@ -129,10 +128,7 @@ export function spawnLogged(cmd: string, args: string[], opts: { env: NodeJS.Pro
   return logged(spawn(cmd, args, { env: opts.env, cwd: opts.cwd, stdio: ["ignore", "pipe", "pipe"] }), opts.logFile);
 }
 
-/**
- * Forks a module of bench/ with an IPC channel (TypeScript through tsx, or compiled JavaScript as
- * is); resolves once it sends its first `ready` message.
- */
+/** Forks a module (TypeScript through tsx, or JavaScript as is) with an IPC channel; resolves on its first `ready` message. */
 export function forkReady<M extends { type: string }>(module: string, args: string[], logFile: string, ms = 30_000) {
   const execArgv = module.endsWith(".ts") ? ["--import", "tsx"] : [];
   const child = logged(fork(module, args, { execArgv, stdio: ["ignore", "pipe", "pipe", "ipc"] }), logFile);
@@ -170,19 +166,17 @@ export function freePort(): Promise<number> {
 
 // ---- lifecycle -------------------------------------------------------------------------------
 
-let pgServer: { stop(): Promise<void> } | null = null;
+const stoppers: (() => Promise<void>)[] = [];
 
-/** The Postgres server to stop with everything else. */
-export function registerPostgres(s: typeof pgServer): void {
-  pgServer = s;
+/** A server (Postgres, PgBouncer) to stop after the child processes, the last registered first. */
+export function onCleanup(stop: () => Promise<void>): void {
+  stoppers.unshift(stop);
 }
 
-/** Stops every child process, then the Postgres server. */
+/** Stops every child process, then every registered server. */
 export async function cleanup(): Promise<void> {
   await Promise.all([...children].map((c) => stopChild(c, 5000)));
-  const s = pgServer;
-  pgServer = null;
-  await s?.stop().catch((err: unknown) => process.stderr.write(`stopping postgres failed: ${String(err)}\n`));
+  for (const stop of stoppers.splice(0)) await stop().catch((err: unknown) => process.stderr.write(`stopping failed: ${String(err)}\n`));
 }
 
 /** Runs `main`, then stops everything — also after an error, SIGINT or SIGTERM. */
@@ -215,15 +209,15 @@ export function runBench(main: () => Promise<void>): void {
 const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 const round = (n: number, digits: number): number => Math.round(n * 10 ** digits) / 10 ** digits;
 
-/** Every process: parent pid and CPU ticks (utime + stime). */
-function readAllStats(): Map<number, { ppid: number; ticks: number }> {
-  const out = new Map<number, { ppid: number; ticks: number }>();
+/** Every process: its parent, and CPU ticks, its own (utime + stime) and its reaped children's (cutime + cstime). */
+function readAllStats(): Map<number, { ppid: number; self: number; reaped: number }> {
+  const out = new Map<number, { ppid: number; self: number; reaped: number }>();
   for (const name of readdirSync("/proc").filter((n) => /^\d+$/.test(n))) {
     try {
       const raw = readFileSync(`/proc/${name}/stat`, "utf8");
-      // The command name is parenthesised and may hold spaces: parse after the last ')'.
-      const rest = raw.slice(raw.lastIndexOf(")") + 2).split(" ");
-      out.set(Number(name), { ppid: Number(rest[1]), ticks: Number(rest[11]) + Number(rest[12]) });
+      // The command name is parenthesised and may hold spaces: the fields follow the last ')'.
+      const f = raw.slice(raw.lastIndexOf(")") + 2).split(" ");
+      out.set(Number(name), { ppid: Number(f[1]), self: Number(f[11]) + Number(f[12]), reaped: Number(f[13]) + Number(f[14]) });
     } catch {
       // exited while we looked
     }
@@ -241,66 +235,57 @@ function machineSeconds(from: number[] = []): { ticks: number[]; busy: number; i
 export type CpuFigures = Record<string, { cpuSeconds: number; pctOfOneCore: number }>;
 
 /**
- * Samples /proc once a second and attributes CPU time to the system under test and Postgres (with
- * their descendants), the receiver and the bench itself; the rest of the machine is "other
- * processes". A process that exits between samples loses at most its last second.
+ * The CPU time between begin() and end() of the system under test and Postgres (their process
+ * trees, and the children those reaped meanwhile: Postgres backends come and go), the receiver,
+ * the bench itself; the rest of the machine is "other processes". A process of the system that exits before end() takes its CPU with it.
  */
 export class CpuSampler {
-  private readonly procs = new Map<number, { name: string; first: number; last: number }>();
-  private timer: NodeJS.Timeout | undefined;
+  private from: Record<string, number> = {};
+  private machineFrom: number[] = [];
   private startedAt = 0;
-  private machineStart: number[] = [];
 
   constructor(
-    private readonly o: { system: string; pids: () => number[]; postmaster: () => number | null; receiver: number; bench?: string },
+    private readonly o: {
+      system: string;
+      pids: () => number[];
+      postmaster: () => number | null;
+      receiver: number;
+      bench?: string;
+    },
   ) {}
 
-  begin(): this {
-    this.startedAt = Date.now();
-    this.machineStart = machineSeconds().ticks;
-    this.sample(true);
-    this.timer = setInterval(() => this.sample(false), 1000).unref();
-    return this;
-  }
-
-  /** Seconds of CPU per component and as a percentage of one core over the sampled span. */
-  end(): CpuFigures {
-    clearInterval(this.timer);
-    this.sample(false);
-    const spanS = Math.max(0.001, (Date.now() - this.startedAt) / 1000);
-    const out: CpuFigures = {};
-    const put = (name: string, s: number): void =>
-      void (out[name] = { cpuSeconds: round(s, 2), pctOfOneCore: round((100 * s) / spanS, 0) });
-    for (const name of [this.o.system, "postgres", "receiver", this.o.bench ?? "bench"]) {
-      const mine = [...this.procs.values()].filter((p) => p.name === name);
-      put(name, mine.reduce((n, p) => n + p.last - p.first, 0) / TICKS_PER_SECOND);
-    }
-    // The whole machine, everything included: is the box saturated, or waiting on the disk?
-    const m = machineSeconds(this.machineStart);
-    put("(other processes, kernel)", Math.max(0, m.busy - Object.values(out).reduce((n, v) => n + v.cpuSeconds, 0)));
-    put("(machine busy)", m.busy);
-    put("(machine iowait)", m.iowait);
-    return out;
-  }
-
-  private sample(first: boolean): void {
+  private ticks(): Record<string, number> {
     const stats = readAllStats();
     const kids = new Map<number, number[]>();
     for (const [pid, s] of stats) kids.set(s.ppid, [...(kids.get(s.ppid) ?? []), pid]);
     const tree = (pids: number[]): number[] => pids.flatMap((p) => [p, ...tree(kids.get(p) ?? [])]);
-    const roots: [string, number[]][] = [
-      [this.o.system, tree(this.o.pids())],
-      ["postgres", tree([this.o.postmaster() ?? -1])],
-      ["receiver", [this.o.receiver]],
-      [this.o.bench ?? "bench", [process.pid]],
-    ];
-    for (const [name, pids] of roots) {
-      for (const pid of pids.filter((p) => stats.has(p))) {
-        // A process born after begin() counts from zero; one alive at begin() from its then-total.
-        const p = this.procs.get(pid) ?? { name, first: first ? stats.get(pid)!.ticks : 0, last: 0 };
-        this.procs.set(pid, { ...p, last: stats.get(pid)!.ticks });
-      }
-    }
+    const sum = (pids: number[]): number => pids.reduce((n, p) => n + (stats.get(p)?.self ?? 0) + (stats.get(p)?.reaped ?? 0), 0);
+    return {
+      [this.o.system]: sum(tree(this.o.pids())),
+      postgres: sum(tree([this.o.postmaster() ?? -1])),
+      receiver: sum([this.o.receiver]),
+      [this.o.bench ?? "bench"]: stats.get(process.pid)?.self ?? 0, // its reaped children are the systems run before
+    };
+  }
+
+  begin(): this {
+    [this.startedAt, this.machineFrom, this.from] = [Date.now(), machineSeconds().ticks, this.ticks()];
+    return this;
+  }
+
+  /** Seconds of CPU per component and as a percentage of one core over the span. */
+  end(): CpuFigures {
+    const spanS = Math.max(0.001, (Date.now() - this.startedAt) / 1000);
+    const out: CpuFigures = {};
+    const put = (name: string, s: number): void =>
+      void (out[name] = { cpuSeconds: round(s, 2), pctOfOneCore: round((100 * s) / spanS, 0) });
+    for (const [name, t] of Object.entries(this.ticks())) put(name, Math.max(0, t - (this.from[name] ?? 0)) / TICKS_PER_SECOND);
+    // The whole machine, everything included: is the box saturated, or waiting on the disk?
+    const m = machineSeconds(this.machineFrom);
+    put("(other processes, kernel)", Math.max(0, m.busy - Object.values(out).reduce((n, v) => n + v.cpuSeconds, 0)));
+    put("(machine busy)", m.busy);
+    put("(machine iowait)", m.iowait);
+    return out;
   }
 }
 
@@ -311,7 +296,7 @@ export const cpuLine = (cpu: CpuFigures): string =>
     .join(", ");
 
 /** How busy the whole machine is over `ms`, in % of one core (a quiet 2-core box: near 0). */
-export async function machineBusyPct(ms: number): Promise<number> {
+async function machineBusyPct(ms: number): Promise<number> {
   const { ticks } = machineSeconds();
   await sleep(ms);
   return Math.round((100 * machineSeconds(ticks).busy) / (ms / 1000));

@@ -1,34 +1,29 @@
 // The webhook receiver of every bench: a process of its own (this module, forked), so that the
 // bench's publishing does not share its event loop; and the bench's side of it. One node:http
-// server per port (several ports = several origins), answering:
-//   /throttled  429 with `Retry-After: retryAfter` to one request in `throttleOneIn` (default: all),
-//               200 at once to the others
-//   /failing    500
-//   any other   200, at once or after `delayMs`. A payload with an integer "seq" is a delivery:
-//               distinct ones counted by seq, repeats as duplicates, misrouted when its "dest" is
-//               not the /d/<n> it arrived at, publish → arrival latency from its "sent_at" (Unix
-//               ms, may be fractional) to when the request's headers were parsed. Without "seq"
-//               a request is "malformed". With `cap`, requests arriving while their path already
-//               holds `cap` in flight are counted.
-// Memory stays bounded over hours: a bit per seq, and per-delivery figures only until the bench
-// takes them (take()).
+// server on 127.0.0.1: /throttled answers 429 with `Retry-After: retryAfter` to one request in
+// `throttleOneIn` (default: all) and 200 to the others, /failing 500, any other path 200 at once
+// or after `delayMs`. A payload's integer "seq" counts it as a delivery, once (repeats are
+// duplicates), its "sent_at" (Unix ms, may be fractional) gives publish → arrival latency, to
+// when the headers were parsed. With `cap`, requests arriving while their path already holds
+// `cap` in flight are counted. Memory stays bounded over hours: a bit per seq, and per-delivery
+// figures only until the bench takes them (take()).
 import type { ChildProcess } from "node:child_process";
 import http from "node:http";
 import { fileURLToPath } from "node:url";
 import { forkReady, percentiles, preciseNow, sleep, stopChild } from "./procs.js";
 
-type ReceiverConfig = { delayMs?: number; ports?: number; cap?: number; retryAfter?: number; throttleOneIn?: number };
+type ReceiverConfig = { delayMs?: number; cap?: number; retryAfter?: number; throttleOneIn?: number };
 type Progress = { type: "progress"; unique: number; total: number; throttled: number; at: number };
 type Taken = { seq: number[]; at: number[]; latencyMs: number[] };
 export type ReceiverReport = ReturnType<typeof report>;
-type Message = { type: "ready"; ports: number[] } | Progress | { type: "report"; report: ReceiverReport } | ({ type: "taken" } & Taken);
+type Message = { type: "ready"; port: number } | Progress | { type: "report"; report: ReceiverReport } | ({ type: "taken" } & Taken);
 
 export class Receiver {
   private waiters: { type: string; resolve: (m: Message) => void }[] = [];
 
   private constructor(
     readonly child: ChildProcess,
-    readonly ports: number[],
+    readonly port: number,
   ) {
     child.on("message", (m: Message) => {
       const i = this.waiters.findIndex((w) => w.type === m.type);
@@ -37,22 +32,21 @@ export class Receiver {
   }
 
   static async start(logFile: string, config: ReceiverConfig = {}): Promise<Receiver> {
-    const { child, ready } = await forkReady<{ type: "ready"; ports: number[] }>(THIS_FILE, [JSON.stringify(config)], logFile);
-    return new Receiver(child, ready.ports);
+    const { child, ready } = await forkReady<{ type: "ready"; port: number }>(THIS_FILE, [JSON.stringify(config)], logFile);
+    return new Receiver(child, ready.port);
   }
 
   get pid(): number {
     return this.child.pid ?? -1;
   }
 
-  /** `path` on the first port. */
   url(path: string): string {
-    return `http://127.0.0.1:${this.ports[0]!}${path}`;
+    return `http://127.0.0.1:${this.port}${path}`;
   }
 
-  /** Destination `dest`'s URL: its own path /d/<dest>, on port dest mod ports. */
+  /** Destination `dest`'s URL: its own path /d/<dest>. */
   destUrl(dest: number): string {
-    return `http://127.0.0.1:${this.ports[dest % this.ports.length]!}/d/${dest}`;
+    return this.url(`/d/${dest}`);
   }
 
   private ask<T extends Message["type"]>(msg: object, type: T): Promise<Extract<Message, { type: T }>> {
@@ -74,8 +68,8 @@ export class Receiver {
     return this.ask({ type: "progress" }, "progress");
   }
 
-  async report(publishEndAt?: number): Promise<ReceiverReport> {
-    return (await this.ask({ type: "report", publishEndAt }, "report")).report;
+  async report(): Promise<ReceiverReport> {
+    return (await this.ask({ type: "report" }, "report")).report;
   }
 
   /** The distinct deliveries first received since the last take, in arrival order: seq, arrival (Unix ms), publish → arrival ms. */
@@ -85,15 +79,10 @@ export class Receiver {
   }
 
   /** Polls until `until(progress)` or the deadline, printing `line(progress)` on stderr every `everyMs`; the last progress. */
-  async waitFor(
-    until: (p: Progress) => boolean | Promise<boolean>,
-    deadline: number,
-    line?: (p: Progress) => string,
-    everyMs = 5000,
-  ): Promise<Progress> {
+  async waitFor(until: (p: Progress) => boolean, deadline: number, line?: (p: Progress) => string, everyMs = 5000): Promise<Progress> {
     for (let printed = Date.now(); ; await sleep(200)) {
       const p = await this.progress();
-      if ((await until(p)) || Date.now() > deadline) return p;
+      if (until(p) || Date.now() > deadline) return p;
       if (line && Date.now() - printed >= everyMs) {
         process.stderr.write(`${line(p)}\n`);
         printed = Date.now();
@@ -110,15 +99,13 @@ export class Receiver {
 
 const THIS_FILE = fileURLToPath(import.meta.url);
 
-function counters(expected: number, openConnections: number) {
+function counters(expected: number) {
   return {
     expected,
     seen: new Uint8Array(Math.ceil(expected / 8) + 1), // a bit per seq; grown as needed
     unique: 0,
     total: 0,
     duplicates: 0,
-    misrouted: 0,
-    malformed: 0,
     firstAt: null as number | null,
     lastAt: null as number | null,
     /** Arrival of the distinct delivery at 10 % and 90 % of `expected`: the steady middle. */
@@ -128,43 +115,37 @@ function counters(expected: number, openConnections: number) {
     taken: { seq: [], at: [], latencyMs: [] } as Taken,
     maxInflight: 0,
     maxInflightPerDestination: 0,
-    connections: 0,
-    peakOpenConnections: openConnections,
     overCapRequests: 0,
     overCapPaths: new Set<string>(),
   };
 }
 
 /**
- * total: requests since the reset, repeats and malformed included (/throttled and /failing not);
- * latencyMs and receivedAfterPublish (first received after `publishEndAt`): of the distinct
- * deliveries not taken yet — all of them for a bench that never takes.
+ * total: requests since the reset, repeats included (/throttled and /failing not); latencyMs: of
+ * the distinct deliveries not taken yet — all of them for a bench that never takes.
  */
-function report(c: ReturnType<typeof counters>, publishEndAt: number) {
+function report(c: ReturnType<typeof counters>) {
   const { seen: _seen, taken, overCapPaths, ...counts } = c;
   return {
     ...counts,
     latencyMs: percentiles(taken.latencyMs),
-    receivedAfterPublish: taken.at.filter((t) => t > publishEndAt).length,
     destinationsOverCap: overCapPaths.size,
   };
 }
 
 function serve(cfg: ReceiverConfig): void {
-  let [throttledRequests, throttled, inflight, openConnections] = [0, 0, 0, 0]; // kept across resets
+  let [throttledRequests, throttled, inflight] = [0, 0, 0]; // kept across resets
   const inflightPerPath = new Map<string, number>();
-  let c = counters(0, 0);
+  let c = counters(0);
 
   // Regexes rather than JSON.parse: the receiver should cost as little CPU as it can, and the payload shape is ours.
-  const FIELD = { seq: /"seq":(\d+)/, dest: /"dest":(\d+)/, sent_at: /"sent_at":(\d+(?:\.\d+)?)/ };
+  const FIELD = { seq: /"seq":(\d+)/, sent_at: /"sent_at":(\d+(?:\.\d+)?)/ };
   const field = (body: string, name: keyof typeof FIELD): number => Number(FIELD[name].exec(body)?.[1] ?? NaN);
 
-  const record = (path: string, body: string, at: number): void => {
+  const record = (body: string, at: number): void => {
     c.total++;
     const seq = field(body, "seq");
-    if (!Number.isInteger(seq)) return void c.malformed++;
-    const dest = field(body, "dest");
-    if (!Number.isNaN(dest) && path.startsWith("/d/") && path !== `/d/${dest}`) c.misrouted++;
+    if (!Number.isInteger(seq)) return;
     if (seq >> 3 >= c.seen.length) {
       const grown = new Uint8Array(Math.max(2 * c.seen.length, (seq >> 3) + 1));
       grown.set(c.seen);
@@ -185,7 +166,7 @@ function serve(cfg: ReceiverConfig): void {
   const answer = (res: http.ServerResponse, status: number, headers: Record<string, string> = {}): void =>
     void res.writeHead(status, { "content-type": "text/plain", "content-length": "2", ...headers }).end("ok");
 
-  const handle = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+  const server = http.createServer((req, res) => {
     const at = preciseNow();
     const path = req.url ?? "";
     if (path === "/throttled" || path === "/failing") {
@@ -206,7 +187,7 @@ function serve(cfg: ReceiverConfig): void {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
-      record(path, Buffer.concat(chunks).toString("utf8"), at);
+      record(Buffer.concat(chunks).toString("utf8"), at);
       if (cfg.delayMs) setTimeout(() => answer(res, 200), cfg.delayMs);
       else answer(res, 200);
     });
@@ -214,14 +195,16 @@ function serve(cfg: ReceiverConfig): void {
       inflight--;
       inflightPerPath.set(path, (inflightPerPath.get(path) ?? 1) - 1);
     });
-  };
+  });
+  // Senders keep connections open for the whole run; never be the side that closes them.
+  Object.assign(server, { keepAliveTimeout: 600_000, headersTimeout: 0, requestTimeout: 0, maxRequestsPerSocket: 0 });
 
   const send = (m: Message): void => void process.send?.(m);
   const progress = (): Progress => ({ type: "progress", unique: c.unique, total: c.total, throttled, at: Date.now() });
-  process.on("message", (m: { type: string; expected?: number; publishEndAt?: number }) => {
-    if (m.type === "reset") c = counters(m.expected ?? 0, openConnections);
+  process.on("message", (m: { type: string; expected?: number }) => {
+    if (m.type === "reset") c = counters(m.expected ?? 0);
     if (m.type === "reset" || m.type === "progress") send(progress());
-    else if (m.type === "report") send({ type: "report", report: report(c, m.publishEndAt ?? Infinity) });
+    else if (m.type === "report") send({ type: "report", report: report(c) });
     else if (m.type === "take") {
       send({ type: "taken", ...c.taken });
       c.taken = { seq: [], at: [], latencyMs: [] };
@@ -229,19 +212,7 @@ function serve(cfg: ReceiverConfig): void {
   });
   process.on("disconnect", () => process.exit(0)); // the bench is gone: so are we
   process.on("SIGTERM", () => process.exit(0));
-
-  const listening = Array.from({ length: Math.max(1, cfg.ports ?? 1) }, () => {
-    const server = http.createServer(handle);
-    // Senders keep connections open for the whole run; never be the side that closes them.
-    Object.assign(server, { keepAliveTimeout: 600_000, headersTimeout: 0, requestTimeout: 0, maxRequestsPerSocket: 0 });
-    server.on("connection", (socket) => {
-      c.connections++;
-      c.peakOpenConnections = Math.max(c.peakOpenConnections, ++openConnections);
-      socket.once("close", () => openConnections--);
-    });
-    return new Promise<number>((resolve) => server.listen(0, "127.0.0.1", () => resolve((server.address() as { port: number }).port)));
-  });
-  void Promise.all(listening).then((ports) => send({ type: "ready", ports }));
+  server.listen(0, "127.0.0.1", () => send({ type: "ready", port: (server.address() as { port: number }).port }));
 }
 
 if (process.argv[1] === THIS_FILE) serve(JSON.parse(process.argv[2] ?? "{}") as ReceiverConfig);

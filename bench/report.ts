@@ -79,19 +79,20 @@ export function benchStart(title: string, sluiceDir = REPO) {
 
 // ---- npm run bench ---------------------------------------------------------------------------
 
-export type Scenario = "0ms" | "50ms" | "embedded";
-export type System = "sluice" | "graphile-worker" | "pg-boss";
-export type RunResult = ReturnType<typeof newRun>;
+export const SCENARIOS = ["0ms", "50ms", "embedded"] as const;
+type Scenario = (typeof SCENARIOS)[number];
+export const SYSTEMS = ["sluice", "graphile-worker", "pg-boss"] as const;
+type System = (typeof SYSTEMS)[number];
 
 /**
- * A run of `npm run bench` before it measured anything. deliveriesPerSec: distinct deliveries ÷
- * (last received − first publish sent); steadyStatePerSec: those first received after publishing
- * ended, per second until the last one; perDestinationCap: the limit checked at the receiver.
+ * A run of `npm run bench`. deliveriesPerSec: distinct deliveries ÷ (last received − first
+ * publish sent); perDestinationCap: the limit checked at the receiver; inflight: the most
+ * requests its settings allow at once, across its processes; wallMs: start of its processes →
+ * everything stopped.
  */
 export function newRun(o: {
   system: System;
   scenario: Scenario;
-  store: "postgres" | "pglite";
   destinations: number;
   events: number;
   receiverDelayMs: number;
@@ -99,94 +100,51 @@ export function newRun(o: {
 }) {
   return {
     ...o,
-    settings: {} as Record<string, string | number | boolean | null>,
-    /** The most requests its settings allow in flight at once, across its processes. */
+    settings: {} as Record<string, unknown>,
     inflight: null as number | null,
     status: "error" as "complete" | "timeout" | "error",
     error: null as string | null,
-    publish: null as { ms: number; eventsPerSec: number; batches: number } | null,
-    ...deriveFigures(null, 0, 0),
+    publish: null as { ms: number; eventsPerSec: number } | null,
+    receiver: null as ReceiverReport | null,
+    deliveriesPerSec: null as number | null,
     cpu: {} as CpuFigures,
-    /** Start of its processes → everything stopped. */
     wallMs: 0,
-    /** Deliveries or jobs by state and attempts, and the system's connections by state (server store only). */
-    endState: null as Record<string, number> | null,
-    pgActivity: null as Record<string, number> | null,
     engineMetrics: null as Record<string, number> | null,
     notes: [] as string[],
   };
 }
-
-/** The figures of a run from what the receiver saw and when publishing ran. */
-export function deriveFigures(r: ReceiverReport | null, publishStartAt: number, publishEndAt: number) {
-  const measuredMs = r?.lastAt == null ? null : r.lastAt - publishStartAt;
-  const tailMs = r?.lastAt == null ? 0 : r.lastAt - publishEndAt;
-  return {
-    received: r?.unique ?? 0,
-    duplicates: r?.duplicates ?? 0,
-    misrouted: r?.misrouted ?? 0,
-    totalRequests: r?.total ?? 0,
-    measuredMs,
-    deliveriesPerSec: measuredMs !== null && measuredMs > 0 ? r!.unique / (measuredMs / 1000) : null,
-    // Under ~0.5 s of tail the "rate" is mostly noise.
-    steadyStatePerSec: r && tailMs >= 500 ? r.receivedAfterPublish / (tailMs / 1000) : null,
-    latencyMs: r?.latencyMs ?? null,
-    maxInflight: r?.maxInflight ?? 0,
-    maxInflightPerDestination: r?.maxInflightPerDestination ?? 0,
-    receiverConnections: r?.connections ?? 0,
-    peakOpenConnections: r?.peakOpenConnections ?? 0,
-    overCapRequests: r?.overCapRequests ?? 0,
-    destinationsOverCap: r?.destinationsOverCap ?? 0,
-  };
-}
+export type RunResult = ReturnType<typeof newRun>;
 
 const fmtMs = (n: number | null | undefined): string =>
   n === null || n === undefined ? "—" : n >= 10_000 ? `${(n / 1000).toFixed(1)} s` : `${Math.round(n)} ms`;
 const statusMark = (r: RunResult): string => (r.status === "complete" ? "" : r.status === "timeout" ? " (TIMED OUT: partial)" : " (ERROR)");
-const list = (o: Record<string, number>, show: (v: number) => string = fmt, sep = " "): string =>
+const list = (o: Record<string, number | { pctOfOneCore: number }>): string =>
   Object.entries(o)
-    .map(([k, v]) => `${k}${sep}${show(v)}`)
+    .map(([k, v]) => `${k} ${typeof v === "number" ? fmt(v, Number.isInteger(v) ? 0 : 1) : `${v.pctOfOneCore} %`}`)
     .join(", ");
 
-/** A detailed block for one run. */
+/** What one run saw, in a few lines. */
 export function describeRun(r: RunResult): string {
-  const lat = r.latencyMs;
-  const lines = [
-    `${r.system} · ${r.scenario} · ${r.store}: ${fmt(r.destinations)} destinations, ${fmt(r.events)} events, receiver delay ${r.receiverDelayMs} ms${statusMark(r)}`,
-    ...(r.error ? [`  error: ${r.error}`] : []),
-    ...(r.publish ? [`  published in ${fmtMs(r.publish.ms)} (${fmt(r.publish.eventsPerSec)} events/s, ${r.publish.batches} batches)`] : []),
-    `  received ${fmt(r.received)}/${fmt(r.events)} distinct${r.duplicates ? `, ${fmt(r.duplicates)} DUPLICATES` : ", 0 duplicates"}` +
-      `${r.misrouted ? `, ${fmt(r.misrouted)} MISROUTED` : ""} (${fmt(r.totalRequests)} requests)`,
-    `  deliveries/s: ${fmt(r.deliveriesPerSec)} first publish → last receive over ${fmtMs(r.measuredMs)}` +
-      `; after publishing ended: ${r.steadyStatePerSec === null ? "— (tail < 0.5 s)" : `${fmt(r.steadyStatePerSec)}/s`}`,
-    `  publish→receive latency: p50 ${fmtMs(lat?.p50)}, p90 ${fmtMs(lat?.p90)}, p99 ${fmtMs(lat?.p99)}, max ${fmtMs(lat?.max)}`,
-    `  at the receiver: at most ${fmt(r.maxInflight)} requests at once (its settings allow ${fmt(r.inflight)}), at most ${fmt(r.maxInflightPerDestination)} to one destination, ` +
-      `${fmt(r.receiverConnections)} connections opened (at most ${fmt(r.peakOpenConnections)} open at once)`,
+  const [x, lat, cap] = [r.receiver, r.receiver?.latencyMs, r.perDestinationCap];
+  const capText =
+    cap === null || !x
+      ? ""
+      : x.overCapRequests === 0
+        ? `, max_concurrency ${cap} never exceeded`
+        : `, max_concurrency ${cap} EXCEEDED by ${fmt(x.overCapRequests)} requests (${fmt(x.destinationsOverCap)} destinations)`;
+  const received = x && [
+    `  ${fmt(r.deliveriesPerSec)} deliveries/s first publish → last receive (published at ${fmt(r.publish?.eventsPerSec)} events/s); ` +
+      `received ${fmt(x.unique)}/${fmt(r.events)}, ${fmt(x.duplicates)} duplicates${capText}`,
+    `  publish → receive p50 ${fmtMs(lat?.p50)}, p90 ${fmtMs(lat?.p90)}, p99 ${fmtMs(lat?.p99)}, max ${fmtMs(lat?.max)}; at the receiver at most ` +
+      `${fmt(x.maxInflight)} in flight (its settings allow ${fmt(r.inflight)}), ${x.maxInflightPerDestination} to one destination`,
   ];
-  const cap = r.perDestinationCap;
-  if (cap !== null && r.totalRequests > 0) {
-    lines.push(
-      r.overCapRequests === 0
-        ? `  max_concurrency ${cap}: never exceeded at the receiver`
-        : `  max_concurrency ${cap} EXCEEDED: ${fmt(r.overCapRequests)} requests arrived while their destination already had ${cap} in flight ` +
-            `(${fmt(r.destinationsOverCap)} destinations; peak ${r.maxInflightPerDestination})`,
-    );
-  }
-  const cpu = Object.entries(r.cpu).map(([k, v]) => `${k} ${v.pctOfOneCore}%`);
-  if (cpu.length) lines.push(`  CPU over the measured span (% of one core; 2 cores = 200%): ${cpu.join(", ")}`);
-  if (r.endState) lines.push(`  end state in the database: ${list(r.endState, fmt, "=")}`);
-  if (r.pgActivity && Object.keys(r.pgActivity).length > 0) {
-    // The states that matter; the long tail of rare wait events would only hide them.
-    const shown = Object.fromEntries(Object.entries(r.pgActivity).filter(([, v]) => v >= 0.05));
-    const rest = Object.values(r.pgActivity).reduce((n, v) => (v < 0.05 ? n + v : n), 0);
-    lines.push(
-      `  its Postgres connections, average over the run: ${list(shown, String)}${rest > 0 ? `, other ${Math.round(rest * 100) / 100}` : ""}`,
-    );
-  }
-  if (r.engineMetrics)
-    lines.push(`  ${r.system}'s own metrics: ${list(r.engineMetrics, (v) => (Number.isInteger(v) ? fmt(v) : String(v)))}`);
-  lines.push(`  run wall time (incl. setup/teardown): ${fmtMs(r.wallMs)}`, ...r.notes.map((n) => `  note: ${n}`));
-  return lines.join("\n");
+  return [
+    `${r.system} · ${r.scenario}: ${fmt(r.destinations)} destinations, ${fmt(r.events)} events, receiver delay ${r.receiverDelayMs} ms${statusMark(r)}`,
+    ...(r.error ? [`  error: ${r.error}`] : []),
+    ...(received || []),
+    `  CPU (% of one core): ${list(r.cpu)}${r.engineMetrics ? `; ${r.system}'s metrics: ${list(r.engineMetrics)}` : ""}; wall time ${fmtMs(r.wallMs)}`,
+    ...r.notes.map((n) => `  note: ${n}`),
+  ].join("\n");
 }
 
 /**
@@ -214,57 +172,50 @@ function spread(runs: RunResult[], figure: (r: RunResult) => number | null | und
 
 /**
  * The side-by-side table, one row per scenario: each system's deliveries/s (the median of its
- * runs, their range in brackets), the ratios, latency, in-flight bound, and today's targets marked.
+ * runs, their range in brackets), the ratios, latency, in-flight bound, and today's targets
+ * marked.
  */
 export function comparisonTable(results: RunResult[]): string {
-  const rows = [
-    [
-      "scenario",
-      "runs",
-      "Sluice deliveries/s",
-      "graphile-worker",
-      "ratio S/G",
-      "pg-boss",
-      "ratio S/P",
-      "p50 / p99 S · G · P",
-      "in flight S · G · P (bound/s)",
-      "all received",
-    ],
-  ];
-  for (const scenario of ["0ms", "50ms", "embedded"] as const) {
-    const of = (system: System): RunResult[] => results.filter((r) => r.system === system && r.scenario === scenario);
-    const [s, g, p] = [of("sluice"), of("graphile-worker"), of("pg-boss")];
+  const head =
+    "scenario|runs|Sluice deliveries/s|graphile-worker|ratio S/G|pg-boss|ratio S/P|p50 / p99 S · G · P|in flight S · G · P (bound/s)|all received";
+  const rows = [head.split("|")];
+  const of = (system: System, scenario: Scenario): RunResult[] => results.filter((r) => r.system === system && r.scenario === scenario);
+  const rate = (rs: RunResult[]) => spread(rs, (r) => r.deliveriesPerSec);
+  for (const scenario of SCENARIOS) {
+    const [s, g, p] = SYSTEMS.map((system) => of(system, scenario)) as [RunResult[], RunResult[], RunResult[]];
     const any = [...s, ...g, ...p];
     if (any.length === 0) continue;
-    const rate = (rs: RunResult[]) => spread(rs, (r) => r.deliveriesPerSec);
     const [sr, gr, pr] = [rate(s), rate(g), rate(p)];
     const vs = (peer: number | null, target: number): string => {
       const r = ratio(sr.mid, peer);
-      return r === null ? "—" : `${r.toFixed(2)}${scenario === "embedded" ? "" : ` ${mark(r >= target)} (≥ ${target})`}`;
+      return r === null ? "—" : `${r.toFixed(2)} ${mark(r >= target)} (≥ ${target})`;
     };
     const delayS = any[0]!.receiverDelayMs / 1000;
     const inflight = (rs: RunResult[]): number | null => rs[0]?.inflight ?? null;
-    const sBound = delayS > 0 && inflight(s) ? inflight(s)! / delayS : null;
+    const bound = delayS > 0 && inflight(s) ? inflight(s)! / delayS : null;
     const sCell =
       sr.text +
-      (sBound && sr.mid !== null ? ` ${mark(sr.mid >= TARGETS.boundShare50ms * sBound)} (${fmt((100 * sr.mid) / sBound)} % of bound)` : "");
+      (bound && sr.mid !== null ? ` ${mark(sr.mid >= TARGETS.boundShare50ms * bound)} (${fmt((100 * sr.mid) / bound)} % of bound)` : "");
     const lat = (rs: RunResult[]): string =>
-      rs.length ? `${fmtMs(spread(rs, (r) => r.latencyMs?.p50).mid)} / ${fmtMs(spread(rs, (r) => r.latencyMs?.p99).mid)}` : "—";
-    const bounds = [s, g, p].map((rs) => (inflight(rs) === null ? "—" : fmt(inflight(rs))));
-    const boundPerSec = delayS > 0 && inflight(s) ? ` (${fmt(inflight(s)! / delayS)})` : "";
+      rs.length
+        ? `${fmtMs(spread(rs, (r) => r.receiver?.latencyMs?.p50).mid)} / ${fmtMs(spread(rs, (r) => r.receiver?.latencyMs?.p99).mid)}`
+        : "—";
     // Everything arrived once, and no cap was broken (pg-boss promises one; say so when it is not kept).
-    const bad = any.filter((r) => r.status !== "complete" || r.received < r.events || r.duplicates > 0 || r.overCapRequests > 0);
+    const bad = any.filter(
+      (r) => r.status !== "complete" || (r.receiver?.unique ?? 0) < r.events || r.receiver?.duplicates || r.receiver?.overCapRequests,
+    );
     const first = any[0]!;
+    const peers = scenario === "0ms" || scenario === "50ms";
     rows.push([
-      `${scenario} (${fmt(first.destinations)} dst, ${fmt(first.events)} ev${first.store === "pglite" ? ", PGlite" : ""})`,
+      `${scenario} (${fmt(first.destinations)} dst, ${fmt(first.events)} ev)`,
       String(Math.max(s.length, g.length, p.length)),
       sCell,
       gr.text,
-      vs(gr.mid, scenario === "0ms" ? TARGETS.graphile0ms : TARGETS.peers50ms),
+      peers ? vs(gr.mid, scenario === "0ms" ? TARGETS.graphile0ms : TARGETS.peers50ms) : "—",
       pr.text,
-      vs(pr.mid, scenario === "0ms" ? TARGETS.pgboss0ms : TARGETS.peers50ms),
+      peers ? vs(pr.mid, scenario === "0ms" ? TARGETS.pgboss0ms : TARGETS.peers50ms) : "—",
       [lat(s), lat(g), lat(p)].join(" · "),
-      bounds.join(" · ") + boundPerSec,
+      [s, g, p].map((rs) => (inflight(rs) === null ? "—" : fmt(inflight(rs)))).join(" · ") + (bound ? ` (${fmt(bound)})` : ""),
       bad.length === 0 ? "yes" : `NO: ${bad.map((r) => `${r.system}${statusMark(r)}`).join(", ")} (see its block above)`,
     ]);
   }

@@ -4,7 +4,7 @@
 // SQL, then N × `sluice worker` deliver everything. Target: deliveries/s ratio ≥ 0.8; the claim's
 // cost (its transaction's average, from the workers' metrics) is printed beside it.
 import type pg from "pg";
-import { connect, deliveriesByStatus, withDatabase } from "./pg.js";
+import { connect, withDatabase } from "./pg.js";
 import { commonFlags, CpuSampler, cpuLine, parseFlags, runBench, waitQuiet } from "./procs.js";
 import { Receiver } from "./receiver.js";
 import { benchStart, fmt, mark, ratio, table } from "./report.js";
@@ -85,7 +85,7 @@ async function oneScale(
     await receiver.reset(f.deliveries);
     const cpu = new CpuSampler({ system: "sluice", pids: () => cluster.pids(), postmaster: o.postmaster, receiver: receiver.pid }).begin();
     const spawnedAt = Date.now();
-    await cluster.startWorkers(f.workers, false);
+    await cluster.startWorkers(f.workers);
     const line = (p: { unique: number }): string =>
       `  [${fmt(scale)}] received ${fmt(p.unique)}/${fmt(f.deliveries)}  t=${fmt((Date.now() - spawnedAt) / 1000)}s`;
     await receiver.waitFor((p) => p.unique >= f.deliveries, spawnedAt + f["timeout-s"] * 1000, line);
@@ -104,7 +104,6 @@ async function oneScale(
       startupS: rep.firstAt === null ? null : (rep.firstAt - spawnedAt) / 1000,
       cpu: cpuUse,
       engine: await cluster.engineMetrics(),
-      endState: await deliveriesByStatus(db),
     };
   } finally {
     await db.end().catch(() => undefined);

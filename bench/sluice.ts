@@ -22,19 +22,9 @@ export class SluiceCluster {
   // Its own pool: the bench is a client like any other, with keep-alive connections.
   private readonly agent = new Agent({ keepAliveTimeout: 60_000, connections: 8 });
 
-  /**
-   * `databaseUrl` null: the embedded store in `dataDir`; logs go to `<logPrefix>-<api|start|workerN>.log`; `dir`: the checkout to run;
-   * `nodeArgs`: extra node flags (e.g. --cpu-prof, which NODE_OPTIONS does not allow).
-   */
+  /** `databaseUrl` null: the embedded store in `dataDir`; logs go to `<logPrefix>-<api|start|workerN>.log`; `dir`: the checkout to run. */
   constructor(
-    private readonly o: {
-      databaseUrl: string | null;
-      dataDir?: string;
-      logPrefix: string;
-      dir?: string;
-      env?: NodeJS.ProcessEnv;
-      nodeArgs?: string[];
-    },
+    private readonly o: { databaseUrl: string | null; dataDir?: string; logPrefix: string; dir?: string; env?: NodeJS.ProcessEnv },
   ) {}
 
   private spawn(command: "api" | "start" | "worker", extra: NodeJS.ProcessEnv, logFile: string): ChildProcess {
@@ -52,13 +42,13 @@ export class SluiceCluster {
     const cwd = this.o.dir ?? REPO;
     ensureBuilt(cwd);
     // As users run it: compiled (bin/sluice.js → dist/), not from source through a loader.
-    return spawnLogged(process.execPath, [...(this.o.nodeArgs ?? []), "bin/sluice.js", command], { env, cwd, logFile });
+    return spawnLogged(process.execPath, ["bin/sluice.js", command], { env, cwd, logFile });
   }
 
   /** `workers` 0: one `sluice start`; else `sluice api` + that many `sluice worker`, each ready. */
   async start(workers: number): Promise<void> {
     await this.startApi(workers === 0 ? "start" : "api");
-    await this.startWorkers(workers, true);
+    await this.startWorkers(workers);
   }
 
   /** `sluice api` (or `sluice start`): runs the migrations, creates the default tenant; resolves once /healthz answers 200. */
@@ -74,10 +64,10 @@ export class SluiceCluster {
   }
 
   /**
-   * `n` × `sluice worker`. With `waitReady` it waits until each one's metrics port accepts a TCP
+   * `n` × `sluice worker`, started together; resolves once each one's metrics port accepts a TCP
    * connection (no HTTP request: a /metrics scrape runs database-wide queries).
    */
-  async startWorkers(n: number, waitReady: boolean): Promise<void> {
+  async startWorkers(n: number): Promise<void> {
     const deadline = Date.now() + 120_000;
     const started = [];
     for (let i = 0; i < n; i++) {
@@ -87,7 +77,7 @@ export class SluiceCluster {
       this.workers.push({ child, metricsPort });
       started.push({ child, metricsPort, logFile });
     }
-    for (const w of waitReady ? started : []) {
+    for (const w of started) {
       while (!(await portOpen(w.metricsPort))) {
         if (w.child.exitCode !== null)
           throw new Error(`sluice worker exited (code ${w.child.exitCode}) before it was ready; see ${w.logFile}`);
@@ -183,31 +173,35 @@ function portOpen(port: number): Promise<boolean> {
   });
 }
 
-/** A few of Sluice's own metrics from the /metrics text of its processes: summed, or the worst one with `max`. */
+/** A few of Sluice's own metrics from the /metrics text of its processes, summed. */
 function summariseMetrics(text: string): Record<string, number> {
-  const lines = text.split("\n").filter((l) => !l.startsWith("#"));
-  const value = (name: string, labels = "", max = false): number => {
-    const vs = lines
+  const value = (name: string, labels = ""): number =>
+    text
+      .split("\n")
       .filter((l) => (l.startsWith(`${name} `) || l.startsWith(`${name}{`)) && l.includes(labels))
-      .map((l) => Number(l.slice(l.lastIndexOf(" ") + 1)) || 0);
-    return max ? Math.max(0, ...vs) : vs.reduce((a, b) => a + b, 0);
-  };
-  const round = (n: number): number => Math.round(n * 10) / 10;
-  const per = (n: number, d: number): number => (d > 0 ? round(n / d) : 0);
-  const claims = value("sluice_claim_duration_seconds_count");
-  const attempts = value("sluice_attempt_duration_seconds_count");
+      .reduce((n, l) => n + (Number(l.slice(l.lastIndexOf(" ") + 1)) || 0), 0);
+  const per = (n: number, d: number): number => (d > 0 ? Math.round((10 * n) / d) / 10 : 0);
+  const [claims, attempts] = [value("sluice_claim_duration_seconds_count"), value("sluice_attempt_duration_seconds_count")];
   return {
     claims,
     "claim avg ms": per(1000 * value("sluice_claim_duration_seconds_sum"), claims),
     "deliveries per claim": per(attempts, claims),
     "attempt avg ms": per(1000 * value("sluice_attempt_duration_seconds_sum"), attempts),
-    "attempts ok": value("sluice_attempts_total", 'outcome="success"'),
     "attempts failed": value("sluice_attempts_total", 'outcome="failure"'),
-    "slot denied": value("sluice_concurrency_slot_denied_total"),
     "lease lost": value("sluice_lease_lost_total"),
-    "process cpu s": round(value("process_cpu_seconds_total")),
-    "event loop lag p99 ms": round(1000 * value("nodejs_eventloop_lag_p99_seconds", "", true)),
   };
+}
+
+/** A hash of `dir`'s source: what its dist/ is built from, and migrations/. */
+function sourceHash(dir: string): string {
+  const h = createHash("sha256");
+  const add = (p: string): void => {
+    if (!existsSync(p)) return;
+    if (!statSync(p).isDirectory()) return void h.update(p.slice(dir.length)).update(readFileSync(p));
+    for (const name of readdirSync(p).sort()) if (name !== "node_modules") add(join(p, name));
+  };
+  for (const sub of ["src", "migrations", "sdk/src", "ui", "package.json", "tsconfig.json", "tsconfig.build.json"]) add(join(dir, sub));
+  return h.digest("hex");
 }
 
 const built = new Set<string>();
@@ -220,11 +214,8 @@ const built = new Set<string>();
 function ensureBuilt(dir: string): void {
   if (built.has(dir)) return;
   const stamp = join(dir, "dist", ".bench-source");
-  const h = createHash("sha256");
-  for (const sub of ["src", "sdk/src", "ui", "package.json", "tsconfig.json", "tsconfig.build.json"]) hashTree(h, join(dir, sub));
-  const want = h.digest("hex");
-  const have = existsSync(stamp) ? readFileSync(stamp, "utf8") : "";
-  if (have !== want || !existsSync(join(dir, "dist", "src", "cli", "main.js"))) {
+  const want = sourceHash(dir);
+  if (!existsSync(stamp) || readFileSync(stamp, "utf8") !== want || !existsSync(join(dir, "dist", "src", "cli", "main.js"))) {
     process.stderr.write(`building ${dir === REPO ? "Sluice" : dir} (npm run build) — the benches run the compiled dist/ …\n`);
     const r = spawnSync("npm", ["run", "build", "--silent"], { cwd: dir, stdio: ["ignore", "inherit", "inherit"] });
     if (r.status !== 0) throw new Error(`npm run build failed in ${dir} (${r.error?.message ?? `exit code ${r.status}`})`);
@@ -233,26 +224,16 @@ function ensureBuilt(dir: string): void {
   built.add(dir);
 }
 
-/** Feeds every file under `p` (or `p` itself), by path and content, into `h`; nothing if it does not exist. */
-function hashTree(h: ReturnType<typeof createHash>, p: string): void {
-  if (!existsSync(p)) return;
-  if (!statSync(p).isDirectory()) return void h.update(p).update(readFileSync(p));
-  for (const name of readdirSync(p).sort()) if (name !== "node_modules") hashTree(h, join(p, name));
-}
-
-/** Which Sluice was measured: the commit, whether src/ or migrations/ differ from it, and a hash of those files. */
+/** Which Sluice was measured: the commit, the files under src/ and migrations/ that differ from it, and a hash of its source. */
 export function sourceState(repo: string): { commit: string; localChanges: string[]; fingerprint: string } {
   // --no-optional-locks: status must not refresh (write) the index of a repo others work in.
   const git = (...args: string[]): string => {
     const r = spawnSync("git", ["--no-optional-locks", ...args], { cwd: repo, encoding: "utf8" });
     return r.status === 0 ? r.stdout.trim() : "";
   };
-  const h = createHash("sha256");
-  hashTree(h, join(repo, "src"));
-  hashTree(h, join(repo, "migrations"));
   return {
     commit: git("rev-parse", "--short", "HEAD") || "unknown",
     localChanges: git("status", "--porcelain", "--", "src", "migrations", "package.json").split("\n").filter(Boolean),
-    fingerprint: h.digest("hex").slice(0, 12),
+    fingerprint: sourceHash(repo).slice(0, 12),
   };
 }
