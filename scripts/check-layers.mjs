@@ -19,6 +19,7 @@ const LAYERS = [
   ["schemas/", 0],
   ["config.ts", 1],
   ["logger.ts", 1],
+  ["tracing/", 1],
   ["db/", 2],
   ["metrics.ts", 3],
   ["dispatch/", 4],
@@ -32,7 +33,7 @@ const LAYERS = [
 ];
 const NAMES = [
   "policy, schemas, errors, ids, package-root, sleep, releasers",
-  "config, logger",
+  "config, logger, tracing",
   "db",
   "metrics",
   "dispatch, delivery, alerts, events, bootstrap",

@@ -19,6 +19,7 @@ import { metrics, registry, registerDatabaseGauges, setBuildInfo } from "./metri
 import { AlertSender } from "./alerts/alerts.js";
 import { StartupError, StoreUnavailableError } from "./errors.js";
 import { createLogger } from "./logger.js";
+import { startTracing } from "./tracing/tracing.js";
 import { VERSION } from "./package-root.js";
 
 export { VERSION };
@@ -234,6 +235,10 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
   let bootstrapped: (value: unknown) => void = () => undefined;
   const bootstrapDone = new Promise((resolve) => (bootstrapped = resolve));
   try {
+    // Off (nothing loaded) unless OTEL_* variables ask for traces. Released after the parts that
+    // make spans, so their last spans are exported.
+    const tracing = await startTracing(log.child({ component: "tracing" }), VERSION);
+    releasers.push("tracing", () => tracing.shutdown());
     const applied = await migrate(db);
     if (applied.length) log.info({ applied }, "migrations applied");
 
@@ -246,7 +251,7 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
     // The default tenant is made only once the ports are open: a start that fails on a busy port
     // must not spend the key that is shown only once.
     if (opts.api) {
-      const server = await buildApi({ db, config, log, version: VERSION, ready: bootstrapDone });
+      const server = await buildApi({ db, config, log, version: VERSION, ready: bootstrapDone, tracing });
       api = server;
       // Stop taking requests first, before anything else stops.
       releasers.pushIntake("api", () => server.close());
@@ -333,6 +338,7 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
           onAlerts: () => alertSender.kick(),
           shard: opts.shard ?? null,
           userAgent: USER_AGENT,
+          tracing,
         },
         log.child({ component: "dispatcher" }),
       );

@@ -620,6 +620,7 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+            trace_id: string | null;
         };
         EventAccepted: {
             /** @description evt_… */
@@ -636,6 +637,7 @@ export interface components {
             deliver_at: string | null;
             /** Format: date-time */
             created_at: string;
+            trace_id: string | null;
             /** @description GET /v1/events/{id} only */
             deliveries?: components["schemas"]["Delivery"][];
         };

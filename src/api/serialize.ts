@@ -20,6 +20,7 @@ import { maskHeaders } from "../policy/custom-headers.js";
 import { holdReason, type HoldFacts } from "../policy/hold-reason.js";
 import { storedDestinationProblem, unlessFaulty } from "../policy/stored-config.js";
 import { isWaiting, type ApiDeliveryStatus, type DestinationStatus, type WaitingStatus } from "../policy/statuses.js";
+import { traceIdOf } from "../policy/trace-context.js";
 
 // Rows → API objects. Live state that is not stored per delivery (held because the destination
 // is paused or throttled) is derived here, at read time: holding a destination writes nothing
@@ -157,6 +158,7 @@ export function deliveryView(r: DeliveryRow): Static<typeof Delivery> {
     last_status_code: r.last_status_code,
     created_at: iso(r.created_at),
     updated_at: iso(r.updated_at),
+    trace_id: traceIdOf(r.traceparent),
   };
 }
 
@@ -187,6 +189,7 @@ export function eventView(e: EventRow): Static<typeof Event> {
     occurred_at: iso(e.occurred_at),
     deliver_at: iso(e.deliver_at),
     created_at: iso(e.created_at),
+    trace_id: traceIdOf(e.traceparent),
   };
 }
 

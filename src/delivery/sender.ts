@@ -4,6 +4,7 @@ import { performance } from "node:perf_hooks";
 import { Agent, type Dispatcher } from "undici";
 import { BlockedAddressError, checkLiteralHost, guardedLookup, type NetworkPolicy } from "./network-guard.js";
 import { signatureHeader } from "./sign.js";
+import type { TraceContext } from "../policy/trace-context.js";
 
 export interface SendRequest {
   url: string;
@@ -85,7 +86,14 @@ export interface SigningDestination {
  * The signed request for one message to `dest` (a delivery or a probe), made at `nowMs`: signed
  * with every secret that has not expired, so a receiver mid-rotation verifies with either.
  */
-export function signedRequest(dest: SigningDestination, msgId: string, body: string, nowMs: number, userAgent: string): SendRequest {
+export function signedRequest(
+  dest: SigningDestination,
+  msgId: string,
+  body: string,
+  nowMs: number,
+  userAgent: string,
+  trace: TraceContext | null = null,
+): SendRequest {
   const secrets = dest.secrets.filter((s) => s.expires_at === null || Date.parse(s.expires_at) > nowMs).map((s) => s.secret);
   const headers = buildDeliveryHeaders({
     msgId,
@@ -95,6 +103,16 @@ export function signedRequest(dest: SigningDestination, msgId: string, body: str
     userAgent,
     custom: dest.headers,
   });
+  // W3C Trace Context (docs/tracing.md); the signature covers the body, not these headers. The
+  // event's context replaces a custom traceparent and tracestate (in any case), as a pair.
+  if (trace) {
+    for (const name in dest.headers) {
+      const lower = name.toLowerCase();
+      if (lower === "traceparent" || lower === "tracestate") delete headers[name];
+    }
+    headers.traceparent = trace.traceparent;
+    if (trace.tracestate !== undefined) headers.tracestate = trace.tracestate;
+  }
   return { url: dest.url, body, headers, timeoutMs: dest.timeout_seconds * 1000 };
 }
 

@@ -37,6 +37,8 @@ export interface ClaimOptions extends PlanOptions {
   shard: [number, number] | null;
   /** Carried by every lease this claim takes (see abandonClaims). */
   leaseToken: string;
+  /** Read what each delivery waited for, for its attempt's trace (docs/tracing.md). */
+  traced?: boolean;
 }
 
 export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
@@ -59,7 +61,7 @@ export async function claim(db: Db, opts: ClaimOptions): Promise<ClaimResult> {
 
       const plan = planGrants(locked, opts);
       result.probes = plan.probes;
-      const { leased, moreDue } = await leaseDeliveries(q, plan.grants, opts.leaseToken);
+      const { leased, moreDue } = await leaseDeliveries(q, plan.grants, opts.leaseToken, opts.traced ?? false);
       result.deliveries = leased;
 
       const asideBefore = new Set(plan.setAside.map((a) => a.destination.id));

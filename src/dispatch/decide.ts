@@ -23,6 +23,8 @@ export interface FinishedSend {
   /** When the delivery's event was published (the claim's created_ms). */
   publishedMs: number;
   result: SendResult;
+  /** The attempt's trace, for its log line (docs/logs.md): the attempt span's, or the stored caller's trace id alone. */
+  trace?: { trace_id: string; span_id?: string };
 }
 
 export interface Decision {

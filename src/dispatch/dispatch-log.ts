@@ -22,6 +22,7 @@ export function logAttempt(
     status_code: d.outcome.statusCode,
     error_class: d.outcome.errorClass,
     latency_ms: Math.round(d.f.result.latencyMs),
+    ...d.f.trace,
   };
   if (!landed) {
     // The lease expired first: the delivery was handed back and is someone else's now.

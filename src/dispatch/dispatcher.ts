@@ -16,6 +16,10 @@ import { logHoldTransition } from "./dispatch-log.js";
 import { ResultWriter } from "./result-writer.js";
 import { logSetAside, SetAsides } from "./set-aside.js";
 import { probe } from "./probe.js";
+import { classify } from "../policy/outcome.js";
+import { traceIdOf, type TraceContext } from "../policy/trace-context.js";
+import { explainWait, type WaitSegment } from "../policy/wait-reasons.js";
+import { TRACING_OFF, type AttemptSpan, type Tracing } from "../tracing/tracing.js";
 
 /** Longest back-off between claims that failed (e.g. while the store is away). */
 const CLAIM_RETRY_MAX_MS = 1_000;
@@ -36,6 +40,8 @@ export interface DispatcherOptions {
   health?: HealthConfig;
   /** Called after a write-back recorded alerts (to publish them without waiting for a poll). */
   onAlerts?: () => void;
+  /** A span per attempt (docs/tracing.md); absent: off. */
+  tracing?: Tracing;
 }
 
 interface InflightSend {
@@ -66,6 +72,7 @@ export class Dispatcher {
   private offAvailability: (() => void) | null = null;
   /** Lease tokens of claims that failed as the store went away: they may have committed anyway. */
   private uncertainClaims: string[] = [];
+  private readonly tracing: Tracing;
 
   constructor(
     private readonly db: Db,
@@ -85,6 +92,7 @@ export class Dispatcher {
       (ms) => this.sleep(ms),
     );
     this.asides = new SetAsides(db, log, opts.onAlerts);
+    this.tracing = opts.tracing ?? TRACING_OFF;
   }
 
   async start(): Promise<void> {
@@ -193,6 +201,7 @@ export class Dispatcher {
             rateSendJitterMs: this.opts.rateSendJitterMs ?? 0,
             shard: this.opts.shard,
             leaseToken,
+            traced: this.tracing.on,
           });
         } catch (err) {
           // The store may have committed the claim just before it went away: undo it once it is back.
@@ -249,11 +258,15 @@ export class Dispatcher {
 
   private send(d: LeasedDelivery, dest: ClaimedDestination): void {
     const nowMs = Date.now();
+    // Traced, the request carries the attempt span's context; else the context stored with the
+    // event, if any, so the receiver still joins the publisher's trace.
+    const span = this.tracing.on ? this.startAttemptSpan(d, dest, nowMs) : null;
+    const trace = span ? span.headers : d.traceparent === null ? null : storedContext(d);
     let request: SendRequest;
     try {
       // The payload is spliced in as stored: no parse, no re-serialise.
       const body = `{"type":${JSON.stringify(d.type)},"timestamp":"${d.occurred_at}","data":${d.payload}}`;
-      request = signedRequest(dest, d.event_id, body, nowMs, this.opts.userAgent);
+      request = signedRequest(dest, d.event_id, body, nowMs, this.opts.userAgent, trace);
     } catch (error) {
       // No request was made: the lease is handed back uncounted, the destination set aside.
       this.asides.add({ id: dest.id, code: "internal_error", detail: faultDetail("signing its request", error), error }, [d.lease_token]);
@@ -265,6 +278,7 @@ export class Dispatcher {
     this.sender
       .send(request)
       .then((result) => {
+        span?.end(result, classify(result, Date.now()));
         metrics.attemptDuration.observe(result.latencyMs / 1000);
         if (result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300) {
           metrics.deliveryLatency.observe((Date.now() - d.created_ms) / 1000);
@@ -280,6 +294,7 @@ export class Dispatcher {
           startedAt,
           publishedMs: d.created_ms,
           result,
+          trace: span ? { trace_id: span.traceId, span_id: span.spanId } : trace ? { trace_id: traceIdOf(trace.traceparent)! } : undefined,
         });
       })
       .catch((error: unknown) => {
@@ -288,6 +303,47 @@ export class Dispatcher {
         this.sending.delete(d.id);
         this.asides.add({ id: dest.id, code: "internal_error", detail: faultDetail("sending its request", error), error }, []);
       });
+  }
+
+  /** The attempt's span, with the wait before it explained (policy/wait-reasons.ts). */
+  private startAttemptSpan(d: LeasedDelivery, dest: ClaimedDestination, sendMs: number): AttemptSpan {
+    const w = d.wait;
+    const waitFromMs = w?.prev_ms ?? d.created_ms;
+    let waits: WaitSegment[] = [];
+    if (w) {
+      try {
+        waits = explainWait({
+          fromMs: waitFromMs,
+          sendMs,
+          deliverAtMs: w.prev_ms === null ? w.deliver_at_ms : null,
+          retryAtMs: w.retrying ? w.due_ms : null,
+          throttledUntilMs: dest.throttled_until ? new Date(dest.throttled_until).getTime() : null,
+          pause:
+            dest.last_paused_at && dest.last_resumed_at
+              ? { fromMs: new Date(dest.last_paused_at).getTime(), untilMs: new Date(dest.last_resumed_at).getTime() }
+              : null,
+          quiet: w.quiet_hold && dest.delivery_schedule ? { schedule: dest.delivery_schedule, eventType: d.type } : null,
+          rateLimited: dest.rate_limited,
+          ordered: dest.ordered,
+        });
+      } catch (err) {
+        // A trace without its wait explained, rather than a send not made.
+        this.log.debug({ err, delivery_id: d.id }, "could not explain an attempt's wait for its trace");
+      }
+    }
+    return this.tracing.startAttempt({
+      stored: d.traceparent === null ? null : storedContext(d),
+      tenantId: dest.tenant_id,
+      destinationId: d.destination_id,
+      deliveryId: d.id,
+      eventId: d.event_id,
+      eventType: d.type,
+      attempt: d.attempts,
+      url: dest.url,
+      sendMs,
+      waitFromMs,
+      waits,
+    });
   }
 
   private startProbe(dest: ClaimedDestination): void {
@@ -305,4 +361,9 @@ export class Dispatcher {
     const tracked: Promise<void> = p.finally(() => this.probing.delete(tracked));
     this.probing.add(tracked);
   }
+}
+
+/** The trace context stored with a delivery's event (its traceparent is not null). */
+function storedContext(d: LeasedDelivery): TraceContext {
+  return d.tracestate === null ? { traceparent: d.traceparent! } : { traceparent: d.traceparent!, tracestate: d.tracestate };
 }

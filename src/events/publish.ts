@@ -6,6 +6,7 @@ import { scheduleApplies, currentQuietWindow } from "../policy/quiet-hours.js";
 import { BOUNDS } from "../policy/bounds.js";
 import { jsonDepth } from "../policy/json-depth.js";
 import { unlessFaulty } from "../policy/stored-config.js";
+import type { TraceContext } from "../policy/trace-context.js";
 import {
   routingTargets,
   routingVersion,
@@ -87,6 +88,8 @@ export interface PublishOptions {
   system?: boolean;
   /** Field-name prefix for error details (e.g. "events[3]."). */
   fieldPrefix?: (index: number) => string;
+  /** The trace context stored with every event of the call (docs/tracing.md). */
+  trace?: TraceContext | undefined;
 }
 
 /** A publish worked out and checked, not yet written (planPublish → writePublish). */
@@ -180,13 +183,18 @@ export async function planPublish(
         message: `nests more than ${BOUNDS.payload_depth.max} levels deep; flatten it, or send the deep part as a string`,
       });
     }
-    events.push({
+    const ev: NewEvent = {
       id: newId("evt"),
       type: e.type,
       payload,
       occurredAt: e.occurred_at ? new Date(e.occurred_at) : null,
       deliverAt: e.deliver_at ? new Date(e.deliver_at) : null,
-    });
+    };
+    if (opts.trace) {
+      ev.traceparent = opts.trace.traceparent;
+      if (opts.trace.tracestate !== undefined) ev.tracestate = opts.trace.tracestate;
+    }
+    events.push(ev);
   }
   if (problems.length) throw invalid(problems);
 

@@ -15,6 +15,9 @@ export const Delivery = Type.Object(
     last_status_code: Nullable(Type.Integer()),
     created_at: Timestamp(),
     updated_at: Timestamp(),
+    trace_id: Nullable(
+      Type.String({ description: "the W3C trace id of its event (32 hex digits), which its attempts belong to; null: none" }),
+    ),
   },
   { $id: "Delivery" },
 );

@@ -1,5 +1,5 @@
 import { Type, type Static } from "@sinclair/typebox";
-import { EVENT_TYPE, EVENT_TYPE_PATTERN, InstantIn, ListQueryWith, Timestamp } from "./common.js";
+import { EVENT_TYPE, EVENT_TYPE_PATTERN, InstantIn, ListQueryWith, Nullable, Timestamp } from "./common.js";
 import { Delivery } from "./deliveries.js";
 
 export const EventIn = Type.Object(
@@ -44,6 +44,7 @@ export const Event = Type.Object(
     occurred_at: Timestamp(),
     deliver_at: Type.Union([Timestamp(), Type.Null()]),
     created_at: Timestamp(),
+    trace_id: Nullable(Type.String({ description: "the W3C trace id it was published in (32 hex digits); null: none" })),
     deliveries: Type.Optional(Type.Array(Type.Ref(Delivery), { description: "GET /v1/events/{id} only" })),
   },
   { $id: "Event" },

@@ -14,11 +14,14 @@ import { Event, EventAccepted, EventBatch, EventBatchAccepted, EventIn, EventLis
 import { answers, BODY_ERRORS } from "../openapi.js";
 import { eventView, deliveryView, decodeTimeCursor, encodeTimeCursor, badCursor } from "../serialize.js";
 import { destinationScope } from "../access.js";
+import { parseTraceContext, type TraceContext } from "../../policy/trace-context.js";
+import { TRACING_OFF } from "../../tracing/tracing.js";
 
 class IdempotentReplay extends Error {}
 
 export function eventRoutes(ctx: ApiContext) {
   const tags = ["events"];
+  const tracing = ctx.tracing ?? TRACING_OFF;
 
   /** Validates the Idempotency-Key header; returns it (or undefined) and the body's hash. */
   function idempotencyKey(req: FastifyRequest): { key: string; hash: string } | undefined {
@@ -47,11 +50,22 @@ export function eventRoutes(ctx: ApiContext) {
       const first = await replay(req, idem);
       if (first !== undefined) return first;
     }
+    // The caller's trace context is kept whether or not tracing is on: it is one header read, and
+    // stored with the events it lets every attempt carry the caller's trace on to the receiver.
+    const caller = req.headers.traceparent === undefined ? undefined : parseTraceContext(req.headers.traceparent, req.headers.tracestate);
+    const span = tracing.on
+      ? tracing.startPublish({ tenantId: req.tenant.id, route: batch ? "POST /v1/events/batch" : "POST /v1/events", caller })
+      : null;
     try {
-      const out = await run(req, inputs, batch, idem);
+      const out = await run(req, inputs, batch, idem, span?.context ?? caller);
+      span?.end({ events: out.length, deliveries: out.reduce((n, r) => n + r.deliveries, 0), eventId: batch ? undefined : out[0]?.id });
       return batch ? { events: out } : out[0];
     } catch (err) {
-      if (err instanceof IdempotentReplay && idem) return replay(req, idem);
+      if (err instanceof IdempotentReplay && idem) {
+        span?.end({ events: 0, deliveries: 0 });
+        return replay(req, idem);
+      }
+      span?.end({ error: err });
       throw err;
     }
   }
@@ -61,6 +75,7 @@ export function eventRoutes(ctx: ApiContext) {
     inputs: Static<typeof EventIn>[],
     batch: boolean,
     idem: { key: string; hash: string } | undefined,
+    trace: TraceContext | undefined,
   ): Promise<Published[]> {
     // Inside a transaction, plan through it: the embedded store's one session is busy with it.
     const plan = (q: Queryable, fresh: boolean) =>
@@ -70,6 +85,7 @@ export function eventRoutes(ctx: ApiContext) {
         routing: ctx.routing,
         fieldPrefix: batch ? (i) => `events[${i}].` : undefined,
         freshRouting: fresh,
+        trace,
       });
     // On the server store the write itself wakes the workers, as it commits.
     const notify = ctx.db.notifiesFromSql ? WORK_CHANNEL : null;

@@ -40,6 +40,9 @@ export interface ClaimedDestination {
   quiet_holding: boolean;
   /** The ready_at this claim found due (a quiet window's end, when the window held deliveries). */
   ready_at: Date | null;
+  /** The last pause it came out of (for traces: docs/tracing.md). */
+  last_paused_at?: Date | null;
+  last_resumed_at?: Date | null;
   now: Date;
   /** Live leases (expired ones were just returned to the queue). */
   inflight: number;
@@ -111,7 +114,7 @@ export const CLAIMED_STATE_SQL = `SELECT d.id, d.url, d.secrets, d.headers, d.ti
   d.retry_schedule_seconds, d.throttle_schedule_seconds, d.throttled_until, d.paused_at,
   d.rate_limit, d.bucket_state, d.delivery_schedule, d.ramp_limit, d.adaptive,
   CASE WHEN (d.adaptive->>'enabled')::boolean THEN d.pace_state END AS pace_state, d.pause_cause, d.next_probe_at,
-  d.probe_interval_seconds, d.tenant_id, d.idle_recheck, d.rate_limited, d.quiet_holding, d.ready_at,
+  d.probe_interval_seconds, d.tenant_id, d.idle_recheck, d.rate_limited, d.quiet_holding, d.ready_at, d.last_paused_at, d.last_resumed_at,
   clock_timestamp() AS now, g.pos,
   l.inflight, l.next_lease_expiry,
   CASE WHEN d.ordered THEN
@@ -159,6 +162,24 @@ export interface LeasedDelivery {
   occurred_at: string;
   /** Publish time, epoch milliseconds. */
   created_ms: number;
+  /** The trace context stored with the event (docs/tracing.md), null when none was. */
+  traceparent: string | null;
+  tracestate: string | null;
+  /** Read only by a traced lease (leaseSql): what its trace says the delivery waited for. */
+  wait?: WaitRow;
+}
+
+/** When and why a leased delivery waited (policy/wait-reasons.ts), epoch milliseconds. */
+export interface WaitRow {
+  /** When its previous attempt's result was written (or it was queued again); null for a first attempt. */
+  prev_ms: number | null;
+  /** Its next_attempt_at: its deliver_at, or its retry time after a failure. */
+  due_ms: number;
+  /** Waited for a retry after a failure (retry_scheduled). */
+  retrying: boolean;
+  quiet_hold: boolean;
+  /** The event's deliver_at. */
+  deliver_at_ms: number | null;
 }
 
 export interface LeaseResult {
@@ -167,14 +188,25 @@ export interface LeaseResult {
   moreDue: Set<string>;
 }
 
-/** The lease statement: $1–$5 the grants' arrays (destination, count, ordered, lease seconds, quiet), $6 the lease token. */
-export const LEASE_SQL = `WITH g AS (
+/**
+ * The lease statement: $1–$5 the grants' arrays (destination, count, ordered, lease seconds,
+ * quiet), $6 the lease token. `traced` adds the wait's facts (WaitRow) for the attempt's trace;
+ * untraced, the claim reads only what a send needs.
+ */
+export function leaseSql(traced: boolean): string {
+  const waitColumns = traced
+    ? `json_build_object('prev_ms', CASE WHEN p.attempts > 0 THEN (extract(epoch FROM p.updated_at) * 1000)::float8 END,
+                         'due_ms', (extract(epoch FROM p.next_attempt_at) * 1000)::float8,
+                         'retrying', p.status = 'retry_scheduled', 'quiet_hold', p.quiet_hold,
+                         'deliver_at_ms', (extract(epoch FROM e.deliver_at) * 1000)::float8) AS wait,`
+    : "";
+  return `WITH g AS (
        SELECT * FROM unnest($1::text[], $2::int[], $3::bool[], $4::int[], $5::bool[]) AS g(destination_id, n, ordered, lease_seconds, quiet)
      ), picked AS (
-       SELECT p.id, p.destination_id, p.event_id, p.attempts, p.failures, p.rn, g.n, g.lease_seconds
+       SELECT p.id, p.destination_id, p.event_id, p.attempts, p.failures, p.rn, g.n, g.lease_seconds${traced ? ", p.next_attempt_at, p.quiet_hold, p.status, p.updated_at" : ""}
          FROM g CROSS JOIN LATERAL (
            SELECT w.*, row_number() OVER (ORDER BY w.occurred_at, w.id) AS rn
-             FROM (SELECT dl.id, dl.destination_id, dl.event_id, dl.attempts, dl.failures, dl.next_attempt_at, dl.occurred_at, dl.quiet_hold
+             FROM (SELECT dl.id, dl.destination_id, dl.event_id, dl.attempts, dl.failures, dl.next_attempt_at, dl.occurred_at, dl.quiet_hold${traced ? ", dl.status, dl.updated_at" : ""}
                      FROM deliveries dl
                     WHERE dl.destination_id = g.destination_id
                       AND dl.status IN ('queued', 'retry_scheduled')
@@ -194,11 +226,16 @@ export const LEASE_SQL = `WITH g AS (
      SELECT p.id, p.destination_id, p.event_id, p.attempts + 1 AS attempts, p.failures, $6::uuid::text AS lease_token,
             e.type, e.payload::text AS payload,
             to_char(e.occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS occurred_at,
-            (extract(epoch FROM e.created_at) * 1000)::float8 AS created_ms, false AS more
+            (extract(epoch FROM e.created_at) * 1000)::float8 AS created_ms, e.traceparent, e.tracestate, ${waitColumns} false AS more
        FROM picked p JOIN events e ON e.id = p.event_id
       WHERE p.rn <= p.n
      UNION ALL
-     SELECT NULL, picked.destination_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM picked WHERE picked.rn > picked.n`;
+     SELECT NULL, picked.destination_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, ${traced ? "NULL, " : ""}true
+       FROM picked WHERE picked.rn > picked.n`;
+}
+
+export const LEASE_SQL = leaseSql(false);
+const LEASE_SQL_TRACED = leaseSql(true);
 
 /**
  * Leases up to `count` due deliveries per destination in FIFO order (occurred_at, id), looking one
@@ -206,10 +243,10 @@ export const LEASE_SQL = `WITH g AS (
  * `leaseToken` (chosen by the worker), so a claim whose commit went unconfirmed can be undone. An ordered destination only ever takes its head,
  * and only when the head is due.
  */
-export async function leaseDeliveries(q: Queryable, grants: Grant[], leaseToken: string): Promise<LeaseResult> {
+export async function leaseDeliveries(q: Queryable, grants: Grant[], leaseToken: string, traced = false): Promise<LeaseResult> {
   if (grants.length === 0) return { leased: [], moreDue: new Set() };
   const rows = await q.query<LeasedDelivery & { more: boolean }>(
-    LEASE_SQL,
+    traced ? LEASE_SQL_TRACED : LEASE_SQL,
     // Arrays, not one JSON document: in a custom plan Postgres sizes unnest() by the arrays, while
     // it guesses 100 rows for json_to_recordset — and that guess made it hash-join the whole
     // deliveries table. A generic plan (the claim's) sizes neither: see db.ts BEGIN_GENERIC.

@@ -29,6 +29,8 @@ export interface DeliveryRow {
   /** Waiting in an ordered destination behind an earlier unfinished delivery. */
   behind: boolean;
   now: Date;
+  /** Its event's stored trace context (docs/tracing.md). */
+  traceparent: string | null;
 }
 
 // A leased delivery (a row in leases) shows as `delivering`, with the attempt under way counted.
@@ -40,6 +42,7 @@ const SELECT = `SELECT dl.destination_id, dl.id, dl.event_id, dl.tenant_id, ${SH
                        dl.updated_at, dl.quiet_hold,
                        d.paused_at AS d_paused_at, d.throttled_until AS d_throttled_until, d.rate_limited AS d_rate_limited,
                        d.delivery_schedule AS d_delivery_schedule, now() AS now,
+                       (SELECT e.traceparent FROM events e WHERE e.id = dl.event_id) AS traceparent,
                        (dl.status IN ('queued', 'retry_scheduled') AND ls.token IS NULL AND
                         (SELECT count(*) FROM leases x WHERE x.destination_id = dl.destination_id)
                           >= CASE WHEN d.ordered THEN 1 ELSE least(d.max_concurrency, coalesce(d.ramp_limit, d.max_concurrency)) END) AS at_cap,

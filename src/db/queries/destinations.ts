@@ -227,7 +227,9 @@ export async function resumeDestination(q: Queryable, id: string, replay: boolea
   // Fresh health: the old window and failure run would otherwise re-pause on the first failure.
   const health = setHealth(emptyHealth(), 2);
   await q.query(
+    // The pause just ended is kept (SET reads the old row): a trace shows deliveries waiting for it.
     `UPDATE destinations SET paused_at = NULL, pause_reason = NULL, pause_cause = NULL, next_probe_at = NULL, ramp_limit = NULL,
+            last_paused_at = paused_at, last_resumed_at = now(),
             ${health.sql},
             ready_at = ${READY_AT_NOW}, updated_at = now()
       WHERE id = $1`,

@@ -38,6 +38,9 @@ export interface NewEvent {
   payload: string; // JSON text
   occurredAt: Date | null; // null: now
   deliverAt: Date | null;
+  /** The W3C trace context it was published in (docs/tracing.md); absent: none. */
+  traceparent?: string;
+  tracestate?: string;
 }
 
 export interface NewDelivery {
@@ -98,10 +101,11 @@ export async function insertPublished(
      ), locked AS (
        ${toLock}
      ), ev AS (
-       INSERT INTO events (id, tenant_id, type, payload, occurred_at, deliver_at)
+       INSERT INTO events (id, tenant_id, type, payload, occurred_at, deliver_at, traceparent, tracestate)
        -- A JSON null payload reads as SQL NULL here: it is stored as JSON's null.
-       SELECT e.id, $1, e.type, coalesce(e.payload, 'null'::json), coalesce(e."occurredAt", now()), e."deliverAt"
-         FROM json_to_recordset($2::json) AS e(id text, type text, payload json, "occurredAt" timestamptz, "deliverAt" timestamptz)
+       SELECT e.id, $1, e.type, coalesce(e.payload, 'null'::json), coalesce(e."occurredAt", now()), e."deliverAt", e.traceparent, e.tracestate
+         FROM json_to_recordset($2::json)
+           AS e(id text, type text, payload json, "occurredAt" timestamptz, "deliverAt" timestamptz, traceparent text, tracestate text)
         WHERE (SELECT ok FROM v)
      ), dl AS (
        INSERT INTO deliveries (destination_id, id, event_id, tenant_id, status, occurred_at, next_attempt_at, quiet_hold)
@@ -203,6 +207,7 @@ export interface EventRow {
   occurred_at: Date;
   deliver_at: Date | null;
   created_at: Date;
+  traceparent: string | null;
 }
 
 /** The tenant's event; with `destinationIds` (not null), only if it has a delivery to one of them. */
@@ -271,7 +276,7 @@ export type ListedEvent = EventRow & { cursor_at: string };
  */
 export const PREFIX_WALK_ROWS = 1000;
 
-const EVENT_COLUMNS = `id, tenant_id, type, payload, occurred_at, deliver_at, created_at,
+const EVENT_COLUMNS = `id, tenant_id, type, payload, occurred_at, deliver_at, created_at, traceparent,
        to_char(occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at`;
 
 /**

@@ -312,6 +312,7 @@ export async function applyProbe(q: Queryable, p: ProbeRecord): Promise<ProbeApp
     await q.query(
       `UPDATE destinations
           SET paused_at = NULL, pause_reason = NULL, pause_cause = NULL, next_probe_at = NULL,
+              last_paused_at = paused_at, last_resumed_at = now(),
               ramp_limit = CASE WHEN max_concurrency > 1 THEN 1 END,
               ${health.sql},
               ready_at = ${READY_AT_NOW}, updated_at = now()

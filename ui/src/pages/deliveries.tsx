@@ -416,6 +416,7 @@ export function DeliveryPage({ id }: { id: string }) {
           </Fact>
           <Fact label="Last status">{d.last_status_code ?? "—"}</Fact>
           <Fact label="Last error">{d.last_error ?? "—"}</Fact>
+          <Fact label="Trace id">{d.trace_id ? <span class="mono">{d.trace_id}</span> : "—"}</Fact>
           <Fact label="Created">
             <When iso={d.created_at} />
           </Fact>
