@@ -209,15 +209,16 @@ export function runBench(main: () => Promise<void>): void {
 const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 const round = (n: number, digits: number): number => Math.round(n * 10 ** digits) / 10 ** digits;
 
-/** Every process: its parent, and CPU ticks, its own (utime + stime) and its reaped children's (cutime + cstime). */
-function readAllStats(): Map<number, { ppid: number; self: number; reaped: number }> {
-  const out = new Map<number, { ppid: number; self: number; reaped: number }>();
+/** Every process: its name, parent, and CPU ticks, its own (utime + stime) and its reaped children's (cutime + cstime). */
+function readAllStats(): Map<number, { comm: string; ppid: number; self: number; reaped: number }> {
+  const out = new Map<number, { comm: string; ppid: number; self: number; reaped: number }>();
   for (const name of readdirSync("/proc").filter((n) => /^\d+$/.test(n))) {
     try {
       const raw = readFileSync(`/proc/${name}/stat`, "utf8");
+      const comm = raw.slice(raw.indexOf("(") + 1, raw.lastIndexOf(")"));
       // The command name is parenthesised and may hold spaces: the fields follow the last ')'.
       const f = raw.slice(raw.lastIndexOf(")") + 2).split(" ");
-      out.set(Number(name), { ppid: Number(f[1]), self: Number(f[11]) + Number(f[12]), reaped: Number(f[13]) + Number(f[14]) });
+      out.set(Number(name), { comm, ppid: Number(f[1]), self: Number(f[11]) + Number(f[12]), reaped: Number(f[13]) + Number(f[14]) });
     } catch {
       // exited while we looked
     }
@@ -237,7 +238,8 @@ export type CpuFigures = Record<string, { cpuSeconds: number; pctOfOneCore: numb
 /**
  * The CPU time between begin() and end() of the system under test and Postgres (their process
  * trees, and the children those reaped meanwhile: Postgres backends come and go), the receiver,
- * the bench itself; the rest of the machine is "other processes". A process of the system that exits before end() takes its CPU with it.
+ * the bench itself and, with `pooler`, the PgBouncer it started; the rest of the machine is "other
+ * processes". A process of the system that exits before end() takes its CPU with it.
  */
 export class CpuSampler {
   private from: Record<string, number> = {};
@@ -251,6 +253,7 @@ export class CpuSampler {
       postmaster: () => number | null;
       receiver: number;
       bench?: string;
+      pooler?: boolean;
     },
   ) {}
 
@@ -260,9 +263,11 @@ export class CpuSampler {
     for (const [pid, s] of stats) kids.set(s.ppid, [...(kids.get(s.ppid) ?? []), pid]);
     const tree = (pids: number[]): number[] => pids.flatMap((p) => [p, ...tree(kids.get(p) ?? [])]);
     const sum = (pids: number[]): number => pids.reduce((n, p) => n + (stats.get(p)?.self ?? 0) + (stats.get(p)?.reaped ?? 0), 0);
+    const pooler = tree(kids.get(process.pid) ?? []).filter((p) => stats.get(p)?.comm === "pgbouncer");
     return {
       [this.o.system]: sum(tree(this.o.pids())),
       postgres: sum(tree([this.o.postmaster() ?? -1])),
+      ...(this.o.pooler ? { pgbouncer: sum(pooler) } : {}),
       receiver: sum([this.o.receiver]),
       [this.o.bench ?? "bench"]: stats.get(process.pid)?.self ?? 0, // its reaped children are the systems run before
     };

@@ -1,10 +1,12 @@
 // `npm run bench`: Sluice against two job queues (graphile-worker, pg-boss) on one throwaway
-// Postgres server, and Sluice embedded (PGlite). Writes bench/results/delivery-<start>-<commit>.json; asserts nothing. One run
+// Postgres server; Sluice alone through a transaction pooler beside its direct figure; and Sluice
+// embedded (PGlite). Writes bench/results/delivery-<start>-<commit>.json; asserts nothing. One run
 // is the same for every system: a fresh receiver, the system set up against it, the events
 // published in batches (each stamped with sent_at), then a wait for the last delivery.
 // Fairness: every system runs compiled (Sluice from dist/, the peers' workers bundled by esbuild)
 // in as many worker processes, and with the 50 ms receiver every system gets the same in-flight
 // budget (--inflight-50ms), since there the budget, not the engine, would otherwise set the figure.
+import { spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,9 +15,11 @@ import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import { runMigrations } from "graphile-worker";
 import { PgBoss } from "pg-boss";
+import { findPgBouncer } from "../scripts/ensure-deps.mjs";
+import { startPgBouncer, throughPooler } from "../scripts/pgbouncer.mjs";
 import { peerDelivery } from "./peers.js";
 import { connect, withDatabase } from "./pg.js";
-import { cleanup, commonFlags, CpuSampler, forkReady, parseFlags, runBench, stopChild, waitQuiet } from "./procs.js";
+import { cleanup, commonFlags, CpuSampler, forkReady, onCleanup, parseFlags, runBench, stopChild, waitQuiet } from "./procs.js";
 import { Receiver } from "./receiver.js";
 import { benchStart, comparisonTable, describeRun, fmt, newRun, SCENARIOS, SYSTEMS, TARGETS_TEXT, type RunResult } from "./report.js";
 import { REPO, SluiceCluster } from "./sluice.js";
@@ -41,11 +45,12 @@ const KNOBS = ["SLUICE_CLAIM_BATCH", "SLUICE_GRANT_CAP", "SLUICE_DB_POOL_SIZE", 
 /** In flight per process at 0 ms, where each system runs as tuned (docs/benchmarks.md, Method); pg-boss's is local × batch. */
 const TUNED = { sluice: Number(process.env.SLUICE_WORKER_CONCURRENCY ?? 512), graphile: 50, pgbossLocal: 5, pgbossBatch: 10 };
 
-/** `sluice api` + N × `sluice worker` on a server, or `sluice start` embedded. */
+/** `sluice api` + N × `sluice worker` on a server (`databaseUrl` pooled, with `directUrl` for LISTEN), or `sluice start` embedded. */
 async function setupSluice(
   rcv: Receiver,
   o: {
     databaseUrl: string | null;
+    directUrl?: string;
     dataDir?: string;
     destinations: number;
     workers: number;
@@ -55,7 +60,7 @@ async function setupSluice(
   },
 ): Promise<SystemUnderTest> {
   const procs = o.databaseUrl === null ? 1 : o.workers;
-  const env = { SLUICE_WORKER_CONCURRENCY: String(o.concurrency) };
+  const env = { SLUICE_WORKER_CONCURRENCY: String(o.concurrency), SLUICE_DIRECT_DATABASE_URL: o.directUrl };
   const cluster = new SluiceCluster({ databaseUrl: o.databaseUrl, dataDir: o.dataDir, logPrefix: o.log, dir: o.dir, env });
   const sockets = Number(process.env.SLUICE_MAX_SOCKETS_PER_ORIGIN ?? 256);
   const inflight = Math.min(procs * o.concurrency, procs * sockets, o.destinations * CAP);
@@ -76,7 +81,8 @@ async function setupSluice(
     inflight,
     settings: {
       process: o.databaseUrl ? `sluice api + ${o.workers} × sluice worker` : "sluice start (API + worker, one process)",
-      store: o.databaseUrl === null ? "embedded PGlite" : "postgres server",
+      store:
+        o.databaseUrl === null ? "embedded PGlite" : o.directUrl ? "postgres server through PgBouncer; LISTEN direct" : "postgres server",
       in_flight: `min(${procs} × SLUICE_WORKER_CONCURRENCY ${o.concurrency}, ${procs} × ${sockets} sockets, destinations × ${CAP}) = ${inflight}`,
       sluice_dir: o.dir,
       ...Object.fromEntries(KNOBS.map((k) => [k, process.env[k] ?? "default"])),
@@ -192,7 +198,7 @@ async function measure(
     const sys = (sut = await beforeDeadline(o.setup(rcv), deadline, "setting up"));
     Object.assign(result, { settings: sys.settings, inflight: sys.inflight });
     const cpu = { system, pids: () => sys.pids(), postmaster: o.postmaster, receiver: rcv.pid, bench: "bench (publisher)" };
-    sampler = new CpuSampler(cpu).begin();
+    sampler = new CpuSampler({ ...cpu, pooler: scenario === "pooled" }).begin();
     publishStartAt = Date.now();
     const line = (p: { unique: number; at: number }): string =>
       `  [${label}] received ${fmt(p.unique)}/${fmt(events)}, published ${fmt(published)}, t=${fmt((p.at - publishStartAt) / 1000)} s`;
@@ -246,6 +252,7 @@ const flags = () =>
     systems: { type: "str", arg: "LIST", def: SYSTEMS.join(","), help: "systems to run, comma-separated" },
     repeat: { def: 1, help: "runs of each system in each scenario, interleaved; the table gives the median and the spread" },
     "inflight-50ms": { def: 200, min: 0, help: "50 ms: requests each system may have in flight, across its processes (0 = as at 0 ms)" },
+    "pooler-pool-size": { def: 0, min: 0, help: "pooled: PgBouncer's default_pool_size (default 0: (workers + 1) × SLUICE_DB_POOL_SIZE)" },
     "sluice-dir": { type: "str", arg: "DIR", help: "run the Sluice of another checkout (with node_modules) instead of this one" },
     ...commonFlags(600),
     workers: { def: 2, help: "worker processes of each system: sluice api + N × sluice worker, N of each peer's" },
@@ -292,6 +299,14 @@ async function main(): Promise<void> {
   const server = scenarios.filter((s) => s !== "embedded");
   const peers = server.length > 0 && systems.some((s) => s !== "sluice") ? await compilePeers() : null;
   const pgs = server.length > 0 ? await bench.postgres(!f["no-fsync"], false, f["pg-icu-locale"]) : null;
+  // As many server connections as Sluice's pools hold clients, by default: no transaction waits for
+  // one it would have had direct, so the pooled run costs the pooler's hop and the unnamed statements.
+  const poolSize = f["pooler-pool-size"] || (workers + 1) * Number(process.env.SLUICE_DB_POOL_SIZE ?? 10);
+  const pooler =
+    pgs && scenarios.includes("pooled") && systems.includes("sluice") ? await startPgBouncer(pgs.server.url, { poolSize }) : null;
+  if (pooler) onCleanup(() => pooler.stop());
+  const version = pooler ? spawnSync(findPgBouncer()!, ["--version"], { encoding: "utf8" }).stdout.split("\n")[0] : null;
+  if (pooler) out(`pooled: ${version} in front of it, pool_mode transaction, default_pool_size ${poolSize}`);
   out(
     `workload: ${fmt(destinations)} destinations, ${fmt(events)} events in batches of ${fmt(BATCH)}, one at a time, each to one destination ` +
       `round-robin; ${workers} worker processes per system; per-run timeout ${f["timeout-s"]} s; ${f.repeat} run(s) of each`,
@@ -308,7 +323,7 @@ async function main(): Promise<void> {
       // ms each gets the same total budget, split evenly over its processes.
       const budget = scenario === "50ms" ? f["inflight-50ms"] : 0;
       const share = (per = 1): number => Math.max(1, Math.floor(budget / workers / per));
-      for (const system of systems) {
+      for (const system of systems.filter((s) => scenario !== "pooled" || s === "sluice")) {
         const log = `${system}-${scenario}${f.repeat > 1 ? `-${rep}` : ""}`;
         const cap = system === "graphile-worker" ? null : CAP; // graphile-worker has no per-destination limit
         const result = newRun({ system, scenario, destinations, events, receiverDelayMs: budget ? 50 : 0, perDestinationCap: cap });
@@ -324,7 +339,8 @@ async function main(): Promise<void> {
             system !== "sluice"
               ? setupPeer(system, rcv, { ...peer, databaseUrl: url })
               : setupSluice(rcv, {
-                  databaseUrl: url,
+                  databaseUrl: scenario === "pooled" ? throughPooler(url, pooler!.port) : url,
+                  directUrl: scenario === "pooled" ? url : undefined,
                   ...{ destinations, workers, concurrency: peer.concurrency, log: bench.log(log), dir },
                 }),
           ),
@@ -352,6 +368,7 @@ async function main(): Promise<void> {
   );
   bench.finish("delivery", {
     postgres: pgs?.settings ?? null,
+    pooler: pooler ? { version, pool_mode: "transaction", default_pool_size: poolSize } : null,
     options: { ...f, scenarios, systems, embedded, sluiceDir: dir, tuned: TUNED },
     results: runs,
     table: summary,
