@@ -100,7 +100,9 @@ function startAttempt(tracer: Tracer, s: AttemptSpanStart): AttemptSpan {
   };
   const waitedMs = s.sendMs - s.waitFromMs;
   const reasons = [...new Set(s.waits.map((w) => w.reason))];
-  if (s.waits.length > 0) {
+  // A wait only for a send slot (a backlog) is said by the attempt's attributes alone: under load
+  // that is most attempts, and two spans more each would triple what is exported.
+  if (s.waits.some((w) => w.reason !== "concurrency")) {
     // The wait as a span of its own, from when the delivery could first have gone to the send,
     // with one child per hold: a trace view shows the hours, and what each of them was.
     const wait = tracer.startSpan(
