@@ -17,9 +17,9 @@ import { ResultWriter } from "./result-writer.js";
 import { logSetAside, SetAsides } from "./set-aside.js";
 import { probe } from "./probe.js";
 import { classify } from "../policy/outcome.js";
-import { traceIdOf, type TraceContext } from "../policy/trace-context.js";
-import { explainWait, type WaitSegment } from "../policy/wait-reasons.js";
-import { TRACING_OFF, type AttemptSpan, type Tracing } from "../tracing/tracing.js";
+import { traceIdOf } from "../policy/trace-context.js";
+import { TRACING_OFF, type Tracing } from "../tracing/tracing.js";
+import { startAttemptSpan, storedContext } from "./attempt-span.js";
 
 /** Longest back-off between claims that failed (e.g. while the store is away). */
 const CLAIM_RETRY_MAX_MS = 1_000;
@@ -260,7 +260,7 @@ export class Dispatcher {
     const nowMs = Date.now();
     // Traced, the request carries the attempt span's context; else the context stored with the
     // event, if any, so the receiver still joins the publisher's trace.
-    const span = this.tracing.on ? this.startAttemptSpan(d, dest, nowMs) : null;
+    const span = this.tracing.on ? startAttemptSpan(this.tracing, this.log, d, dest, nowMs) : null;
     const trace = span ? span.headers : d.traceparent === null ? null : storedContext(d);
     let request: SendRequest;
     try {
@@ -305,47 +305,6 @@ export class Dispatcher {
       });
   }
 
-  /** The attempt's span, with the wait before it explained (policy/wait-reasons.ts). */
-  private startAttemptSpan(d: LeasedDelivery, dest: ClaimedDestination, sendMs: number): AttemptSpan {
-    const w = d.wait;
-    const waitFromMs = w?.prev_ms ?? d.created_ms;
-    let waits: WaitSegment[] = [];
-    if (w) {
-      try {
-        waits = explainWait({
-          fromMs: waitFromMs,
-          sendMs,
-          deliverAtMs: w.prev_ms === null ? w.deliver_at_ms : null,
-          retryAtMs: w.retrying ? w.due_ms : null,
-          throttledUntilMs: dest.throttled_until ? new Date(dest.throttled_until).getTime() : null,
-          pause:
-            dest.last_paused_at && dest.last_resumed_at
-              ? { fromMs: new Date(dest.last_paused_at).getTime(), untilMs: new Date(dest.last_resumed_at).getTime() }
-              : null,
-          quiet: w.quiet_hold && dest.delivery_schedule ? { schedule: dest.delivery_schedule, eventType: d.type } : null,
-          rateLimited: dest.rate_limited,
-          ordered: dest.ordered,
-        });
-      } catch (err) {
-        // A trace without its wait explained, rather than a send not made.
-        this.log.debug({ err, delivery_id: d.id }, "could not explain an attempt's wait for its trace");
-      }
-    }
-    return this.tracing.startAttempt({
-      stored: d.traceparent === null ? null : storedContext(d),
-      tenantId: dest.tenant_id,
-      destinationId: d.destination_id,
-      deliveryId: d.id,
-      eventId: d.event_id,
-      eventType: d.type,
-      attempt: d.attempts,
-      url: dest.url,
-      sendMs,
-      waitFromMs,
-      waits,
-    });
-  }
-
   private startProbe(dest: ClaimedDestination): void {
     const deps = {
       db: this.db,
@@ -361,9 +320,4 @@ export class Dispatcher {
     const tracked: Promise<void> = p.finally(() => this.probing.delete(tracked));
     this.probing.add(tracked);
   }
-}
-
-/** The trace context stored with a delivery's event (its traceparent is not null). */
-function storedContext(d: LeasedDelivery): TraceContext {
-  return d.tracestate === null ? { traceparent: d.traceparent! } : { traceparent: d.traceparent!, tracestate: d.tracestate };
 }
