@@ -1,6 +1,5 @@
-// What bench/mixed.ts samples besides its own figures to tell whether a long run stays flat — each
-// process's memory, the tables' and their indexes' size, dead rows, autovacuums, WAL per event —
-// and, for `npm run bench:soak` (mixed.ts --soak), the flatness verdicts and the run's chart.
+// What bench/mixed.ts samples to tell a long run flat or not — each process's memory, the tables' and indexes' size,
+// dead rows, autovacuums, WAL per event — and, for `npm run bench:soak` (mixed.ts --soak), the verdicts and the chart.
 import { readFileSync } from "node:fs";
 import type pg from "pg";
 import { percentiles } from "./procs.js";
@@ -59,14 +58,14 @@ const minutes = (m: number): string => fmt(m, m % 1 ? 1 : 0);
 
 /**
  * The claim, part by part: deliveries/s within ±10 % of the early span, publish → delivery p99 and Sluice's
- * RSS at most 10 % higher; tables with their indexes grew < 5 % over the last third, retention deleting before it.
+ * median RSS ≤ 10 % higher; tables with their indexes grew < 5 % over the last third, retention deleting before it.
  */
 export function flatness(rows: SoakRow[], T: number, spans: Spans): [string, boolean][] {
   const publishing = rows.filter((r) => r.askedPerSec > 0);
   const span = (s: keyof Spans) => publishing.filter((r) => spanOf(r.atMin, T) === s);
   const [early, late] = [span("early"), span("late")];
   const rate = (rs: SoakRow[]) => sumOf(rs.map((r) => r.healthyPerSec * r.seconds)) / sumOf(rs.map((r) => r.seconds));
-  const rss = (rs: SoakRow[]) => sumOf(rs.map((r) => sumOf(r.soak.sluiceMB))) / rs.length;
+  const rss = (rs: SoakRow[]) => percentiles(rs.map((r) => sumOf(r.soak.sluiceMB)))?.p50 ?? NaN; // the median: GC swings it ±25 %
   const [p99early, p99late] = [percentiles(spans.early)?.p99 ?? NaN, percentiles(spans.late)?.p99 ?? NaN];
   const [inLast, inEarly] = [`in the last ${minutes(T / 6)} min`, `in minutes ${minutes(T / 6)}–${minutes(T / 3)}`];
   const vs = (x: number, y: number, u: string) => `${fmt(x)} ${u} ${inLast}, ${fmt(y)} ${inEarly}: ${fmt(100 * (x / y - 1), 1)} %`;
@@ -79,11 +78,12 @@ export function flatness(rows: SoakRow[], T: number, spans: Spans): [string, boo
     [`healthy deliveries/s within ±10 %: ${vs(rate(late), rate(early), "/s")}`, Math.abs(rate(late) / rate(early) - 1) <= 0.1],
     [`publish → delivery p99 at most 10 % higher: ${vs(p99late, p99early, "ms")}`, p99late <= 1.1 * p99early],
     [`tables + indexes grew < 5 % over the last third: ${sizes}`, growth < 0.05 && pruning !== undefined && pruning.atMin <= (2 * T) / 3],
-    [`Sluice RSS at most 10 % higher: ${vs(rss(late), rss(early), "MB")}`, rss(late) <= 1.1 * rss(early)],
+    [`Sluice RSS (median) at most 10 % higher: ${vs(rss(late), rss(early), "MB")}`, rss(late) <= 1.1 * rss(early)],
   ];
 }
 
-type Run = { rows: SoakRow[]; options: { minutes: number; rate: number; "retention-minutes": number }; source?: { commit: string } };
+type Source = Record<"commit" | "fingerprint", string>;
+type Run = { rows: SoakRow[]; options: Record<"minutes" | "rate" | "retention-minutes", number>; source?: Source };
 const COLORS = ["#111827", "#2563eb", "#16a34a", "#dc2626"];
 const tableMB = (t: string) => (r: SoakRow) => sumOf(r.soak.tables[t] ?? []) / 2 ** 20;
 const PANELS: [string, Record<string, (r: SoakRow) => number>][] = [
@@ -117,7 +117,8 @@ export function chart(run: Run): string {
     return `${frame}${text(x0, y0 - 8, `<tspan font-weight="bold">${title}</tspan>`)}${axis}${lines.join("")}`;
   });
   const { rate, "retention-minutes": retention } = run.options;
-  const caption = `Sluice soak: ${fmt(rate)} events/s, retention ${retention} min, ${T} min, commit ${run.source?.commit ?? "–"}`;
+  const source = run.source ? `, commit ${run.source.commit}, source ${run.source.fingerprint}` : "";
+  const caption = `Sluice soak: ${fmt(rate)} events/s, retention ${retention} min, ${T} min${source}`;
   const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${2 * W + 130}" height="${2 * H + 150}" font-family="sans-serif" font-size="11">`;
   return `${svg}<rect width="100%" height="100%" fill="#fff"/>${text(50, 22, caption)}${body.join("")}</svg>\n`;
 }
