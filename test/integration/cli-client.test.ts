@@ -148,10 +148,12 @@ describe("the command line's mistakes: exit 2, a suggestion, no request", () => 
   });
 });
 
-describe("the API commands against a real Sluice (embedded store)", () => {
+// On the server store only: the commands speak to the API, and store-contract.test.ts proves
+// the stores alike underneath it.
+describe("the API commands against a real Sluice", () => {
   let s: TestSluice;
   before(async () => {
-    s = await startSluice("embedded");
+    s = await startSluice("server");
   });
   after(async () => {
     await s?.stop();
@@ -403,24 +405,5 @@ describe("the API commands against a real Sluice (embedded store)", () => {
       assert.equal(await right.stop(), 0);
       assert.equal(await failing.stop(), 0);
     }
-  });
-});
-
-describe("the API commands against a Postgres server", () => {
-  let s: TestSluice;
-  before(async () => {
-    // No workers: the delivery stays queued, and nothing is sent to example.com.
-    s = await startSluice("server", { worker: false });
-  });
-  after(async () => {
-    await s?.stop();
-  });
-
-  test("publish an event and find its delivery", async () => {
-    const d = (await s.api<Destination>("POST", "/v1/destinations", { url: "https://example.com/pg" })).body;
-    const e = json<EventAccepted>(await ok(s, ["events", "publish", "--type", "pg.smoke", "--data", "{}", "--json"]));
-    assert.equal(e.deliveries, 1);
-    const { row } = tableRow((await ok(s, ["deliveries", "list", "--destination", d.id])).stdout, "dlv_");
-    assert.deepEqual(row.slice(1, 5), ["queued", "0", e.id, d.id]);
   });
 });
