@@ -13,11 +13,11 @@
 // Patroni, so nothing decides to fail over: the caller does, as an operator or a script would.
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { chownSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { findPostgresBinDir, postgresUserExists } from "./ensure-deps.mjs";
+import { freePort } from "./pg-server.mjs";
 
 const READY_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 10_000;
@@ -40,14 +40,6 @@ function runTool(binDir, tool, args) {
   if (r.error || r.status !== 0) {
     throw new Error(`${tool} failed (${r.error?.message ?? `exit code ${r.status}`}):\n${r.stdout ?? ""}${r.stderr ?? ""}`);
   }
-}
-
-async function freePort() {
-  const srv = net.createServer();
-  await new Promise((r) => srv.listen(0, "127.0.0.1", r));
-  const port = srv.address().port;
-  await new Promise((r) => srv.close(r));
-  return port;
 }
 
 /** Runs one statement on the node at `port` and returns its rows. */

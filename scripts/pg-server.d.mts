@@ -23,3 +23,5 @@ export function startThrowawayPostgres(opts?: {
   log?: (line: string) => void;
 }): Promise<ThrowawayPostgres>;
 export function waitForChild(child: import("node:child_process").ChildProcess, errorPrefix: string, errorCode: number): Promise<number>;
+/** A loopback port free a moment ago (another process may still take it first). */
+export function freePort(): Promise<number>;

@@ -53,7 +53,8 @@ function asServerUser(isRoot, file, args) {
   return ["su", ["postgres", "-s", "/bin/sh", "-c", [file, ...args].map(shellQuote).join(" ")]];
 }
 
-async function freePort() {
+/** A loopback port free a moment ago (another process may still take it first). */
+export async function freePort() {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.unref();

@@ -3,20 +3,12 @@
 // Plain JS beside pg-server.mjs so that `npm test` can start one for the whole run.
 import { spawn } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { findPgBouncer } from "./ensure-deps.mjs";
+import { freePort } from "./pg-server.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function freePort() {
-  const srv = net.createServer();
-  await new Promise((r) => srv.listen(0, "127.0.0.1", r));
-  const port = srv.address().port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
 
 /** The URL `databaseUrl` names, through the pooler at `port`: same user and database. */
 export function throughPooler(databaseUrl, port) {
