@@ -4,7 +4,8 @@
 // `throttleOneIn` (default: all) and 200 to the others, /failing 500, any other path 200 at once
 // or after `delayMs`. A payload's integer "seq" counts it as a delivery, once (repeats are
 // duplicates), its "sent_at" (Unix ms, may be fractional) gives publish → arrival latency, to
-// when the headers were parsed. With `cap`, requests arriving while their path already holds
+// when the headers were parsed. POST /v1/traces is an OTLP/HTTP JSON sink: its spans are counted,
+// nothing else. With `cap`, requests arriving while their path already holds
 // `cap` in flight are counted. Memory stays bounded over hours: a bit per seq, and per-delivery
 // figures only until the bench takes them (take()).
 import type { ChildProcess } from "node:child_process";
@@ -117,6 +118,8 @@ function counters(expected: number) {
     maxInflightPerDestination: 0,
     overCapRequests: 0,
     overCapPaths: new Set<string>(),
+    /** Spans received on /v1/traces (OTLP/HTTP JSON). */
+    spans: 0,
   };
 }
 
@@ -174,6 +177,18 @@ function serve(cfg: ReceiverConfig): void {
       const status = path === "/failing" ? 500 : throttledRequests++ % (cfg.throttleOneIn ?? 1) === 0 ? 429 : 200;
       if (status === 429) throttled++;
       req.on("end", () => answer(res, status, status === 429 ? { "retry-after": String(cfg.retryAfter ?? 5) } : {}));
+      return;
+    }
+    if (path === "/v1/traces") {
+      const chunks: Buffer[] = [];
+      req.on("data", (chunk: Buffer) => chunks.push(chunk));
+      req.on("end", () => {
+        c.spans +=
+          Buffer.concat(chunks)
+            .toString("utf8")
+            .match(/"spanId"/g)?.length ?? 0;
+        void res.writeHead(200, { "content-type": "application/json" }).end("{}");
+      });
       return;
     }
     c.maxInflight = Math.max(c.maxInflight, ++inflight);

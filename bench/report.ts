@@ -79,7 +79,7 @@ export function benchStart(title: string, sluiceDir = REPO) {
 
 // ---- npm run bench ---------------------------------------------------------------------------
 
-export const SCENARIOS = ["0ms", "pooled", "50ms", "embedded"] as const;
+export const SCENARIOS = ["0ms", "pooled", "traced", "50ms", "embedded"] as const;
 type Scenario = (typeof SCENARIOS)[number];
 export const SYSTEMS = ["sluice", "graphile-worker", "pg-boss"] as const;
 type System = (typeof SYSTEMS)[number];
@@ -134,7 +134,8 @@ export function describeRun(r: RunResult): string {
         : `, max_concurrency ${cap} EXCEEDED by ${fmt(x.overCapRequests)} requests (${fmt(x.destinationsOverCap)} destinations)`;
   const received = x && [
     `  ${fmt(r.deliveriesPerSec)} deliveries/s first publish → last receive (published at ${fmt(r.publish?.eventsPerSec)} events/s); ` +
-      `received ${fmt(x.unique)}/${fmt(r.events)}, ${fmt(x.duplicates)} duplicates${capText}`,
+      `received ${fmt(x.unique)}/${fmt(r.events)}, ${fmt(x.duplicates)} duplicates${capText}` +
+      (x.spans ? `; ${fmt(x.spans)} spans exported to the OTLP sink` : ""),
     `  publish → receive p50 ${fmtMs(lat?.p50)}, p90 ${fmtMs(lat?.p90)}, p99 ${fmtMs(lat?.p99)}, max ${fmtMs(lat?.max)}; at the receiver at most ` +
       `${fmt(x.maxInflight)} in flight (its settings allow ${fmt(r.inflight)}), ${x.maxInflightPerDestination} to one destination`,
   ];
@@ -152,7 +153,7 @@ export function describeRun(r: RunResult): string {
  * ratios to the peers that the accepted level reached on a 2-core VM (3.2–4.4× graphile-worker,
  * 1.8–2.5× pg-boss, 2026-11-26/27). At 50 ms, with one in-flight budget for all: Sluice fills at
  * least 90 % of the bound the budget sets, and no peer beats it. Pooled and embedded have no peer
- * to face: pooled is read against direct, its ratio printed with no target.
+ * to face: pooled and traced are read against direct, their ratios printed with no target.
  */
 const TARGETS = { graphile0ms: 3.0, pgboss0ms: 1.8, boundShare50ms: 0.9, peers50ms: 1.0 };
 export const TARGETS_TEXT =
@@ -174,7 +175,7 @@ function spread(runs: RunResult[], figure: (r: RunResult) => number | null | und
 /**
  * The side-by-side table, one row per scenario: each system's deliveries/s (the median of its
  * runs, their range in brackets), the ratios, latency, in-flight bound, and today's targets
- * marked; the pooled row gives Sluice's figure ÷ the direct 0 ms one.
+ * marked; the pooled and traced rows give Sluice's figure ÷ the direct 0 ms one.
  */
 export function comparisonTable(results: RunResult[]): string {
   const head =
@@ -194,7 +195,7 @@ export function comparisonTable(results: RunResult[]): string {
     const delayS = any[0]!.receiverDelayMs / 1000;
     const inflight = (rs: RunResult[]): number | null => rs[0]?.inflight ?? null;
     const bound = delayS > 0 && inflight(s) ? inflight(s)! / delayS : null;
-    const direct = scenario === "pooled" ? ratio(sr.mid, rate(of("sluice", "0ms")).mid) : null;
+    const direct = scenario === "pooled" || scenario === "traced" ? ratio(sr.mid, rate(of("sluice", "0ms")).mid) : null;
     const sCell =
       sr.text +
       (bound && sr.mid !== null ? ` ${mark(sr.mid >= TARGETS.boundShare50ms * bound)} (${fmt((100 * sr.mid) / bound)} % of bound)` : "") +

@@ -1,6 +1,6 @@
 // `npm run bench`: Sluice against two job queues (graphile-worker, pg-boss) on one throwaway
-// Postgres server; Sluice alone through a transaction pooler beside its direct figure; and Sluice
-// embedded (PGlite). Writes bench/results/delivery-<start>-<commit>.json; asserts nothing. One run
+// Postgres server; Sluice alone through a transaction pooler, and with OpenTelemetry tracing on,
+// each beside its direct figure; and Sluice embedded (PGlite). Writes bench/results/delivery-<start>-<commit>.json; asserts nothing. One run
 // is the same for every system: a fresh receiver, the system set up against it, the events
 // published in batches (each stamped with sent_at), then a wait for the last delivery.
 // Fairness: every system runs compiled (Sluice from dist/, the peers' workers bundled by esbuild)
@@ -45,7 +45,10 @@ const KNOBS = ["SLUICE_CLAIM_BATCH", "SLUICE_GRANT_CAP", "SLUICE_DB_POOL_SIZE", 
 /** In flight per process at 0 ms, where each system runs as tuned (docs/benchmarks.md, Method); pg-boss's is local × batch. */
 const TUNED = { sluice: Number(process.env.SLUICE_WORKER_CONCURRENCY ?? 512), graphile: 50, pgbossLocal: 5, pgbossBatch: 10 };
 
-/** `sluice api` + N × `sluice worker` on a server (`databaseUrl` pooled, with `directUrl` for LISTEN), or `sluice start` embedded. */
+/**
+ * `sluice api` + N × `sluice worker` on a server (`databaseUrl` pooled, with `directUrl` for
+ * LISTEN), or `sluice start` embedded; `traced`: every span exported to the receiver's OTLP sink.
+ */
 async function setupSluice(
   rcv: Receiver,
   o: {
@@ -57,10 +60,13 @@ async function setupSluice(
     concurrency: number;
     log: string;
     dir: string;
+    traced?: boolean;
   },
 ): Promise<SystemUnderTest> {
   const procs = o.databaseUrl === null ? 1 : o.workers;
-  const env = { SLUICE_WORKER_CONCURRENCY: String(o.concurrency), SLUICE_DIRECT_DATABASE_URL: o.directUrl };
+  // Traced: every publish starts a sampled trace (no incoming traceparent, the default sampler), the worst case.
+  const otel = o.traced ? { OTEL_EXPORTER_OTLP_ENDPOINT: rcv.url(""), OTEL_SERVICE_NAME: "sluice-bench" } : {};
+  const env = { SLUICE_WORKER_CONCURRENCY: String(o.concurrency), SLUICE_DIRECT_DATABASE_URL: o.directUrl, ...otel };
   const cluster = new SluiceCluster({ databaseUrl: o.databaseUrl, dataDir: o.dataDir, logPrefix: o.log, dir: o.dir, env });
   const sockets = Number(process.env.SLUICE_MAX_SOCKETS_PER_ORIGIN ?? 256);
   const inflight = Math.min(procs * o.concurrency, procs * sockets, o.destinations * CAP);
@@ -83,6 +89,7 @@ async function setupSluice(
       process: o.databaseUrl ? `sluice api + ${o.workers} × sluice worker` : "sluice start (API + worker, one process)",
       store:
         o.databaseUrl === null ? "embedded PGlite" : o.directUrl ? "postgres server through PgBouncer; LISTEN direct" : "postgres server",
+      ...(o.traced ? { tracing: "OTLP/HTTP JSON to the receiver's /v1/traces, every trace sampled" } : {}),
       in_flight: `min(${procs} × SLUICE_WORKER_CONCURRENCY ${o.concurrency}, ${procs} × ${sockets} sockets, destinations × ${CAP}) = ${inflight}`,
       sluice_dir: o.dir,
       ...Object.fromEntries(KNOBS.map((k) => [k, process.env[k] ?? "default"])),
@@ -323,7 +330,7 @@ async function main(): Promise<void> {
       // ms each gets the same total budget, split evenly over its processes.
       const budget = scenario === "50ms" ? f["inflight-50ms"] : 0;
       const share = (per = 1): number => Math.max(1, Math.floor(budget / workers / per));
-      for (const system of systems.filter((s) => scenario !== "pooled" || s === "sluice")) {
+      for (const system of systems.filter((s) => scenario === "0ms" || scenario === "50ms" || s === "sluice")) {
         const log = `${system}-${scenario}${f.repeat > 1 ? `-${rep}` : ""}`;
         const cap = system === "graphile-worker" ? null : CAP; // graphile-worker has no per-destination limit
         const result = newRun({ system, scenario, destinations, events, receiverDelayMs: budget ? 50 : 0, perDestinationCap: cap });
@@ -341,6 +348,7 @@ async function main(): Promise<void> {
               : setupSluice(rcv, {
                   databaseUrl: scenario === "pooled" ? throughPooler(url, pooler!.port) : url,
                   directUrl: scenario === "pooled" ? url : undefined,
+                  traced: scenario === "traced",
                   ...{ destinations, workers, concurrency: peer.concurrency, log: bench.log(log), dir },
                 }),
           ),
