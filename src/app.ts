@@ -346,7 +346,7 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
       releasers.push("dispatcher", () => worker.stop(config.shutdownGraceSeconds * 1000));
       await worker.start();
       alertSender.start();
-      releasers.push("janitor", startJanitor(db, config.retentionHours, log.child({ component: "janitor" })));
+      releasers.push("janitor", startJanitor(db, config, log.child({ component: "janitor" })));
       releasers.push(
         "recoveries",
         await startRecoveryWorker(

@@ -24,6 +24,8 @@ export interface Config {
   /** Most deliveries one publish request may create (events × the destinations each reaches). */
   maxDeliveriesPerRequest: number;
   retentionHours: number;
+  /** The janitor rebuilds an index once its bytes per entry reach this many times the figure after its last rebuild; 0: never. */
+  indexRebuildFactor: number;
   /** Deliveries a recovery queues again per transaction. */
   recoveryPageSize: number;
   /** Most sends in flight in one worker process (all destinations together). */
@@ -270,6 +272,18 @@ export const SETTINGS = [
       return n;
     },
     doc: "Finished deliveries, their attempts and events are pruned after this many hours (fractions allowed: 0.25 is 15 minutes).",
+  }),
+  setting({
+    key: "indexRebuildFactor",
+    env: "SLUICE_INDEX_REBUILD_FACTOR",
+    default: 2,
+    parse: (raw) => {
+      const n = Number(raw);
+      if (raw.trim() === "" || !(n === 0 || (n >= 1.2 && n <= 100)))
+        throw new Error("must be 0 (never rebuild) or a number from 1.2 to 100");
+      return n;
+    },
+    doc: "The janitor rebuilds an index of 16 MB or more (REINDEX CONCURRENTLY) once its size per entry reaches this many times what it was after its last rebuild: deliveries held for a long time keep time-ordered index pages mostly empty. 0 turns rebuilds off.",
   }),
   // One page is one transaction holding the destination's row lock: small enough that claims and
   // ingest barely wait for it, large enough that a million-row recovery is 2,000 statements.

@@ -84,6 +84,18 @@ export const metrics = {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30],
     registers: [registry],
   }),
+  indexRebuilds: new client.Counter({
+    name: "sluice_index_rebuilds_total",
+    help: "Indexes the janitor rebuilt (REINDEX CONCURRENTLY) to give back the pages held deliveries kept half empty, by index",
+    labelNames: ["index"] as const,
+    registers: [registry],
+  }),
+  indexRebuildDuration: new client.Histogram({
+    name: "sluice_index_rebuild_duration_seconds",
+    help: "Duration of one index rebuild the janitor ran",
+    buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 1800],
+    registers: [registry],
+  }),
   leaseLost: new client.Counter({
     name: "sluice_lease_lost_total",
     help: "Results that arrived after their lease had moved on (not applied)",

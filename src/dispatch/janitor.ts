@@ -13,6 +13,8 @@ import {
   pruneAlerts,
 } from "../db/queries/retention.js";
 import { startStatsRollup } from "./stats-rollup.js";
+import { startIndexRebuilds } from "./index-rebuilds.js";
+import { DEFAULT_REBUILD_POLICY } from "../policy/index-rebuild.js";
 import { everyRound } from "./rounds.js";
 import { tableStats, vacuumTable } from "../db/queries/maintenance.js";
 import { metrics } from "../metrics.js";
@@ -21,7 +23,8 @@ import { DEFAULT_VACUUM_POLICY, SERVER_VACUUM_POLICY, vacuumPlan, type VacuumPol
 // Retention: finished deliveries, their attempts, events with nothing left to deliver, settled
 // alerts and old idempotency keys are pruned; deliveries held too long for a paused destination,
 // and those a deleted destination left waiting, are discarded — in small batches, by one worker
-// at a time (advisory lock).
+// at a time (advisory lock). Beside it the janitor starts the other upkeep: the stranded-destination
+// sweep, the stats rollups, vacuuming and index rebuilds.
 
 const BATCH = 5_000;
 
@@ -53,7 +56,7 @@ export async function pruneOnce(
 // Every 5 minutes, or twice per retention period when that is shorter: nothing outlives retention by over half of it.
 export function startJanitor(
   db: Db,
-  retentionHours: number,
+  { retentionHours, indexRebuildFactor }: { retentionHours: number; indexRebuildFactor: number },
   log: Logger,
   everyMs = Math.min(5 * 60_000, retentionHours * 1_800_000),
 ): () => void {
@@ -87,11 +90,14 @@ export function startJanitor(
   // The embedded store has no autovacuum, and on a server it comes once a minute: Sluice vacuums
   // all of the one, the small hot tables of the other (policy/vacuum.ts).
   const stopVacuum = startVacuum(db, log, db.kind === "embedded" ? DEFAULT_VACUUM_POLICY : SERVER_VACUUM_POLICY);
+  // What retention cannot give back: index pages that held deliveries keep mostly empty (policy/index-rebuild.ts).
+  const stopRebuilds = startIndexRebuilds(db, log, { ...DEFAULT_REBUILD_POLICY, factor: indexRebuildFactor });
   return () => {
     stopPruning();
     clearInterval(sweep);
     stopStats();
     stopVacuum();
+    stopRebuilds();
   };
 }
 

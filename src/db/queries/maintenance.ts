@@ -1,7 +1,9 @@
 import type { Db } from "../db.js";
+import type { IndexStats, RebuildBaseline } from "../../policy/index-rebuild.js";
 import type { TableStats, VacuumPolicy, VacuumTask } from "../../policy/vacuum.js";
 
-// VACUUM and ANALYZE, run by the janitor (policy/vacuum.ts says when and why).
+// VACUUM, ANALYZE and index rebuilds, run by the janitor (policy/vacuum.ts and
+// policy/index-rebuild.ts say when and why).
 
 /** Every table's counters: Sluice's own and the system catalogs (whose row ids age too). */
 export async function tableStats(db: Db): Promise<TableStats[]> {
@@ -37,4 +39,67 @@ export async function vacuumTable(db: Db, task: VacuumTask, policy: Pick<VacuumP
       await q.exec(`ANALYZE (SKIP_LOCKED) ${task.table}`);
     });
   }
+}
+
+// ---- index rebuilds (policy/index-rebuild.ts says when and why) ------------------------------
+
+/** Sluice's own B-tree indexes (the public schema): size, entries, and whether they are valid. */
+export async function indexStats(db: Db): Promise<IndexStats[]> {
+  return db.query<IndexStats>(
+    `SELECT c.oid::regclass::text AS index, i.indrelid::regclass::text AS "table",
+            pg_relation_size(c.oid)::float8 AS bytes, c.reltuples::float8 AS entries, i.indisvalid AS valid
+       FROM pg_index i
+       JOIN pg_class c ON c.oid = i.indexrelid
+       JOIN pg_namespace n ON n.oid = c.relnamespace
+       JOIN pg_am am ON am.oid = c.relam
+      WHERE n.nspname = 'public' AND am.amname = 'btree'`,
+  );
+}
+
+export async function rebuildBaselines(db: Db): Promise<RebuildBaseline[]> {
+  return db.query<RebuildBaseline>(
+    `SELECT index_name AS index, bytes_per_entry AS "bytesPerEntry",
+            (extract(epoch FROM rebuilt_at) * 1000)::float8 AS "rebuiltAtMs"
+       FROM index_rebuilds`,
+  );
+}
+
+/** Takes the one rebuilding worker's lease for `seconds`; false while another worker holds it. */
+export async function takeRebuildLease(db: Db, seconds: number): Promise<boolean> {
+  const rows = await db.query(
+    `UPDATE index_rebuild_lease SET expires_at = now() + $1::float8 * interval '1 second' WHERE expires_at < now() RETURNING 1`,
+    [seconds],
+  );
+  return rows.length > 0;
+}
+
+export async function releaseRebuildLease(db: Db): Promise<void> {
+  await db.query(`UPDATE index_rebuild_lease SET expires_at = '-infinity'`);
+}
+
+/** An interrupted rebuild's invalid copy. The name comes from pg_class through regclass, quoted where it must be. */
+export async function dropLeftoverIndex(db: Db, index: string): Promise<void> {
+  await db.exec(`DROP INDEX CONCURRENTLY IF EXISTS ${index}`);
+}
+
+/**
+ * REINDEX CONCURRENTLY: a new copy is built beside the index from two scans of its table while
+ * reads and writes go on, then swapped in; writes wait only for the moment of the swap. Returns
+ * the index's size and bytes per entry after it, and records the latter as its baseline.
+ */
+export async function rebuildIndex(db: Db, index: string): Promise<{ bytes: number; bytesPerEntry: number | null }> {
+  await db.exec(`REINDEX INDEX CONCURRENTLY ${index}`);
+  const [after] = await db.query<{ bytes: number; entries: number }>(
+    `SELECT pg_relation_size(c.oid)::float8 AS bytes, c.reltuples::float8 AS entries FROM pg_class c WHERE c.oid = $1::regclass`,
+    [index],
+  );
+  // An index with no entries after its rebuild says nothing about its entries' size: no baseline.
+  const bytesPerEntry = after && after.entries > 0 ? after.bytes / after.entries : null;
+  if (bytesPerEntry !== null)
+    await db.query(
+      `INSERT INTO index_rebuilds (index_name, bytes_per_entry, rebuilt_at) VALUES ($1, $2, now())
+       ON CONFLICT (index_name) DO UPDATE SET bytes_per_entry = EXCLUDED.bytes_per_entry, rebuilt_at = EXCLUDED.rebuilt_at`,
+      [index, bytesPerEntry],
+    );
+  return { bytes: after?.bytes ?? 0, bytesPerEntry };
 }

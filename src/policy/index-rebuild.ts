@@ -1,0 +1,82 @@
+// When the janitor rebuilds one of Sluice's indexes (REINDEX CONCURRENTLY). Pure: each index's
+// size and entry count, and its bytes per entry right after its last rebuild, in; what to drop and
+// what to rebuild out. dispatch/index-rebuilds.ts applies it.
+//
+// Why rebuild at all: ids begin with their creation time (src/ids.ts), so the indexes of events
+// and deliveries are ordered by time and new entries only ever go to their right-hand end.
+// Retention deletes most of each minute's rows but must keep those still held — a paused
+// destination's backlog, a failing one's retries, a throttled one's queue — and those are spread
+// evenly over time. A B-tree page is reused only once it is empty, so every leaf keeps a few
+// entries, and the index grows with all that was ever published instead of with what is kept, for
+// as long as the holds last (`paused_retention_hours`, 72 h by default). Under the soak's mix the
+// events and deliveries indexes grew without a plateau and were 27–37 % full (docs/benchmarks.md,
+// bench:soak). Rebuilding packs what is kept into as few pages as it needs.
+//
+// How bloated an index is: its bytes per entry now (its size ÷ pg_class.reltuples, which VACUUM
+// and ANALYZE keep current) against the same figure right after its last rebuild, when its leaves
+// were packed. A healthy time-ordered index stays near 1 (its right-hand pages fill as a rebuild
+// leaves them); a pinned one drifts up. An index never rebuilt is rebuilt once, to learn its figure.
+
+export interface IndexStats {
+  /** As Postgres prints regclass (quoted where it must be). */
+  index: string;
+  table: string;
+  bytes: number;
+  /** pg_class.reltuples: −1 (never counted) or 0 say nothing. */
+  entries: number;
+  /** pg_index.indisvalid: false for a build that failed or is in progress. */
+  valid: boolean;
+}
+
+export interface RebuildBaseline {
+  index: string;
+  /** Bytes per entry right after its last rebuild. */
+  bytesPerEntry: number;
+  rebuiltAtMs: number;
+}
+
+export interface RebuildPolicy {
+  /** Rebuild once bytes per entry reach this many times the figure after the last rebuild; 0: never rebuild. */
+  factor: number;
+  /** Smaller indexes are left alone: a rebuild would give back too little to be worth its two table scans. */
+  minBytes: number;
+  /** Not rebuilt again within this long: reltuples lags a table that grew since the last VACUUM. */
+  minIntervalMs: number;
+}
+
+export const DEFAULT_REBUILD_POLICY: RebuildPolicy = { factor: 2, minBytes: 16 * 1_048_576, minIntervalMs: 15 * 60_000 };
+
+export type RebuildTask =
+  /** What a REINDEX CONCURRENTLY leaves when it is interrupted: an invalid copy that every write still updates. */
+  | { kind: "drop"; index: string }
+  /** bloat: bytes per entry ÷ the baseline's; null when there is no baseline yet. */
+  | { kind: "rebuild"; index: string; table: string; bytes: number; bloat: number | null };
+
+/** The suffixes REINDEX CONCURRENTLY gives its new copy and the old index while it swaps them. */
+const LEFTOVER = /_cc(new|old)\d*"?$/;
+
+/**
+ * The leftovers to drop, then the indexes to rebuild, the most bytes to win first (those never
+ * rebuilt after those known to be bloated, largest first).
+ */
+export function rebuildPlan(
+  indexes: readonly IndexStats[],
+  baselines: readonly RebuildBaseline[],
+  nowMs: number,
+  policy: RebuildPolicy = DEFAULT_REBUILD_POLICY,
+): RebuildTask[] {
+  const drops: RebuildTask[] = indexes.filter((i) => !i.valid && LEFTOVER.test(i.index)).map((i) => ({ kind: "drop", index: i.index }));
+  if (!(policy.factor > 0)) return drops;
+  const known = new Map(baselines.map((b) => [b.index, b]));
+  type Rebuild = Extract<RebuildTask, { kind: "rebuild" }>;
+  const due = indexes.flatMap((i): Rebuild[] => {
+    if (!i.valid || LEFTOVER.test(i.index) || i.bytes < policy.minBytes || !(i.entries > 0)) return [];
+    const base = known.get(i.index);
+    if (!base) return [{ kind: "rebuild", index: i.index, table: i.table, bytes: i.bytes, bloat: null }];
+    if (nowMs - base.rebuiltAtMs < policy.minIntervalMs) return [];
+    const bloat = i.bytes / i.entries / base.bytesPerEntry;
+    return bloat >= policy.factor ? [{ kind: "rebuild", index: i.index, table: i.table, bytes: i.bytes, bloat }] : [];
+  });
+  const wins = (t: Rebuild): number => (t.bloat === null ? -1 / t.bytes : t.bytes * (1 - 1 / t.bloat));
+  return [...drops, ...due.sort((a, b) => wins(b) - wins(a))];
+}

@@ -1,0 +1,108 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { withTestStore } from "../helpers/db.js";
+import { ENGINE_BACKENDS } from "../helpers/sluice.js";
+import type { Db } from "../../src/db/db.js";
+import { rebuildIndexesOnce } from "../../src/dispatch/index-rebuilds.js";
+import { indexStats, releaseRebuildLease, takeRebuildLease } from "../../src/db/queries/maintenance.js";
+import type { RebuildPolicy } from "../../src/policy/index-rebuild.js";
+import { metrics } from "../../src/metrics.js";
+
+// The janitor's index rebuilds (policy/index-rebuild.ts) on every store shape, the pooled one
+// included (REINDEX CONCURRENTLY runs outside a transaction, through PgBouncer). A time-ordered
+// primary key as Sluice's ids make one, with 1 row in 100 kept — what held deliveries do to the
+// indexes of events and deliveries: every leaf keeps a few entries, and no page comes back.
+
+// Only the test's table is big enough to be looked at: Sluice's own indexes are nearly empty here.
+const POLICY: RebuildPolicy = { factor: 2, minBytes: 1_048_576, minIntervalMs: 0 };
+
+/** Rows `from`…`to` of `held`, ids as Sluice mints them (time first, in hex), all but 1 in 100 then deleted. */
+async function publishAndPrune(db: Db, from: number, to: number): Promise<void> {
+  await db.query(`INSERT INTO held SELECT 'evt_' || lpad(to_hex(g), 12, '0'), g FROM generate_series($1::int, $2::int) g`, [from, to]);
+  await db.query(`DELETE FROM held WHERE n >= $1 AND n % 100 <> 0`, [from]);
+  // VACUUM frees the dead entries (not their pages) and counts what is left in pg_class.reltuples.
+  await db.exec("VACUUM held");
+}
+
+const heldPkey = async (db: Db) => (await indexStats(db)).find((i) => i.index === "held_pkey")!;
+const rebuildsOf = async (index: string): Promise<number> =>
+  (await metrics.indexRebuilds.get()).values.find((v) => v.labels.index === index)?.value ?? 0;
+
+for (const backend of ENGINE_BACKENDS) {
+  test(`${backend}: an index left mostly empty is rebuilt to its size, once, and again when it is twice that`, async () => {
+    await withTestStore(backend, async (db) => {
+      await db.exec(`CREATE TABLE held (id text COLLATE "C" PRIMARY KEY, n int)`);
+      await publishAndPrune(db, 0, 199_999);
+      const bloated = await heldPkey(db);
+      assert.equal(bloated.entries, 2000);
+      assert.ok(bloated.bytes > 4 * 1_048_576, `${bloated.bytes} bytes before`);
+
+      // Never rebuilt: rebuilt once to learn its bytes per entry, which the baseline keeps.
+      const rebuildsBefore = await rebuildsOf("held_pkey");
+      const first = await rebuildIndexesOnce(db, POLICY);
+      assert.deepEqual(
+        first?.map((d) => [d.kind, d.index, d.kind === "rebuild" && d.bloat]),
+        [["rebuild", "held_pkey", null]],
+      );
+      const packed = await heldPkey(db);
+      assert.ok(packed.bytes < bloated.bytes / 20, `${bloated.bytes} → ${packed.bytes} bytes`);
+      assert.equal(await rebuildsOf("held_pkey"), rebuildsBefore + 1);
+      const [baseline] = await db.query<{ b: number }>("SELECT bytes_per_entry AS b FROM index_rebuilds WHERE index_name = 'held_pkey'");
+      assert.ok(Math.abs(baseline!.b - packed.bytes / 2000) < 1, JSON.stringify(baseline));
+      // Nothing changed since: nothing to do, and no lease taken.
+      assert.deepEqual(await rebuildIndexesOnce(db, POLICY), []);
+
+      // Another 100,000 published and pruned the same way: 3,000 entries over pages for 100,000.
+      await publishAndPrune(db, 200_000, 299_999);
+      const again = await rebuildIndexesOnce(db, POLICY);
+      assert.equal(again?.length, 1, JSON.stringify(again));
+      const task = again?.[0];
+      assert.ok(task?.kind === "rebuild" && task.bloat !== null && task.bloat >= 2, JSON.stringify(task));
+      assert.ok((task.bytesAfter ?? Infinity) < task.bytes / 10, JSON.stringify(task));
+      assert.equal((await db.query("SELECT count(*)::int AS n FROM held"))[0]!.n, 3000, "a rebuild keeps every row");
+    });
+  });
+
+  test(`${backend}: an interrupted rebuild's invalid copy is dropped; a held lease leaves the round to its holder`, async () => {
+    await withTestStore(backend, async (db) => {
+      await db.exec(`CREATE TABLE held (id text COLLATE "C" PRIMARY KEY, n int)`);
+      await publishAndPrune(db, 0, 199_999);
+      // A unique build that fails half-way leaves an invalid index behind, as an interrupted REINDEX CONCURRENTLY does.
+      await assert.rejects(db.exec("CREATE UNIQUE INDEX CONCURRENTLY held_pkey_ccnew ON held ((1))"), /could not create unique index/);
+      assert.equal((await indexStats(db)).find((i) => i.index === "held_pkey_ccnew")?.valid, false);
+
+      assert.ok(await takeRebuildLease(db, 60));
+      assert.equal(await rebuildIndexesOnce(db, POLICY), null, "another worker holds the lease");
+      await releaseRebuildLease(db);
+
+      const done = await rebuildIndexesOnce(db, POLICY);
+      assert.deepEqual(
+        done?.map((d) => [d.kind, d.index]),
+        [
+          ["drop", "held_pkey_ccnew"],
+          ["rebuild", "held_pkey"],
+        ],
+      );
+      const left = (await indexStats(db)).filter((i) => i.table === "held");
+      assert.deepEqual(
+        left.map((i) => [i.index, i.valid]),
+        [["held_pkey", true]],
+      );
+      // The round let the lease go.
+      assert.ok(await takeRebuildLease(db, 60));
+    });
+  });
+}
+
+test("factor 0 turns rebuilds off: nothing is rebuilt, leftovers are still dropped", async () => {
+  await withTestStore("server", async (db) => {
+    await db.exec(`CREATE TABLE held (id text COLLATE "C" PRIMARY KEY, n int)`);
+    await publishAndPrune(db, 0, 199_999);
+    assert.deepEqual(await rebuildIndexesOnce(db, { ...POLICY, factor: 0 }), []);
+    await assert.rejects(db.exec("CREATE UNIQUE INDEX CONCURRENTLY held_pkey_ccnew ON held ((1))"));
+    assert.deepEqual(
+      (await rebuildIndexesOnce(db, { ...POLICY, factor: 0 }))?.map((d) => d.kind),
+      ["drop"],
+    );
+  });
+});

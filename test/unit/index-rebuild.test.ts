@@ -1,0 +1,110 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { rebuildPlan, type IndexStats, type RebuildBaseline, type RebuildPolicy } from "../../src/policy/index-rebuild.js";
+
+// When the janitor rebuilds an index (policy/index-rebuild.ts), over the whole range the catalog
+// can report: sizes from empty to a terabyte, reltuples −1 (never counted) to billions, any
+// baseline, any age.
+
+const NOW = 1_800_000_000_000;
+const name = fc.oneof(
+  fc.constantFrom("events_pkey", "deliveries_event_idx", '"Odd name"', "x_ccnew", "x_ccnew1", "x_ccold", '"y_ccnew2"'),
+  fc.stringMatching(/^[a-z_]{1,12}$/),
+);
+const index: fc.Arbitrary<IndexStats> = fc.record({
+  index: name,
+  table: fc.constantFrom("events", "deliveries"),
+  bytes: fc.oneof(fc.constant(0), fc.integer({ min: 8192, max: 2 ** 40 })),
+  entries: fc.oneof(fc.constantFrom(-1, 0), fc.double({ min: 1, max: 1e10, noNaN: true })),
+  valid: fc.boolean(),
+});
+const indexes = fc.uniqueArray(index, { selector: (i) => i.index, maxLength: 20 });
+const baselinesFor = (names: string[]): fc.Arbitrary<RebuildBaseline[]> =>
+  fc
+    .array(
+      fc.record({
+        index: names.length ? fc.constantFrom(...names) : name,
+        bytesPerEntry: fc.double({ min: 1, max: 10_000, noNaN: true }),
+        rebuiltAtMs: fc.integer({ min: NOW - 30 * 86_400_000, max: NOW }),
+      }),
+      { maxLength: 20 },
+    )
+    .map((bs) => [...new Map(bs.map((b) => [b.index, b])).values()]);
+const policy: fc.Arbitrary<RebuildPolicy> = fc.record({
+  factor: fc.oneof(fc.constant(0), fc.double({ min: 1.2, max: 100, noNaN: true })),
+  minBytes: fc.integer({ min: 0, max: 2 ** 30 }),
+  minIntervalMs: fc.integer({ min: 0, max: 86_400_000 }),
+});
+const world = indexes.chain((is) => fc.tuple(fc.constant(is), baselinesFor(is.map((i) => i.index)), policy));
+
+const leftover = (i: IndexStats): boolean => !i.valid && /_cc(new|old)\d*"?$/.test(i.index);
+
+test("leftovers of an interrupted rebuild are dropped first, whatever the policy, and nothing else is dropped", () => {
+  fc.assert(
+    fc.property(world, ([is, bs, p]) => {
+      const plan = rebuildPlan(is, bs, NOW, p);
+      const drops = plan.filter((t) => t.kind === "drop").map((t) => t.index);
+      assert.deepEqual(
+        drops,
+        is.filter(leftover).map((i) => i.index),
+      );
+      assert.deepEqual(
+        plan.slice(0, drops.length).map((t) => t.kind),
+        drops.map(() => "drop"),
+      );
+    }),
+  );
+});
+
+test("an index is rebuilt exactly when it is big enough, counted, never rebuilt or bloated past the factor, and not rebuilt lately", () => {
+  fc.assert(
+    fc.property(world, ([is, bs, p]) => {
+      const plan = rebuildPlan(is, bs, NOW, p);
+      const rebuilt = new Map(plan.flatMap((t) => (t.kind === "rebuild" ? [[t.index, t] as const] : [])));
+      assert.equal(rebuilt.size, plan.filter((t) => t.kind === "rebuild").length, "each index once");
+      for (const i of is) {
+        const base = bs.find((b) => b.index === i.index);
+        const bloat = base ? i.bytes / i.entries / base.bytesPerEntry : null;
+        const due =
+          p.factor > 0 &&
+          i.valid &&
+          !leftover(i) &&
+          !/_cc(new|old)\d*"?$/.test(i.index) &&
+          i.bytes >= p.minBytes &&
+          i.entries > 0 &&
+          (bloat === null || (NOW - base!.rebuiltAtMs >= p.minIntervalMs && bloat >= p.factor));
+        assert.equal(rebuilt.has(i.index), due, JSON.stringify({ i, base, p }));
+        if (due) assert.equal(rebuilt.get(i.index)!.bloat, bloat);
+      }
+    }),
+  );
+});
+
+test("the most bytes to win come first: known bloat by bytes given back, then the never rebuilt, largest first", () => {
+  fc.assert(
+    fc.property(world, ([is, bs, p]) => {
+      const rebuilds = rebuildPlan(is, bs, NOW, p).flatMap((t) => (t.kind === "rebuild" ? [t] : []));
+      const firstUnknown = rebuilds.findIndex((t) => t.bloat === null);
+      if (firstUnknown >= 0)
+        assert.ok(
+          rebuilds.slice(firstUnknown).every((t) => t.bloat === null),
+          "unknown after known",
+        );
+      for (let k = 1; k < rebuilds.length; k++) {
+        const [a, b] = [rebuilds[k - 1]!, rebuilds[k]!];
+        if (a.bloat !== null && b.bloat !== null) assert.ok(a.bytes * (1 - 1 / a.bloat) >= b.bytes * (1 - 1 / b.bloat));
+        if (a.bloat === null && b.bloat === null) assert.ok(a.bytes >= b.bytes);
+      }
+    }),
+  );
+});
+
+test("the defaults: an index at twice its packed size per entry is rebuilt, at 1.9 times or under 16 MB it is not", () => {
+  const at = (bytes: number, entries = 1_000_000): IndexStats[] => [{ index: "events_pkey", table: "events", bytes, entries, valid: true }];
+  const base: RebuildBaseline[] = [{ index: "events_pkey", bytesPerEntry: 20, rebuiltAtMs: NOW - 3_600_000 }];
+  assert.equal(rebuildPlan(at(2 * 20 * 1_000_000), base, NOW).length, 1);
+  assert.equal(rebuildPlan(at(1.9 * 20 * 1_000_000), base, NOW).length, 0);
+  assert.equal(rebuildPlan(at(15 * 1_048_576, 100_000), base, NOW).length, 0, "7.9 times, but under 16 MB");
+  assert.equal(rebuildPlan(at(2 * 20 * 1_000_000), [{ ...base[0]!, rebuiltAtMs: NOW - 60_000 }], NOW).length, 0, "rebuilt a minute ago");
+});
