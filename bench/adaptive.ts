@@ -1,27 +1,22 @@
-// `npm run bench:adaptive`: does a destination with `adaptive` on find a receiver's hidden
-// capacity, use it and keep within it — against fixed rate limits set too high and too low? Four
-// receivers of capacity N/s that Sluice is not told: limit429 (429 without Retry-After past N in
-// any sliding second), knee (one FIFO server of N/s plus a fixed latency: past N its queue and
-// latency grow), shift-down and shift-up (limit429 whose N moves halfway). Each is behind three
-// destinations with a receiver of their own: adaptive (max_concurrency 200, no rate limit),
-// fixed-high (rate limit 2 × capacity) and fixed-low (0.5 ×). All twelve are backlogged up front
-// and run at once on `sluice api` + N × `sluice worker`; counted at the receivers, which run in
-// this process. The fixed ones also check the rate limit itself: no window over it at the
-// receiver, and a fixed-low one whose receiver can take its rate uses all of it.
+// `npm run bench:adaptive`: does a destination with `adaptive` on find a receiver's hidden capacity, use it and keep within it — against
+// fixed rate limits set too high and too low? Four receivers of capacity N/s that Sluice is not told: limit429 (429 without Retry-After
+// past N in any sliding second), knee (one FIFO server of N/s plus a fixed latency: past N its queue and latency grow), shift-down and
+// shift-up (limit429 whose N moves halfway). Each is behind three destinations with a receiver of their own: adaptive
+// (max_concurrency 200, no rate limit), fixed-high (rate limit 2 × capacity) and fixed-low (0.5 ×). All twelve are backlogged up front
+// and run at once on `sluice api` + N × `sluice worker`; counted at the receivers, which run in this process. The fixed ones also
+// check the rate limit itself: no window over it at the receiver, and a fixed-low one whose receiver can take its rate uses all of it.
 import http from "node:http";
 import { performance } from "node:perf_hooks";
 import { auditBucket } from "../src/policy/rate-audit.js";
 import { bucketsFor } from "../src/policy/token-bucket.js";
 import { adminQuery } from "./pg.js";
-import { commonFlags, CpuSampler, cpuLine, parseFlags, percentiles, runBench, sleep, waitQuiet } from "./procs.js";
-import { benchStart, fmt, mark, table } from "./report.js";
+import { commonFlags, CpuSampler, parseFlags, percentiles, runBench, sleep, waitQuiet } from "./procs.js";
+import { benchStart, fmt, listFigures, mark, table } from "./report.js";
 import { SluiceCluster } from "./sluice.js";
 
 const TARGET = { share: 0.8, refusedPer1000: 5, rateUsed: 0.98 };
 /** A fixed destination's rate_limit.max_per_second, × its receiver's capacity at the start. */
 const VARIANTS = { adaptive: null, "fixed-high": 2, "fixed-low": 0.5 } as const;
-
-// ---- receivers with a hidden capacity --------------------------------------------------------
 
 /** A receiver's answer to a request arriving `t` ms after the start (non-decreasing), and its capacity in requests/s at t. */
 type Model = { label: string; answer(t: number): { status: number; delayMs: number }; capacityAt(t: number): number };
@@ -42,10 +37,7 @@ function slidingLimit(label: string, nAt: (t: number) => number): Model {
   };
 }
 
-/**
- * One FIFO server of `n` requests/s answered `baseMs` after each is done: past n/s its latency
- * grows without bound — but a request that would wait over `shedAfterMs` is refused at once (503).
- */
+/** A FIFO server of `n` requests/s, answering `baseMs` after each: past n/s its latency grows, to `shedAfterMs` of queue (then 503). */
 function knee(n: number, baseMs: number, shedAfterMs: number): Model {
   let doneAt = -Infinity;
   return {
@@ -67,39 +59,30 @@ type Served = { at: number; status: number; latencyMs: number };
 async function capacityServer() {
   const hosted = new Map<string, { model: Model; served: Served[]; inflight: number; maxInflight: number }>();
   let origin: number | null = null;
-  let onBegin = (): void => undefined;
-  const begun = new Promise<void>((resolve) => (onBegin = resolve));
   const elapsed = (): number => (origin === null ? 0 : performance.now() - origin);
   const server = http.createServer((req, res) => {
     const h = hosted.get(req.url ?? "");
     req.resume();
     if (!h) return void res.writeHead(404).end();
-    if (origin === null) {
-      origin = performance.now();
-      onBegin();
-    }
+    origin ??= performance.now();
     const at = elapsed();
     const { status, delayMs } = h.model.answer(at);
     const rec: Served = { at, status, latencyMs: NaN };
     h.served.push(rec);
     h.maxInflight = Math.max(h.maxInflight, ++h.inflight);
     res.once("close", () => h.inflight--);
-    req.once("end", () =>
-      setTimeout(
-        () => {
-          if (res.destroyed) return; // the sender gave up (timeout)
-          res.writeHead(status, { "content-type": "text/plain" }).end(String(status));
-          rec.latencyMs = elapsed() - at;
-        },
-        at + delayMs - elapsed(),
-      ),
-    );
+    const reply = (): void => {
+      if (res.destroyed) return; // the sender gave up (timeout)
+      res.writeHead(status, { "content-type": "text/plain" }).end(String(status));
+      rec.latencyMs = elapsed() - at;
+    };
+    req.once("end", () => setTimeout(reply, at + delayMs - elapsed()));
   });
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const port = (server.address() as { port: number }).port;
   return {
-    begun,
+    started: (): boolean => origin !== null,
     elapsed,
     host(path: string, model: Model): string {
       hosted.set(path, { model, served: [], inflight: 0, maxInflight: 0 });
@@ -111,27 +94,20 @@ async function capacityServer() {
   };
 }
 
-/**
- * A receiver's record over [0, durationS) in whole seconds. Window k is seconds [k, k + windowS);
- * it passes with ≥ TARGET.share of its capacity accepted, ≤ TARGET.refusedPer1000 refusals (429 +
- * 503) per 1,000 requests and, with `maxP99Ms`, accepted p99 ≤ that. convergedAtS: the first k from
- * which every window to the end passes (null: the last fails); with `shiftAtS` also the same over
- * the windows before the shift, and how long after it the run converged again.
- */
-function paceFigures(
-  served: Served[],
-  capacityAt: (t: number) => number,
-  durationS: number,
-  windowS: number,
-  maxP99Ms: number | null,
-  shiftAtS: number | null,
-) {
+/** What a destination's figures are judged over: the run's seconds, the window, knee's p99 bound, the shift's second. */
+type Judged = { durationS: number; windowS: number; maxP99Ms: number | null; shiftAtS: number | null };
+
+// A receiver's record over [0, durationS) in whole seconds. Window k is seconds [k, k + windowS); it passes with ≥
+// TARGET.share of its capacity accepted, ≤ TARGET.refusedPer1000 refusals (429 + 503) per 1,000 requests and, with
+// `maxP99Ms`, accepted p99 ≤ that. convergedAtS: the first k from which every window to the end passes (null: the last
+// fails); with `shiftAtS` also the same over the windows before the shift, and how long after it the run converged again.
+function paceFigures(served: Served[], model: Model, { durationS, windowS, maxP99Ms, shiftAtS }: Judged) {
   const secs = Array.from({ length: durationS }, (_, k) => ({
-    capacity: capacityAt(k * 1000 + 500),
+    capacity: model.capacityAt(k * 1000 + 500),
     accepted: 0,
     refused: 0,
     all: 0,
-    latencies: [] as number[],
+    latencies: [] as number[], // of the accepted requests
   }));
   for (const s of served) {
     const sec = secs[Math.floor(s.at / 1000)];
@@ -143,8 +119,8 @@ function paceFigures(
     } else if (s.status === 429 || s.status === 503) sec.refused++;
   }
   const span = (from: number, to: number) => {
-    const sum = (f: (s: (typeof secs)[number]) => number): number => secs.slice(from, to).reduce((n, s) => n + f(s), 0);
-    const [capacity, accepted, refused, all] = [sum((s) => s.capacity), sum((s) => s.accepted), sum((s) => s.refused), sum((s) => s.all)];
+    const sum = (key: "capacity" | "accepted" | "refused" | "all"): number => secs.slice(from, to).reduce((n, s) => n + s[key], 0);
+    const [capacity, accepted, refused, all] = [sum("capacity"), sum("accepted"), sum("refused"), sum("all")];
     const lat = percentiles(secs.slice(from, to).flatMap((s) => s.latencies));
     return {
       accepted,
@@ -179,11 +155,8 @@ function paceFigures(
   };
 }
 
-/**
- * A fixed destination's requests against its rate limit: those ending a window over burst + rate ×
- * its length (auditBucket, no jitter allowed), and the share of the rate used over the middle 80 %
- * of the requests after the first burst (so that neither the burst nor the ragged end counts).
- */
+// A fixed destination's requests against its rate limit: those ending a window over burst + rate × its length (auditBucket,
+// no jitter allowed), and the share of the rate used over the middle 80 % of the requests after the first burst.
 function rateFigures(served: Served[], limit: { max_per_second: number; burst_capacity: number }) {
   const t = served.map((s) => s.at);
   const after = t.slice(limit.burst_capacity);
@@ -193,8 +166,6 @@ function rateFigures(served: Served[], limit: { max_per_second: number; burst_ca
     used: z - a > 1 ? (z - a) / ((after[z]! - after[a]!) / 1000) / limit.max_per_second : null,
   };
 }
-
-// ---- the run ---------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
   const f = parseFlags("npm run bench:adaptive", {
@@ -236,12 +207,8 @@ async function main(): Promise<void> {
       // A burst of one second's worth: Sluice then holds back its 500 ms of send jitter (SLUICE_RATE_SEND_JITTER_MS), which
       // a burst of a few tokens could not, and the limit is to hold at the receiver with no allowance.
       const limit = rate === null ? null : { max_per_second: rate, burst_capacity: rate };
-      const body = {
-        name: `${k.kind} ${variant}`,
-        url: rx.host(path, model),
-        max_concurrency: maxConcurrency,
-        ...(limit === null ? { adaptive: { enabled: true } } : { rate_limit: limit }),
-      };
+      const pacing = limit === null ? { adaptive: { enabled: true } } : { rate_limit: limit };
+      const body = { name: `${k.kind} ${variant}`, url: rx.host(path, model), max_concurrency: maxConcurrency, ...pacing };
       const capacities = Array.from({ length: D }, (_, s) => model.capacityAt(s * 1000 + 500));
       // Queued: the most it can take over the run (its receiver's highest capacity, or its own rate limit), and some.
       const most = Math.min(rate ?? Infinity, Math.max(...capacities));
@@ -261,21 +228,16 @@ async function main(): Promise<void> {
   const busyBeforePct = await waitQuiet(f["wait-quiet-s"] * 1000);
   await sluice.startWorkers(workers);
   // Time 0: the first delivery to reach any receiver (the workers take a few seconds to start).
-  await Promise.race([
-    rx.begun,
-    sleep(f["timeout-s"] * 1000).then(() => Promise.reject(new Error(`no delivery arrived within ${f["timeout-s"]} s`))),
-  ]);
+  for (const until = Date.now() + f["timeout-s"] * 1000; !rx.started(); await sleep(10))
+    if (Date.now() > until) throw new Error(`no delivery arrived within ${f["timeout-s"]} s`);
   const cpu = new CpuSampler({ system: "sluice", pids: () => sluice.pids(), postmaster, receiver: -1, bench: "bench + receivers" }).begin();
   // The pace fields of GET /v1/destinations/{id}, once a second.
   type Pace = { t: number; effective_rate_per_second?: number | null; effective_concurrency?: number; status?: string };
   const samples = new Map<string, Pace[]>(dests.map((d) => [d.id, []]));
+  const pace = (id: string) => sluice.must<Omit<Pace, "t">>(200, "GET", `/v1/destinations/${id}`);
   for (let t = 0; t <= D; t++) {
     await sleep(t * 1000 - rx.elapsed());
-    await Promise.all(
-      dests.map(async (d) =>
-        samples.get(d.id)!.push({ t, ...(await sluice.must<Omit<Pace, "t">>(200, "GET", `/v1/destinations/${d.id}`)) }),
-      ),
-    );
+    await Promise.all(dests.map(async (d) => samples.get(d.id)!.push({ t, ...(await pace(d.id)) })));
     if (t > 0 && t % 10 === 0) process.stderr.write(`  ${t}/${D} s\n`);
   }
   const cpuFigures = cpu.end();
@@ -293,12 +255,12 @@ async function main(): Promise<void> {
     config: d.body,
     queued: d.queue,
     maxInflight: rx.maxInflight(d.path),
-    figures: paceFigures(inRun(d.path), (t) => d.model.capacityAt(t), D, W, d.maxP99Ms, d.shift ? shiftAtS : null),
+    figures: paceFigures(inRun(d.path), d.model, { durationS: D, windowS: W, maxP99Ms: d.maxP99Ms, shiftAtS: d.shift ? shiftAtS : null }),
     rate: d.limit && { ...rateFigures(inRun(d.path), d.limit), bound: d.rateBound },
     samples: samples.get(d.id)!,
   }));
   const pct = (x: number | null | undefined): string => (x === null || x === undefined ? "–" : `${fmt(100 * x)} %`);
-  const pace = (x: Pace | undefined): string =>
+  const paceText = (x: Pace | undefined): string =>
     x?.effective_rate_per_second === undefined
       ? "?"
       : `${x.effective_rate_per_second === null ? "unlimited" : `${fmt(x.effective_rate_per_second, 1)}/s`} × ${x.effective_concurrency ?? "?"}`;
@@ -326,14 +288,13 @@ async function main(): Promise<void> {
           r.rate
             ? `${r.rate.overLimit} ${mark(r.rate.overLimit === 0)}${r.rate.bound ? ` · ${pct(r.rate.used)} ${mark((r.rate.used ?? 0) >= TARGET.rateUsed)}` : ""}`
             : "",
-          r.variant === "adaptive" ? pace(last) : last?.status !== "active" ? (last?.status ?? "?") : "",
+          r.variant === "adaptive" ? paceText(last) : last?.status !== "active" ? (last?.status ?? "?") : "",
         ];
       }),
     ]),
   );
-  bench.out(`CPU over the run, % of one core: ${cpuLine(cpuFigures)}; machine busy before the run ${busyBeforePct} %`);
-  const adaptive = results.filter((r) => r.variant === "adaptive");
-  const failed = adaptive.filter((r) => r.figures.converged === null);
+  bench.out(`CPU over the run, % of one core: ${listFigures(cpuFigures)}; machine busy before the run ${busyBeforePct} %`);
+  const failed = results.filter((r) => r.variant === "adaptive" && r.figures.converged === null);
   const overLimit = results.filter((r) => r.rate && r.rate.overLimit > 0);
   const underused = results.filter((r) => r.rate?.bound && (r.rate.used ?? 0) < TARGET.rateUsed);
   bench.out(
@@ -341,13 +302,8 @@ async function main(): Promise<void> {
       `fixed rate limits: ${overLimit.length === 0 ? "no window over the limit ✓" : `windows over the limit at ${overLimit.map((r) => r.config.name).join(", ")} ✗`}, ` +
       `${underused.length === 0 ? `≥ ${TARGET.rateUsed * 100} % of the rate used where the receiver could take it ✓` : `less than ${TARGET.rateUsed * 100} % of the rate used at ${underused.map((r) => r.config.name).join(", ")} ✗`}`,
   );
-  bench.finish("adaptive", {
-    postgres: settings,
-    cpu: cpuFigures,
-    busyBeforePct,
-    options: { ...f, windowS: W, kneeBaseMs: baseMs, maxConcurrency, shiftAtS, kneeP99Ms },
-    results,
-  });
+  const options = { ...f, windowS: W, kneeBaseMs: baseMs, maxConcurrency, shiftAtS, kneeP99Ms };
+  bench.finish("adaptive", { postgres: settings, cpu: cpuFigures, busyBeforePct, options, results });
 }
 
 runBench(main);

@@ -1,18 +1,15 @@
-// `npm run bench:mixed`: under a mixed workload on a Postgres server, does publishing keep its
-// pace and do the healthy destinations keep their latency, window after window, for as long as it
-// runs — or do publishing and the result write-back contend on destination rows?
-//
-// The workload (healthy, throttled, failing, slow and paused destinations, and a publisher asked for
-// a rate, round robin), the rows it prints every --sample-seconds and its verdict: docs/benchmarks.md.
-// Figures are kept per window, not per event, so --minutes may be hours. `--backlog N` first queues
-// N deliveries for each throttled destination (`npm run bench:isolation`); `--soak` (`npm run
-// bench:soak`) runs below capacity with a short retention and judges the run flat or not (soak.ts).
+// `npm run bench:mixed`: under a mixed workload on a Postgres server, does publishing keep its pace and do the healthy destinations keep
+// their latency, window after window, for as long as it runs — or do publishing and the result write-back contend on destination rows?
+// The workload (healthy, throttled, failing, slow and paused destinations; a publisher asked for a rate), the rows it prints every
+// --sample-seconds and its verdict: docs/benchmarks.md. Figures are kept per window, not per event, so --minutes may be hours.
+// `--backlog N` first queues N deliveries for each throttled destination (`npm run bench:isolation`); `--soak` (`npm run bench:soak`)
+// runs below capacity with a short retention and judges the run flat or not (soak.ts).
 import { readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { connect, withDatabase } from "./pg.js";
-import { commonFlags, CpuSampler, cpuLine, parseFlags, percentiles, runBench, sleep, waitQuiet, type Percentiles } from "./procs.js";
+import { commonFlags, CpuSampler, parseFlags, percentiles, runBench, sleep, waitQuiet, type Percentiles } from "./procs.js";
 import { Receiver } from "./receiver.js";
-import { benchStart, fmt, mark } from "./report.js";
+import { benchStart, fmt, listFigures, mark } from "./report.js";
 import { REPO, SluiceCluster } from "./sluice.js";
 import { chart, flatness, sample, soakFigures, spanOf, type Sample, type SoakRow, type Spans } from "./soak.js";
 
@@ -61,34 +58,23 @@ function layout(n: number, mix: string): Kind[] {
   return KINDS.flatMap((k, i) => Array<Kind>(counts[i]!).fill(k));
 }
 
-/**
- * The publisher of the header. Healthy destinations' events carry a `seq`, which the healthy
- * receiver counts and times; the others' events carry none. Only the timed run is recorded.
- */
+/** The publisher: healthy destinations' events carry a `seq`, which their receiver counts and times. Only the timed run is recorded. */
 class Publisher {
-  /** The timed run's answers not yet taken into a row. */
-  answers: { sentAt: number; answeredAt: number; events: number; ok: boolean }[] = [];
-  /** The first refusals and surprises, verbatim. */
-  readonly notes: string[] = [];
+  answers: { sentAt: number; answeredAt: number; events: number; ok: boolean }[] = []; // the timed run's, not yet in a row
+  readonly notes: string[] = []; // the first refusals and surprises, verbatim
   readonly sent = { batches: 0, eventsAccepted: 0, healthyAccepted: 0 };
   private nextEvent = 0;
   private nextSeq = 0;
   private schedule = { startAt: 0, batches: 0 };
 
-  constructor(
-    private readonly cluster: SluiceCluster,
-    private readonly ids: string[],
-    private readonly kinds: Kind[],
-    readonly batch: number,
-    readonly intervalMs: number,
-  ) {}
+  constructor(readonly o: { cluster: SluiceCluster; ids: string[]; kinds: Kind[]; batch: number; intervalMs: number }) {}
 
   /** Publishes on the schedule from `startAt` for `ms`; `timed` false: a warm-up, not recorded. */
   async run(startAt: number, ms: number, timed: boolean): Promise<void> {
-    const batches = Math.round(ms / this.intervalMs);
+    const batches = Math.round(ms / this.o.intervalMs);
     if (timed) this.schedule = { startAt, batches };
     for (let k = 0; k < batches && Date.now() < startAt + ms; k++) {
-      await sleep(startAt + k * this.intervalMs - Date.now());
+      await sleep(startAt + k * this.o.intervalMs - Date.now());
       await this.send(timed);
     }
   }
@@ -96,23 +82,23 @@ class Publisher {
   /** Batches of the timed run due before `t`. */
   dueBefore(t: number): number {
     const { startAt, batches } = this.schedule;
-    return t <= startAt ? 0 : Math.min(batches, Math.ceil((t - startAt) / this.intervalMs));
+    return t <= startAt ? 0 : Math.min(batches, Math.ceil((t - startAt) / this.o.intervalMs));
   }
 
   private async send(timed: boolean): Promise<void> {
     const sentAt = Date.now();
     let healthy = 0;
-    const events = Array.from({ length: this.batch }, () => {
-      const dest = this.nextEvent++ % this.ids.length;
-      const kind = this.kinds[dest]!;
+    const events = Array.from({ length: this.o.batch }, () => {
+      const dest = this.nextEvent++ % this.o.ids.length;
+      const kind = this.o.kinds[dest]!;
       const seq = timed && kind === "healthy" ? this.nextSeq++ : null;
       if (seq !== null) healthy++;
       const payload = seq === null ? { kind, dest, sent_at: sentAt } : { seq, dest, sent_at: sentAt };
-      return { type: timed ? "bench.mixed" : "bench.warmup", payload, destination_ids: [this.ids[dest]!] };
+      return { type: timed ? "bench.mixed" : "bench.warmup", payload, destination_ids: [this.o.ids[dest]!] };
     });
     // A refused batch is counted and the publisher goes on, as a producer would; a dead API ends the run.
-    const res = await this.cluster.call("POST", "/v1/events/batch", { events }).catch((err: unknown) => {
-      if (this.cluster.exited) throw err;
+    const res = await this.o.cluster.call("POST", "/v1/events/batch", { events }).catch((err: unknown) => {
+      if (this.o.cluster.exited()) throw err;
       return { status: 0, json: String(err) };
     });
     const ok = res.status === 202;
@@ -137,15 +123,10 @@ const STORE_SQL = `
          coalesce(max(extract(epoch FROM clock_timestamp() - l.waitstart)) * 1000, 0)::float8 AS longest_ms
     FROM pg_stat_activity a LEFT JOIN pg_locks l ON l.pid = a.pid AND NOT l.granted
    WHERE a.datname = current_database() AND a.wait_event_type = 'Lock'`;
-type Row = SoakRow & {
-  label: string;
-  publishedPerSec: number;
-  behind: number;
-  refused: number;
-  answerMs: Percentiles | null;
-  deadlocks: number;
-  lockWaiters: { now: number; avg: number; longestMs: number };
+type Figures = Record<"publishedPerSec" | "behind" | "refused" | "deadlocks", number> & {
+  lockWaiters: Record<"now" | "avg" | "longestMs", number>;
 };
+type Row = SoakRow & Figures & { label: string; answerMs: Percentiles | null };
 
 const ms = (n: number | undefined): string => (n === undefined ? "–" : fmt(n, n < 10 ? 1 : 0));
 const COLUMNS: [string, (r: Row) => string][] = [
@@ -173,11 +154,8 @@ const COLUMNS: [string, (r: Row) => string][] = [
 const WIDTHS = COLUMNS.map(([h], i) => Math.max(h.length, i === 0 ? 10 : 7));
 const line = (cells: string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(WIDTHS[i]!) : c.padStart(WIDTHS[i]!))).join("  ");
 
-/**
- * Publishes on the schedule, then drains, sampling the store twice a second; a row at every
- * window's end, at the end of publishing, then every window of the drain until the healthy
- * destinations got everything accepted for them (or --timeout-s). The rows, and what is left at the end.
- */
+// Publishes on the schedule, then drains, sampling the store twice a second; a row at every window's end, at the end
+// of publishing, then every window of the drain until the healthy destinations got all accepted for them (or --timeout-s).
 async function timedRun(f: Flags, url: string, publisher: Publisher, healthy: Receiver, pids: Pids, out: (s: string) => void) {
   const db = await connect(url);
   const snapshot = () => sample(db, ...pids());
@@ -190,9 +168,8 @@ async function timedRun(f: Flags, url: string, publisher: Publisher, healthy: Re
   const drainDeadline = publishEnd + f["timeout-s"] * 1000;
   // Kept, not thrown, until the loop sees it: an unawaited rejection would end the process before the cleanup.
   const failed: { error?: Error } = {};
-  const publishing = publisher
-    .run(startAt, publishEnd - startAt, true)
-    .catch((err: unknown) => void (failed.error = err instanceof Error ? err : new Error(String(err))));
+  const keep = (err: unknown): void => void (failed.error = err instanceof Error ? err : new Error(String(err)));
+  const publishing = publisher.run(startAt, publishEnd - startAt, true).catch(keep);
   const deadlocksAtStart = (await store()).deadlocks;
   let publishedAt = publishEnd;
   const clock = (ms: number): string => `${Math.floor(ms / 60_000)}:${String(Math.round(ms / 1000) % 60).padStart(2, "0")}`;
@@ -221,23 +198,20 @@ async function timedRun(f: Flags, url: string, publisher: Publisher, healthy: Re
     const span = drain ? null : spanOf(atMin, f.minutes);
     if (span) spans[span] = spans[span].concat(latencyMs);
     const published = answered.reduce((n, a) => n + (a.ok ? a.events : 0), 0);
+    const averageWaiting = waits.reduce((n, x) => n + x.waiting, 0) / Math.max(1, waits.length);
     const row: Row = {
       label: drain ? `drain +${clock(to - publishEnd)}` : clock(to - startAt),
       atMin,
       seconds,
-      askedPerSec: ((publisher.dueBefore(to) - publisher.dueBefore(from)) * publisher.batch) / seconds,
+      askedPerSec: ((publisher.dueBefore(to) - publisher.dueBefore(from)) * publisher.o.batch) / seconds,
       publishedPerSec: published / seconds,
-      behind: Math.max(0, publisher.dueBefore(to) - publisher.sent.batches) * publisher.batch,
+      behind: Math.max(0, publisher.dueBefore(to) - publisher.sent.batches) * publisher.o.batch,
       refused: answered.filter((a) => !a.ok).length,
       answerMs: percentiles(answered.map((a) => a.answeredAt - a.sentAt)),
       healthyPerSec: latencyMs.length / seconds,
       latencyMs: percentiles(latencyMs),
       deadlocks: (await store()).deadlocks - deadlocksBefore,
-      lockWaiters: {
-        now: waits.at(-1)?.waiting ?? 0,
-        avg: waits.reduce((n, x) => n + x.waiting, 0) / Math.max(1, waits.length),
-        longestMs: Math.max(0, ...waits.map((x) => x.longest_ms)),
-      },
+      lockWaiters: { now: waits.at(-1)?.waiting ?? 0, avg: averageWaiting, longestMs: Math.max(0, ...waits.map((x) => x.longest_ms)) },
       soak: soakFigures(now, last, published),
     };
     last = now;
@@ -310,15 +284,15 @@ async function main(): Promise<void> {
         const event = (i: number) => ({ type: "bench.backlog", payload: { i }, destination_ids: [throttled[i % throttled.length]!] });
         await cluster.publishAll(f.backlog * throttled.length, event);
       }
-      const publisher = new Publisher(cluster, ids, kinds, f.batch, intervalMs);
+      const publisher = new Publisher({ cluster, ids, kinds, batch: f.batch, intervalMs });
       process.stderr.write(`  warm-up: ${f["warmup-s"]} s of the same workload\n`);
       await publisher.run(Date.now(), f["warmup-s"] * 1000, false);
       const busyBefore = await waitQuiet(f["wait-quiet-s"] * 1000);
       const quiet = busyBefore > 25 ? " — NOT quiet: figures will be disturbed" : "";
       out(`machine ${busyBefore}% of one core busy before the timed run${quiet}\n`);
-      const cpu = new CpuSampler({ system: "sluice", pids: () => cluster.pids(), postmaster: pg.postmaster, receiver: healthy.pid });
-      cpu.begin();
-      const timed = await timedRun(f, url, publisher, healthy, () => [cluster.pids(), pg.postmaster()], out);
+      const [pids, postmaster] = [() => cluster.pids(), pg.postmaster];
+      const cpu = new CpuSampler({ system: "sluice", pids, postmaster, receiver: healthy.pid }).begin();
+      const timed = await timedRun(f, url, publisher, healthy, () => [pids(), postmaster()], out);
       const figures = { cpu: cpu.end(), busyBefore, ...publisher.sent, notes: publisher.notes };
       return { ...timed, ...figures, engineMetrics: await cluster.engineMetrics() };
     } finally {
@@ -335,14 +309,11 @@ async function main(): Promise<void> {
   const answerP99 = worst(publishing.map((r) => r.answerMs?.p99));
   const latencyP99 = worst(rows.flatMap((r) => (r.latencyMs ? [r.latencyMs.p99] : r.askedPerSec > 0 ? [Infinity] : [])));
   const slowest = Math.min(...publishing.map((r) => r.publishedPerSec / r.askedPerSec));
-  const { deadlocks } = run;
+  const { deadlocks, healthyAccepted: sent } = run;
   const checks = [
     [`every window published ≥ 95 % of the asked rate (slowest: ${fmt(100 * slowest)} %)`, slowest >= 0.95],
     [`every window's publish answer p99 within the ${fmt(intervalMs)} ms interval (worst: ${ms(answerP99)} ms)`, answerP99 <= intervalMs],
-    [
-      `the healthy destinations got all they were sent (${fmt(rep.unique)} of ${fmt(run.healthyAccepted)})`,
-      rep.unique >= run.healthyAccepted,
-    ],
+    [`the healthy destinations got all they were sent (${fmt(rep.unique)} of ${fmt(sent)})`, rep.unique >= sent],
     [`every window's healthy publish→receive p99 under 200 ms (worst: ${ms(latencyP99)} ms)`, latencyP99 < 200],
   ] as const;
   const holds = checks.every(([, ok]) => ok);
@@ -355,10 +326,9 @@ async function main(): Promise<void> {
   );
   out(`  the throttled destinations were answered ${fmt(throttledRequests)} 429s (the warm-up's and any backlog's included)`);
   out(`  the timed events' deliveries at the end, by destination kind:`);
-  const list = (o: Record<string, number>) => Object.entries(o).map(([k, v]) => `${k} ${fmt(v, Number.isInteger(v) ? 0 : 1)}`);
-  for (const [kind, by] of Object.entries(run.endState)) out(`    ${kind.padEnd(10)} ${list(by).join(", ")}`);
-  out(`  CPU over the timed run (% of one core; the second receiver counts as "other processes"): ${cpuLine(run.cpu)}`);
-  if (run.engineMetrics) out(`  sluice's own metrics: ${list(run.engineMetrics).join(", ")}`);
+  for (const [kind, by] of Object.entries(run.endState)) out(`    ${kind.padEnd(10)} ${listFigures(by)}`);
+  out(`  CPU over the timed run (% of one core; the second receiver counts as "other processes"): ${listFigures(run.cpu)}`);
+  if (run.engineMetrics) out(`  sluice's own metrics: ${listFigures(run.engineMetrics)}`);
   for (const note of run.notes) out(`  publisher: ${note}`);
   out(`\nverdict against the claim "${CLAIM}":`);
   for (const [what, ok] of checks) out(`  ${mark(ok)} ${what}`);

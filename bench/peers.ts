@@ -1,8 +1,7 @@
-// The peers' worker processes, forked by `npm run bench` once esbuild has compiled this file:
-// graphile-worker 0.16, or pg-boss 12 with jobs grouped by destination and `groupConcurrency`
-// (counted in the database, across processes) as its limit. Both send a delivery as Sluice does:
-// the same body, Standard Webhooks headers signed with a key per destination, a keep-alive undici
-// Agent with unlimited connections per origin and no pipelining. Sends `ready` over IPC.
+// The peers' worker processes, forked by `npm run bench` once esbuild has compiled this file: graphile-worker 0.16, or pg-boss 12
+// with jobs grouped by destination and `groupConcurrency` (counted in the database, across processes) as its limit. Both send a
+// delivery as Sluice does: the same body, Standard Webhooks headers signed with a key per destination, a keep-alive undici Agent
+// with unlimited connections per origin and no pipelining. Sends `ready` over IPC.
 // argv: graphile <connectionString> <concurrency> <maxPoolSize>
 //       pgboss <connectionString> <queue> <groupConcurrency> <localConcurrency> <batchSize> <poolSize>
 import { createHmac, randomBytes } from "node:crypto";
@@ -12,14 +11,7 @@ import { PgBoss, type Job, type JobResult } from "pg-boss";
 import { Agent, request } from "undici";
 
 /** One delivery as a peer's job carries it; `id` is sent as webhook-id (the same on every retry). */
-interface PeerDelivery {
-  url: string;
-  id: string;
-  type: string;
-  timestamp: string;
-  dest: number;
-  data: unknown;
-}
+type PeerDelivery = { url: string; id: string; type: string; timestamp: string; dest: number; data: unknown };
 
 /** The job for one published bench event. */
 export function peerDelivery(url: string, e: { dest: number; seq: number; sentAt: number }, id: string): PeerDelivery {
@@ -36,38 +28,23 @@ async function sendSigned(p: PeerDelivery, userAgent: string): Promise<void> {
   const ts = Math.floor(Date.now() / 1000);
   if (!keys.has(p.dest)) keys.set(p.dest, randomBytes(24));
   const sig = createHmac("sha256", keys.get(p.dest)!).update(`${p.id}.${ts}.${body}`).digest("base64");
-  const res = await request(p.url, {
-    method: "POST",
-    dispatcher: agent,
-    body,
-    signal: AbortSignal.timeout(15_000), // Sluice's default timeout_seconds
-    headers: {
-      "content-type": "application/json",
-      "user-agent": userAgent,
-      "webhook-id": p.id,
-      "webhook-timestamp": String(ts),
-      "webhook-signature": `v1,${sig}`,
-    },
-  });
+  const headers = { "content-type": "application/json", "user-agent": userAgent, "webhook-id": p.id };
+  const signature = { "webhook-timestamp": String(ts), "webhook-signature": `v1,${sig}` };
+  const signal = AbortSignal.timeout(15_000); // Sluice's default timeout_seconds
+  const res = await request(p.url, { method: "POST", dispatcher: agent, body, signal, headers: { ...headers, ...signature } });
   // Read the (small) answer so the connection is reused, as Sluice keeps 1 KiB of it.
   const answer = await res.body.text();
   if (res.statusCode < 200 || res.statusCode >= 300) throw new Error(`HTTP ${res.statusCode}: ${answer.slice(0, 200)}`);
 }
 
-async function graphile(connectionString: string, concurrency: string, maxPoolSize: string): Promise<() => Promise<unknown>> {
+async function graphile(connectionString: string, ...sizes: string[]): Promise<() => Promise<unknown>> {
+  const [concurrency, maxPoolSize] = sizes.map(Number);
   // Only warnings and errors: per-job info lines would cost more than the jobs.
   const logger = new Logger(() => (level: string, message) => {
     if (level === "error" || level === "warning") process.stderr.write(`[graphile-worker ${level}] ${message}\n`);
   });
-  const runner = await run({
-    connectionString,
-    concurrency: Number(concurrency),
-    maxPoolSize: Number(maxPoolSize),
-    noHandleSignals: true,
-    pollInterval: 1000,
-    logger,
-    taskList: { deliver: (raw) => sendSigned(raw as PeerDelivery, "graphile-worker-baseline/0.16.6") },
-  });
+  const taskList = { deliver: (raw: unknown) => sendSigned(raw as PeerDelivery, "graphile-worker-baseline/0.16.6") };
+  const runner = await run({ connectionString, concurrency, maxPoolSize, noHandleSignals: true, pollInterval: 1000, logger, taskList });
   return () => runner.stop();
 }
 
@@ -79,15 +56,12 @@ async function pgboss(connectionString: string, queue: string, ...sizes: string[
   await boss.start();
   // A fetched batch is sent all at once; each job is settled on its own, so one failed POST retries
   // only itself (throwing would fail the whole batch).
-  const handler = (jobs: Job<PeerDelivery>[]): Promise<JobResult[]> =>
-    Promise.all(
-      jobs.map((job) =>
-        sendSigned(job.data, "pg-boss-baseline/12.38").then(
-          (): JobResult => ({ id: job.id, status: "completed" }),
-          (err: Error): JobResult => ({ id: job.id, status: "failed", output: { message: err.message } }),
-        ),
-      ),
+  const settle = (job: Job<PeerDelivery>): Promise<JobResult> =>
+    sendSigned(job.data, "pg-boss-baseline/12.38").then(
+      (): JobResult => ({ id: job.id, status: "completed" }),
+      (err: Error): JobResult => ({ id: job.id, status: "failed", output: { message: err.message } }),
     );
+  const handler = (jobs: Job<PeerDelivery>[]): Promise<JobResult[]> => Promise.all(jobs.map(settle));
   // With a backlog, fetch again as soon as a full batch is done; otherwise NOTIFY wakes the workers.
   const options = { groupConcurrency, localConcurrency, batchSize, perJobResults: true, burstWhenBatchFull: true };
   await boss.work<PeerDelivery>(queue, { ...options, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 1 }, handler);
@@ -97,9 +71,7 @@ async function pgboss(connectionString: string, queue: string, ...sizes: string[
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const [peer, connectionString, ...rest] = process.argv.slice(2);
   const stopPeer =
-    peer === "graphile"
-      ? await graphile(connectionString!, rest[0]!, rest[1]!)
-      : await pgboss(connectionString!, rest[0]!, ...rest.slice(1));
+    peer === "graphile" ? await graphile(connectionString!, ...rest) : await pgboss(connectionString!, rest[0]!, ...rest.slice(1));
   let stopping = false;
   const stop = async (): Promise<void> => {
     if (stopping) return;

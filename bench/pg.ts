@@ -5,15 +5,7 @@ import pg from "pg";
 import { startThrowawayPostgres } from "../scripts/pg-server.mjs";
 import { onCleanup } from "./procs.js";
 
-const SETTINGS = [
-  "server_version",
-  "fsync",
-  "synchronous_commit",
-  "full_page_writes",
-  "wal_sync_method",
-  "shared_buffers",
-  "max_connections",
-];
+const SETTINGS = "server_version fsync synchronous_commit full_page_writes wal_sync_method shared_buffers max_connections".split(" ");
 
 /** A throwaway server, stopped (and its data deleted) with the bench's children on any exit; and its settings, read back. */
 export async function startPostgres(o: { fsync: boolean; statStatements?: boolean; icuLocale?: string }) {
@@ -50,10 +42,7 @@ export async function adminQuery<R = Record<string, unknown>>(serverUrl: string,
   }
 }
 
-/**
- * `f(url)` on a fresh database `dbName` — created after a CHECKPOINT, so that no run inherits the
- * dirty pages of the one before — and dropped afterwards.
- */
+/** `f(url)` on a fresh database `dbName`, created after a CHECKPOINT (no run inherits the dirty pages of the one before), then dropped. */
 export async function withDatabase<T>(serverUrl: string, dbName: string, f: (url: string) => Promise<T>): Promise<T> {
   if (!/^[a-z_][a-z0-9_]*$/.test(dbName)) throw new Error(`bad database name ${dbName}`);
   const drop = (): Promise<unknown> => adminQuery(serverUrl, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);

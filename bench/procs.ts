@@ -1,19 +1,15 @@
-// The bench's own process: its flags, its child processes (all stopped, with the Postgres server,
-// on an error, Ctrl-C or a timeout), clocks and percentiles, and a /proc sampler that says where
-// the CPU went.
-import { fork, spawn, type ChildProcess } from "node:child_process";
+// The bench's own process: its flags, its child processes (all stopped, with the Postgres server, on an error, Ctrl-C or a
+// timeout), clocks and percentiles, and a /proc sampler that says where the CPU went.
+import { fork, type ChildProcess } from "node:child_process";
 import { createWriteStream, readdirSync, readFileSync } from "node:fs";
-import net from "node:net";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
-/**
- * Wall clock minus performance.timeOrigin + performance.now(), in ms. Each process fixes its
- * timeOrigin at start, off the wall clock by up to ~1 ms: to compare sub-millisecond stamps of two
- * processes, add each one's offset. Measured at the edge of a Date.now() tick, 5 times; the median.
- */
+// Wall clock minus performance.timeOrigin + performance.now(), in ms. Each process fixes its timeOrigin at start, off
+// the wall clock by up to ~1 ms: to compare sub-millisecond stamps of two processes, add each one's offset. Measured at
+// the edge of a Date.now() tick, 5 times; the median.
 function wallClockOffsetMs(): number {
   const samples: number[] = [];
   for (let i = 0; i < 5; i++) {
@@ -38,8 +34,6 @@ export function percentiles(values: number[]): Percentiles | null {
   return v.length === 0 ? null : { n: v.length, p50: at(50), p90: at(90), p99: at(99), max: v[v.length - 1]! };
 }
 
-// ---- flags -----------------------------------------------------------------------------------
-
 type Flag =
   | { type?: "int"; arg?: string; help: string; def?: number; quick?: number; min?: number }
   | { type: "str"; arg?: string; help: string; def?: string; quick?: string }
@@ -60,18 +54,18 @@ export const commonFlags = (timeoutS: number) => ({
   "timeout-s": { def: timeoutS, help: "for the deliveries to arrive" },
   "wait-quiet-s": { def: 60, min: 0, help: "before each timed run, wait up to N s for other processes to leave the CPU (0 = don't)" },
   "no-fsync": { type: "bool" as const, help: "Postgres with fsync=off (default: durable)" },
-  "pg-icu-locale": {
-    type: "str" as const,
-    arg: "LOCALE",
-    help: "the throwaway Postgres's default collation, an ICU locale (e.g. en-US); default C",
-  },
+  "pg-icu-locale": { type: "str" as const, arg: "LOCALE", help: "the server's default collation, an ICU locale (e.g. en-US); default C" },
 });
 
-/**
- * Parses `--name value` flags from their spec, which also makes the --help text: int flags are
- * whole numbers ≥ `min` (default 1), `def` when absent (`quick` under --quick). A flag given twice
- * takes its last value, so a script alias's flags can be overridden after `--`.
- */
+/** A comma-separated flag's values, each one of `known`. */
+export function listFlag<T extends string>(flag: string, value: string, known: readonly T[]): T[] {
+  const xs = value.split(",").flatMap((s) => (s.trim() ? [s.trim()] : []));
+  for (const x of xs) if (!known.includes(x as T)) throw new Error(`--${flag}: unknown '${x}' (${known.join(", ")})`);
+  return xs as T[];
+}
+
+// Parses `--name value` flags from their spec, which also makes the --help text: int flags are whole numbers ≥ `min`
+// (default 1), `def` when absent (`quick` under --quick). The last of a repeated flag wins: a script alias's can be overridden.
 export function parseFlags<S extends Record<string, Flag>>(usage: string, spec: S): Values<S> & { quick: boolean } {
   const all: Record<string, Flag> = {
     ...spec,
@@ -107,11 +101,10 @@ export function parseFlags<S extends Record<string, Flag>>(usage: string, spec: 
   return out as Values<S> & { quick: boolean };
 }
 
-// ---- children --------------------------------------------------------------------------------
-
 const children = new Set<ChildProcess>();
 
-function logged(child: ChildProcess, logFile: string): ChildProcess {
+/** Keeps `child` (its stdout and stderr going to `logFile`) to stop in cleanup(). */
+export function logged(child: ChildProcess, logFile: string): ChildProcess {
   const out = createWriteStream(logFile);
   child.stdout?.pipe(out, { end: false });
   child.stderr?.pipe(out, { end: false });
@@ -121,11 +114,6 @@ function logged(child: ChildProcess, logFile: string): ChildProcess {
     setTimeout(() => out.end(), 50);
   });
   return child;
-}
-
-/** Spawns a long-lived child whose stdout and stderr go to `logFile`. */
-export function spawnLogged(cmd: string, args: string[], opts: { env: NodeJS.ProcessEnv; cwd: string; logFile: string }): ChildProcess {
-  return logged(spawn(cmd, args, { env: opts.env, cwd: opts.cwd, stdio: ["ignore", "pipe", "pipe"] }), opts.logFile);
 }
 
 /** Forks a module (TypeScript through tsx, or JavaScript as is) with an IPC channel; resolves on its first `ready` message. */
@@ -152,19 +140,6 @@ export async function stopChild(child: ChildProcess, graceMs = 15_000): Promise<
   await exited;
   clearTimeout(timer);
 }
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      srv.close(() => resolve(typeof addr === "object" && addr !== null ? addr.port : 0));
-    });
-  });
-}
-
-// ---- lifecycle -------------------------------------------------------------------------------
 
 const stoppers: (() => Promise<void>)[] = [];
 
@@ -204,13 +179,11 @@ export function runBench(main: () => Promise<void>): void {
     });
 }
 
-// ---- CPU accounting --------------------------------------------------------------------------
-
 const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 const round = (n: number, digits: number): number => Math.round(n * 10 ** digits) / 10 ** digits;
 
 /** Every process: its name, parent, and CPU ticks, its own (utime + stime) and its reaped children's (cutime + cstime). */
-function readAllStats(): Map<number, { comm: string; ppid: number; self: number; reaped: number }> {
+function readAllStats() {
   const out = new Map<number, { comm: string; ppid: number; self: number; reaped: number }>();
   for (const name of readdirSync("/proc").filter((n) => /^\d+$/.test(n))) {
     try {
@@ -235,27 +208,16 @@ function machineSeconds(from: number[] = []): { ticks: number[]; busy: number; i
 
 export type CpuFigures = Record<string, { cpuSeconds: number; pctOfOneCore: number }>;
 
-/**
- * The CPU time between begin() and end() of the system under test and Postgres (their process
- * trees, and the children those reaped meanwhile: Postgres backends come and go), the receiver,
- * the bench itself and, with `pooler`, the PgBouncer it started; the rest of the machine is "other
- * processes". A process of the system that exits before end() takes its CPU with it.
- */
+type SamplerOptions = { system: string; pids(): number[]; postmaster(): number | null; receiver: number; bench?: string; pooler?: boolean };
+// The CPU time between begin() and end() of the system under test and Postgres (their process trees, and the children
+// those reaped meanwhile: Postgres backends come and go), the receiver, the bench itself and, with `pooler`, the PgBouncer it
+// started; the rest is "other processes". A process of the system that exits before end() takes its CPU with it.
 export class CpuSampler {
   private from: Record<string, number> = {};
   private machineFrom: number[] = [];
   private startedAt = 0;
 
-  constructor(
-    private readonly o: {
-      system: string;
-      pids: () => number[];
-      postmaster: () => number | null;
-      receiver: number;
-      bench?: string;
-      pooler?: boolean;
-    },
-  ) {}
+  constructor(private readonly o: SamplerOptions) {}
 
   private ticks(): Record<string, number> {
     const stats = readAllStats();
@@ -294,25 +256,17 @@ export class CpuSampler {
   }
 }
 
-/** "sluice 150 %, postgres 40 %, …": CPU figures on one line. */
-export const cpuLine = (cpu: CpuFigures): string =>
-  Object.entries(cpu)
-    .map(([k, v]) => `${k} ${v.pctOfOneCore} %`)
-    .join(", ");
-
-/** How busy the whole machine is over `ms`, in % of one core (a quiet 2-core box: near 0). */
-async function machineBusyPct(ms: number): Promise<number> {
-  const { ticks } = machineSeconds();
-  await sleep(ms);
-  return Math.round((100 * machineSeconds(ticks).busy) / (ms / 1000));
-}
-
 /** Waits (up to `maxMs`) until the machine is below 25 % of one core; returns the last reading. */
 export async function waitQuiet(maxMs: number): Promise<number> {
   const from = Date.now();
-  let busy = await machineBusyPct(1000);
+  const busyPct = async (ms: number): Promise<number> => {
+    const { ticks } = machineSeconds();
+    await sleep(ms);
+    return Math.round((100 * machineSeconds(ticks).busy) / (ms / 1000));
+  };
+  let busy = await busyPct(1000);
   if (busy > 25 && maxMs > 0)
     process.stderr.write(`  machine busy (${busy}% of one core); waiting up to ${Math.round(maxMs / 1000)} s for it to go quiet\n`);
-  while (busy > 25 && Date.now() - from < maxMs) busy = await machineBusyPct(2000);
+  while (busy > 25 && Date.now() - from < maxMs) busy = await busyPct(2000);
   return busy;
 }

@@ -1,13 +1,10 @@
-// The webhook receiver of every bench: a process of its own (this module, forked), so that the
-// bench's publishing does not share its event loop; and the bench's side of it. One node:http
-// server on 127.0.0.1: /throttled answers 429 with `Retry-After: retryAfter` to one request in
-// `throttleOneIn` (default: all) and 200 to the others, /failing 500, any other path 200 at once
-// or after `delayMs`. A payload's integer "seq" counts it as a delivery, once (repeats are
-// duplicates), its "sent_at" (Unix ms, may be fractional) gives publish → arrival latency, to
-// when the headers were parsed. POST /v1/traces is an OTLP/HTTP JSON sink: its spans are counted,
-// nothing else. With `cap`, requests arriving while their path already holds
-// `cap` in flight are counted. Memory stays bounded over hours: a bit per seq, and per-delivery
-// figures only until the bench takes them (take()).
+// The webhook receiver of every bench: a process of its own (this module, forked), so that the bench's publishing does not share
+// its event loop; and the bench's side of it. On 127.0.0.1: /throttled answers 429 (`Retry-After: retryAfter`) to one request in
+// `throttleOneIn` (default: all) and 200 to the others, /failing 500, POST /v1/traces is an OTLP/HTTP JSON sink counting spans,
+// any other path 200 at once or after `delayMs`. A payload's integer "seq" counts it as a delivery, once (repeats are
+// duplicates); its "sent_at" (Unix ms, may be fractional) gives publish → arrival latency, to when the headers were parsed. With
+// `cap`, requests arriving while their path holds `cap` in flight are counted. Memory stays bounded over hours: a bit per seq,
+// and per-delivery figures only until the bench takes them (take()).
 import type { ChildProcess } from "node:child_process";
 import http from "node:http";
 import { fileURLToPath } from "node:url";
@@ -25,6 +22,7 @@ export class Receiver {
   private constructor(
     readonly child: ChildProcess,
     readonly port: number,
+    readonly pid: number,
   ) {
     child.on("message", (m: Message) => {
       const i = this.waiters.findIndex((w) => w.type === m.type);
@@ -34,21 +32,12 @@ export class Receiver {
 
   static async start(logFile: string, config: ReceiverConfig = {}): Promise<Receiver> {
     const { child, ready } = await forkReady<{ type: "ready"; port: number }>(THIS_FILE, [JSON.stringify(config)], logFile);
-    return new Receiver(child, ready.port);
+    return new Receiver(child, ready.port, child.pid ?? -1);
   }
 
-  get pid(): number {
-    return this.child.pid ?? -1;
-  }
-
-  url(path: string): string {
-    return `http://127.0.0.1:${this.port}${path}`;
-  }
-
+  url = (path: string): string => `http://127.0.0.1:${this.port}${path}`;
   /** Destination `dest`'s URL: its own path /d/<dest>. */
-  destUrl(dest: number): string {
-    return this.url(`/d/${dest}`);
-  }
+  destUrl = (dest: number): string => this.url(`/d/${dest}`);
 
   private ask<T extends Message["type"]>(msg: object, type: T): Promise<Extract<Message, { type: T }>> {
     if (this.child.exitCode !== null) return Promise.reject(new Error("receiver is gone"));
@@ -61,17 +50,10 @@ export class Receiver {
   }
 
   /** Starts counting a new workload of `expected` deliveries. */
-  async reset(expected = 0): Promise<void> {
-    await this.ask({ type: "reset", expected }, "progress");
-  }
-
-  progress(): Promise<Progress> {
-    return this.ask({ type: "progress" }, "progress");
-  }
-
-  async report(): Promise<ReceiverReport> {
-    return (await this.ask({ type: "report" }, "report")).report;
-  }
+  reset = (expected = 0): Promise<unknown> => this.ask({ type: "reset", expected }, "progress");
+  progress = (): Promise<Progress> => this.ask({ type: "progress" }, "progress");
+  report = async (): Promise<ReceiverReport> => (await this.ask({ type: "report" }, "report")).report;
+  stop = (): Promise<void> => stopChild(this.child, 3000);
 
   /** The distinct deliveries first received since the last take, in arrival order: seq, arrival (Unix ms), publish → arrival ms. */
   async take(): Promise<Taken> {
@@ -79,20 +61,15 @@ export class Receiver {
     return taken;
   }
 
-  /** Polls until `until(progress)` or the deadline, printing `line(progress)` on stderr every `everyMs`; the last progress. */
-  async waitFor(until: (p: Progress) => boolean, deadline: number, line?: (p: Progress) => string, everyMs = 5000): Promise<Progress> {
+  /** Polls until `n` distinct deliveries arrived, `stop()` or the deadline, printing progress every 2 s; the last progress. */
+  async waitFor(n: number, deadline: number, label: string, more = (_: Progress) => "", stop = () => false): Promise<Progress> {
     for (let printed = Date.now(); ; await sleep(200)) {
       const p = await this.progress();
-      if (until(p) || Date.now() > deadline) return p;
-      if (line && Date.now() - printed >= everyMs) {
-        process.stderr.write(`${line(p)}\n`);
-        printed = Date.now();
-      }
+      if (p.unique >= n || stop() || Date.now() > deadline) return p;
+      if (Date.now() - printed < 2000) continue;
+      process.stderr.write(`  [${label}] received ${p.unique.toLocaleString("en-US")}/${n.toLocaleString("en-US")}${more(p)}\n`);
+      printed = Date.now();
     }
-  }
-
-  async stop(): Promise<void> {
-    await stopChild(this.child, 3000);
   }
 }
 
@@ -109,31 +86,22 @@ function counters(expected: number) {
     duplicates: 0,
     firstAt: null as number | null,
     lastAt: null as number | null,
-    /** Arrival of the distinct delivery at 10 % and 90 % of `expected`: the steady middle. */
-    p10At: null as number | null,
+    p10At: null as number | null, // arrival of the distinct delivery at 10 % of `expected`, and at 90 %: the steady middle
     p90At: null as number | null,
-    /** The distinct deliveries first received since the last take. */
-    taken: { seq: [], at: [], latencyMs: [] } as Taken,
+    taken: { seq: [], at: [], latencyMs: [] } as Taken, // the distinct deliveries first received since the last take
     maxInflight: 0,
     maxInflightPerDestination: 0,
     overCapRequests: 0,
     overCapPaths: new Set<string>(),
-    /** Spans received on /v1/traces (OTLP/HTTP JSON). */
-    spans: 0,
+    spans: 0, // received on /v1/traces (OTLP/HTTP JSON)
   };
 }
 
-/**
- * total: requests since the reset, repeats included (/throttled and /failing not); latencyMs: of
- * the distinct deliveries not taken yet — all of them for a bench that never takes.
- */
+// total: requests since the reset, repeats included (/throttled and /failing not); latencyMs: of
+// the distinct deliveries not taken yet — all of them for a bench that never takes.
 function report(c: ReturnType<typeof counters>) {
   const { seen: _seen, taken, overCapPaths, ...counts } = c;
-  return {
-    ...counts,
-    latencyMs: percentiles(taken.latencyMs),
-    destinationsOverCap: overCapPaths.size,
-  };
+  return { ...counts, latencyMs: percentiles(taken.latencyMs), destinationsOverCap: overCapPaths.size };
 }
 
 function serve(cfg: ReceiverConfig): void {
@@ -179,15 +147,12 @@ function serve(cfg: ReceiverConfig): void {
       req.on("end", () => answer(res, status, status === 429 ? { "retry-after": String(cfg.retryAfter ?? 5) } : {}));
       return;
     }
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
     if (path === "/v1/traces") {
-      const chunks: Buffer[] = [];
-      req.on("data", (chunk: Buffer) => chunks.push(chunk));
       req.on("end", () => {
-        c.spans +=
-          Buffer.concat(chunks)
-            .toString("utf8")
-            .match(/"spanId"/g)?.length ?? 0;
-        void res.writeHead(200, { "content-type": "application/json" }).end("{}");
+        c.spans += Buffer.concat(chunks).toString("utf8").split('"spanId"').length - 1;
+        res.writeHead(200, { "content-type": "application/json" }).end("{}");
       });
       return;
     }
@@ -199,8 +164,6 @@ function serve(cfg: ReceiverConfig): void {
     }
     inflightPerPath.set(path, held + 1);
     c.maxInflightPerDestination = Math.max(c.maxInflightPerDestination, held + 1);
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
       record(Buffer.concat(chunks).toString("utf8"), at);
       if (cfg.delayMs) setTimeout(() => answer(res, 200), cfg.delayMs);

@@ -24,31 +24,20 @@ export function table(rows: string[][], markdown = false): string {
   return rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ")).join("\n");
 }
 
-/**
- * The start every bench shares: its title, the machine and the Sluice source on stdout, a logs
- * directory; then `postgres()` starts the throwaway server and `finish()` saves the results.
- */
+/** The start every bench shares: the machine and the Sluice source on stdout; `postgres()` starts the server, `finish()` saves. */
 export function benchStart(title: string, sluiceDir = REPO) {
   const out = (s: string): void => void process.stdout.write(`${s}\n`);
   const logDir = join(REPO, "bench", "results", "logs");
   mkdirSync(logDir, { recursive: true });
   const startedAt = new Date();
   const source = sourceState(sluiceDir);
-  const cpu = cpus();
-  const machine = {
-    hostname: hostname(),
-    cores: cpu.length,
-    cpuModel: cpu[0]?.model ?? "?",
-    memoryGiB: Math.round(totalmem() / 2 ** 30),
-    kernel: release(),
-    node: process.version,
-  };
+  const [cpu, memoryGiB, kernel, node] = [cpus(), Math.round(totalmem() / 2 ** 30), release(), process.version];
+  const machine = { hostname: hostname(), cores: cpu.length, cpuModel: cpu[0]?.model ?? "?", memoryGiB, kernel, node };
   const changes = source.localChanges.length === 0 ? "src/ and migrations/ clean" : `LOCAL CHANGES: ${source.localChanges.join("; ")}`;
   out(`Sluice ${title} benchmark — ${startedAt.toISOString()}`);
   out(`machine: ${machine.cores} cores (${machine.cpuModel}), ${machine.memoryGiB} GiB, Linux ${machine.kernel}, Node ${machine.node}`);
-  out(
-    `Sluice source${sluiceDir === REPO ? "" : ` (${sluiceDir})`}: commit ${source.commit}, ${changes} (fingerprint ${source.fingerprint})`,
-  );
+  const other = sluiceDir === REPO ? "" : ` (${sluiceDir})`;
+  out(`Sluice source${other}: commit ${source.commit}, ${changes} (fingerprint ${source.fingerprint})`);
   return {
     out,
     log: (name: string): string => join(logDir, name),
@@ -63,10 +52,8 @@ export function benchStart(title: string, sluiceDir = REPO) {
       );
       return pg;
     },
-    /**
-     * Saves the run as bench/results/<name>-<start, UTC>-<commit>.json: a new file per run, so a
-     * figure quoted in the docs can name the file it came from (those files are committed).
-     */
+    // Saves the run as bench/results/<name>-<start, UTC>-<commit>.json: a new file per run, so a
+    // figure quoted in the docs can name the file it came from (those files are committed).
     finish(name: string, data: Record<string, unknown>): void {
       const stamp = startedAt.toISOString().slice(0, 19).replace(/:/g, "-");
       const file = join(REPO, "bench", "results", `${name}-${stamp}Z-${source.commit}.json`);
@@ -77,27 +64,20 @@ export function benchStart(title: string, sluiceDir = REPO) {
   };
 }
 
+export type Bench = ReturnType<typeof benchStart>;
+
 // ---- npm run bench ---------------------------------------------------------------------------
 
 export const SCENARIOS = ["0ms", "pooled", "traced", "50ms", "embedded"] as const;
 type Scenario = (typeof SCENARIOS)[number];
 export const SYSTEMS = ["sluice", "graphile-worker", "pg-boss"] as const;
 type System = (typeof SYSTEMS)[number];
+type RunSpec = { system: System; scenario: Scenario; perDestinationCap: number | null; receiverDelayMs: number };
 
-/**
- * A run of `npm run bench`. deliveriesPerSec: distinct deliveries ÷ (last received − first
- * publish sent); perDestinationCap: the limit checked at the receiver; inflight: the most
- * requests its settings allow at once, across its processes; wallMs: start of its processes →
- * everything stopped.
- */
-export function newRun(o: {
-  system: System;
-  scenario: Scenario;
-  destinations: number;
-  events: number;
-  receiverDelayMs: number;
-  perDestinationCap: number | null;
-}) {
+// A run of `npm run bench`. deliveriesPerSec: distinct deliveries ÷ (last received − first publish sent); perDestinationCap:
+// the limit checked at the receiver; inflight: the most requests its settings allow at once, across its processes; wallMs:
+// start of its processes → everything stopped.
+export function newRun(o: RunSpec & Record<"destinations" | "events", number>) {
   return {
     ...o,
     settings: {} as Record<string, unknown>,
@@ -118,7 +98,8 @@ export type RunResult = ReturnType<typeof newRun>;
 const fmtMs = (n: number | null | undefined): string =>
   n === null || n === undefined ? "—" : n >= 10_000 ? `${(n / 1000).toFixed(1)} s` : `${Math.round(n)} ms`;
 const statusMark = (r: RunResult): string => (r.status === "complete" ? "" : r.status === "timeout" ? " (TIMED OUT: partial)" : " (ERROR)");
-const list = (o: Record<string, number | { pctOfOneCore: number }>): string =>
+/** "sluice 150 %, postgres 40 %" or "claims 1,234, claim avg ms 2.5": figures on one line. */
+export const listFigures = (o: Record<string, number | { pctOfOneCore: number }>): string =>
   Object.entries(o)
     .map(([k, v]) => `${k} ${typeof v === "number" ? fmt(v, Number.isInteger(v) ? 0 : 1) : `${v.pctOfOneCore} %`}`)
     .join(", ");
@@ -126,12 +107,8 @@ const list = (o: Record<string, number | { pctOfOneCore: number }>): string =>
 /** What one run saw, in a few lines. */
 export function describeRun(r: RunResult): string {
   const [x, lat, cap] = [r.receiver, r.receiver?.latencyMs, r.perDestinationCap];
-  const capText =
-    cap === null || !x
-      ? ""
-      : x.overCapRequests === 0
-        ? `, max_concurrency ${cap} never exceeded`
-        : `, max_concurrency ${cap} EXCEEDED by ${fmt(x.overCapRequests)} requests (${fmt(x.destinationsOverCap)} destinations)`;
+  const exceeded = `EXCEEDED by ${fmt(x?.overCapRequests)} requests (${fmt(x?.destinationsOverCap)} destinations)`;
+  const capText = cap === null || !x ? "" : `, max_concurrency ${cap} ${x.overCapRequests === 0 ? "never exceeded" : exceeded}`;
   const received = x && [
     `  ${fmt(r.deliveriesPerSec)} deliveries/s first publish → last receive (published at ${fmt(r.publish?.eventsPerSec)} events/s); ` +
       `received ${fmt(x.unique)}/${fmt(r.events)}, ${fmt(x.duplicates)} duplicates${capText}` +
@@ -143,40 +120,31 @@ export function describeRun(r: RunResult): string {
     `${r.system} · ${r.scenario}: ${fmt(r.destinations)} destinations, ${fmt(r.events)} events, receiver delay ${r.receiverDelayMs} ms${statusMark(r)}`,
     ...(r.error ? [`  error: ${r.error}`] : []),
     ...(received || []),
-    `  CPU (% of one core): ${list(r.cpu)}${r.engineMetrics ? `; ${r.system}'s metrics: ${list(r.engineMetrics)}` : ""}; wall time ${fmtMs(r.wallMs)}`,
+    `  CPU (% of one core): ${listFigures(r.cpu)}${r.engineMetrics ? `; ${r.system}'s metrics: ${listFigures(r.engineMetrics)}` : ""}; wall time ${fmtMs(r.wallMs)}`,
     ...r.notes.map((n) => `  note: ${n}`),
   ].join("\n");
 }
 
-/**
- * Today's targets. At 0 ms, where each engine runs as tuned and the CPU sets the figure: keep the
- * ratios to the peers that the accepted level reached on a 2-core VM (3.2–4.4× graphile-worker,
- * 1.8–2.5× pg-boss, 2026-11-26/27). At 50 ms, with one in-flight budget for all: Sluice fills at
- * least 90 % of the bound the budget sets, and no peer beats it. Pooled and embedded have no peer
- * to face: pooled and traced are read against direct, their ratios printed with no target.
- */
+// At 0 ms, where the CPU sets the figure: keep the ratios to the peers that the accepted level reached (3.2–4.4×
+// graphile-worker, 1.8–2.5× pg-boss on a 2-core VM). At 50 ms, with one in-flight budget for all: Sluice fills ≥ 90 % of
+// its bound and no peer beats it. Pooled, traced and embedded have no peer: pooled and traced print their ratio to direct.
 const TARGETS = { graphile0ms: 3.0, pgboss0ms: 1.8, boundShare50ms: 0.9, peers50ms: 1.0 };
 export const TARGETS_TEXT =
   `targets: at 0 ms Sluice ≥ ${TARGETS.graphile0ms}× graphile-worker and ≥ ${TARGETS.pgboss0ms}× pg-boss; ` +
   `at 50 ms (one in-flight budget for all) Sluice ≥ ${TARGETS.boundShare50ms * 100} % of the budget's bound and ≥ ${TARGETS.peers50ms}× each peer.`;
 
-const median = (xs: number[]): number | null => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? null : s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 /** The runs' median of a figure, with the spread (min–max) when there were several. */
-function spread(runs: RunResult[], figure: (r: RunResult) => number | null | undefined, show = fmt): { mid: number | null; text: string } {
+function spread(runs: RunResult[], figure: (r: RunResult) => number | null | undefined): { mid: number | null; text: string } {
   const xs = runs.map(figure).filter((x): x is number => typeof x === "number" && Number.isFinite(x));
-  const mid = median(xs);
-  const range = xs.length > 1 ? ` (${show(Math.min(...xs))}–${show(Math.max(...xs))})` : "";
-  return { mid, text: mid === null ? "—" : `${show(mid)}${range}` };
+  xs.sort((a, b) => a - b);
+  const n = xs.length;
+  const mid = n === 0 ? null : n % 2 ? xs[(n - 1) / 2]! : (xs[n / 2 - 1]! + xs[n / 2]!) / 2;
+  const range = n > 1 ? ` (${fmt(xs[0])}–${fmt(xs[n - 1])})` : "";
+  return { mid, text: mid === null ? "—" : `${fmt(mid)}${range}` };
 }
 
-/**
- * The side-by-side table, one row per scenario: each system's deliveries/s (the median of its
- * runs, their range in brackets), the ratios, latency, in-flight bound, and today's targets
- * marked; the pooled and traced rows give Sluice's figure ÷ the direct 0 ms one.
- */
+// The side-by-side table, one row per scenario: each system's deliveries/s (the median of its runs, their range in
+// brackets), the ratios, latency, in-flight bound, and the targets marked; pooled and traced give Sluice's ÷ direct 0 ms.
 export function comparisonTable(results: RunResult[]): string {
   const head =
     "scenario|runs|Sluice deliveries/s|graphile-worker|ratio S/G|pg-boss|ratio S/P|p50 / p99 S · G · P|in flight S · G · P (bound/s)|all received";
@@ -200,10 +168,8 @@ export function comparisonTable(results: RunResult[]): string {
       sr.text +
       (bound && sr.mid !== null ? ` ${mark(sr.mid >= TARGETS.boundShare50ms * bound)} (${fmt((100 * sr.mid) / bound)} % of bound)` : "") +
       (direct === null ? "" : ` (${direct.toFixed(2)}× direct)`);
-    const lat = (rs: RunResult[]): string =>
-      rs.length
-        ? `${fmtMs(spread(rs, (r) => r.receiver?.latencyMs?.p50).mid)} / ${fmtMs(spread(rs, (r) => r.receiver?.latencyMs?.p99).mid)}`
-        : "—";
+    const midMs = (rs: RunResult[], p: "p50" | "p99"): string => fmtMs(spread(rs, (r) => r.receiver?.latencyMs?.[p]).mid);
+    const lat = (rs: RunResult[]): string => (rs.length ? `${midMs(rs, "p50")} / ${midMs(rs, "p99")}` : "—");
     // Everything arrived once, and no cap was broken (pg-boss promises one; say so when it is not kept).
     const bad = any.filter(
       (r) => r.status !== "complete" || (r.receiver?.unique ?? 0) < r.events || r.receiver?.duplicates || r.receiver?.overCapRequests,

@@ -1,11 +1,9 @@
-// `npm run bench`: Sluice against two job queues (graphile-worker, pg-boss) on one throwaway
-// Postgres server; Sluice alone through a transaction pooler, and with OpenTelemetry tracing on,
-// each beside its direct figure; and Sluice embedded (PGlite). Writes bench/results/delivery-<start>-<commit>.json; asserts nothing. One run
-// is the same for every system: a fresh receiver, the system set up against it, the events
-// published in batches (each stamped with sent_at), then a wait for the last delivery.
-// Fairness: every system runs compiled (Sluice from dist/, the peers' workers bundled by esbuild)
-// in as many worker processes, and with the 50 ms receiver every system gets the same in-flight
-// budget (--inflight-50ms), since there the budget, not the engine, would otherwise set the figure.
+// `npm run bench`: Sluice against two job queues (graphile-worker, pg-boss) on one throwaway Postgres server; Sluice alone through a
+// transaction pooler, and with OpenTelemetry tracing on, each beside its direct figure; and Sluice embedded (PGlite). Asserts nothing;
+// writes bench/results/delivery-<start>-<commit>.json. One run is the same for every system: a fresh receiver, the system set up against
+// it, the events published in batches (each stamped with sent_at), then a wait for the last delivery. Fairness: every system runs
+// compiled (Sluice from dist/, the peers' workers bundled by esbuild) in as many worker processes, and with the 50 ms receiver every
+// system gets the same in-flight budget (--inflight-50ms), since there the budget, not the engine, would otherwise set the figure.
 import { spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
@@ -19,7 +17,7 @@ import { findPgBouncer } from "../scripts/ensure-deps.mjs";
 import { startPgBouncer, throughPooler } from "../scripts/pgbouncer.mjs";
 import { peerDelivery } from "./peers.js";
 import { connect, withDatabase } from "./pg.js";
-import { cleanup, commonFlags, CpuSampler, forkReady, onCleanup, parseFlags, runBench, stopChild, waitQuiet } from "./procs.js";
+import { cleanup, commonFlags, CpuSampler, forkReady, listFlag, onCleanup, parseFlags, runBench, stopChild, waitQuiet } from "./procs.js";
 import { Receiver } from "./receiver.js";
 import { benchStart, comparisonTable, describeRun, fmt, newRun, SCENARIOS, SYSTEMS, TARGETS_TEXT, type RunResult } from "./report.js";
 import { REPO, SluiceCluster } from "./sluice.js";
@@ -37,6 +35,7 @@ type SystemUnderTest = {
   inflight: number;
   settings: RunResult["settings"];
 };
+type Setup = (rcv: Receiver) => Promise<SystemUnderTest>;
 
 const BATCH = 1000; // events per publish: Sluice's batch limit, and one add_jobs / insert() for the peers
 const CAP = 5; // every destination's max_concurrency (Sluice's default), and pg-boss's groupConcurrency
@@ -45,24 +44,12 @@ const KNOBS = ["SLUICE_CLAIM_BATCH", "SLUICE_GRANT_CAP", "SLUICE_DB_POOL_SIZE", 
 /** In flight per process at 0 ms, where each system runs as tuned (docs/benchmarks.md, Method); pg-boss's is local × batch. */
 const TUNED = { sluice: Number(process.env.SLUICE_WORKER_CONCURRENCY ?? 512), graphile: 50, pgbossLocal: 5, pgbossBatch: 10 };
 
-/**
- * `sluice api` + N × `sluice worker` on a server (`databaseUrl` pooled, with `directUrl` for
- * LISTEN), or `sluice start` embedded; `traced`: every span exported to the receiver's OTLP sink.
- */
-async function setupSluice(
-  rcv: Receiver,
-  o: {
-    databaseUrl: string | null;
-    directUrl?: string;
-    dataDir?: string;
-    destinations: number;
-    workers: number;
-    concurrency: number;
-    log: string;
-    dir: string;
-    traced?: boolean;
-  },
-): Promise<SystemUnderTest> {
+type RunOptions = Record<"destinations" | "workers" | "concurrency", number> & { log: string };
+type PeerOptions = RunOptions & { databaseUrl: string; module: string };
+type SluiceOptions = RunOptions & { databaseUrl: string | null; directUrl?: string; dataDir?: string; traced?: boolean; dir: string };
+// `sluice api` + N × `sluice worker` on a server (`databaseUrl` pooled, with `directUrl` for
+// LISTEN), or `sluice start` embedded; `traced`: every span exported to the receiver's OTLP sink.
+async function setupSluice(rcv: Receiver, o: SluiceOptions): Promise<SystemUnderTest> {
   const procs = o.databaseUrl === null ? 1 : o.workers;
   // Traced: every publish starts a sampled trace (no incoming traceparent, the default sampler), the worst case.
   const otel = o.traced ? { OTEL_EXPORTER_OTLP_ENDPOINT: rcv.url(""), OTEL_SERVICE_NAME: "sluice-bench" } : {};
@@ -107,18 +94,11 @@ const ADD_JOBS = `
   SELECT count(*)::int AS n FROM graphile_worker.add_jobs(
     (SELECT array_agg(s) FROM json_populate_recordset(null::graphile_worker.job_spec, $1::json) AS s))`;
 
-/**
- * A peer in its own database, one job per delivery, run by `workers` processes of the compiled
- * peers.ts: graphile-worker 0.16.6 (`concurrency` jobs at once per process, no flow control), or
- * pg-boss 12.38 (one queue, jobs grouped by destination, `groupConcurrency` its max_concurrency,
- * `concurrency` fetch loops of a batch each per process). The bench publishes through each one's
- * own batch call: graphile_worker.add_jobs, pg-boss's insert().
- */
-async function setupPeer(
-  system: "graphile-worker" | "pg-boss",
-  rcv: Receiver,
-  o: { databaseUrl: string; workers: number; log: string; module: string; concurrency: number },
-): Promise<SystemUnderTest> {
+// A peer in its own database, one job per delivery, run by `workers` processes of the compiled peers.ts: graphile-worker 0.16.6
+// (`concurrency` jobs at once per process, no flow control), or pg-boss 12.38 (one queue, jobs grouped by destination,
+// `groupConcurrency` its max_concurrency, `concurrency` fetch loops of a batch each per process). The bench publishes
+// through each one's own batch call: graphile_worker.add_jobs, pg-boss's insert().
+async function setupPeer(system: "graphile-worker" | "pg-boss", rcv: Receiver, o: PeerOptions): Promise<SystemUnderTest> {
   const graphile = system === "graphile-worker";
   const [queue, batchSize] = ["webhooks", graphile ? 1 : TUNED.pgbossBatch];
   // A connection per job (graphile-worker) or fetch loop (pg-boss), one for LISTEN (pg-boss: and one to spare), within the
@@ -139,24 +119,19 @@ async function setupPeer(
     await boss.start();
     // 25 attempts as graphile-worker's default; NOTIFY so idle workers wake when jobs arrive.
     await boss.createQueue(queue, { retryLimit: 24, notify: true });
-    publish = (batch) =>
-      boss.insert(
-        queue,
-        batch.map((e) => ({ data: job(e), group: { id: String(e.dest) } })),
-      );
+    const insert = (e: BenchEvent) => ({ data: job(e), group: { id: String(e.dest) } });
+    publish = (batch) => boss.insert(queue, batch.map(insert));
     close = () => boss.stop({ graceful: false, timeout: 5000 });
   }
-  const args = graphile
-    ? ["graphile", o.databaseUrl, o.concurrency, pool]
-    : ["pgboss", o.databaseUrl, queue, CAP, o.concurrency, batchSize, pool];
+  const argv = graphile ? [o.concurrency, pool] : [queue, CAP, o.concurrency, batchSize, pool];
+  const args = [graphile ? "graphile" : "pgboss", o.databaseUrl, ...argv].map(String);
   const workers: Awaited<ReturnType<typeof forkReady>>["child"][] = [];
   const stop = async (): Promise<void> => {
     await Promise.all(workers.map((w) => stopChild(w, 15_000)));
     await close().catch(() => undefined);
   };
   try {
-    for (let i = 0; i < o.workers; i++)
-      workers.push((await forkReady(o.module, args.map(String), `${o.log}-worker${i}.log`, 60_000)).child);
+    for (let i = 0; i < o.workers; i++) workers.push((await forkReady(o.module, args, `${o.log}-worker${i}.log`, 60_000)).child);
   } catch (err) {
     await stop();
     throw err;
@@ -181,21 +156,15 @@ async function beforeDeadline<T>(p: Promise<T>, deadline: number, what: string):
 }
 
 /** One measured run: `result` filled in from what the receiver saw, the CPU and the system's own metrics. */
-async function measure(
-  result: RunResult,
-  f: Flags,
-  o: { log: string; postmaster: () => number | null; setup: (rcv: Receiver) => Promise<SystemUnderTest> },
-): Promise<RunResult> {
-  const { system, scenario, events, destinations } = result;
+async function measure(result: RunResult, f: Flags, o: { log: string; postmaster: () => number | null; setup: Setup }): Promise<RunResult> {
+  const { system, scenario, events, destinations, receiverDelayMs } = result;
   const label = `${system} ${scenario}`;
   const busy = await waitQuiet(f["wait-quiet-s"] * 1000);
   if (busy > 25) result.notes.push(`started although the machine was ${busy}% busy with other processes`);
-  process.stderr.write(
-    `\n▶ ${label}: ${fmt(destinations)} destinations, ${fmt(events)} events, receiver delay ${result.receiverDelayMs} ms\n`,
-  );
+  process.stderr.write(`\n▶ ${label}: ${fmt(destinations)} destinations, ${fmt(events)} events, receiver delay ${receiverDelayMs} ms\n`);
   const startedAt = Date.now();
   const deadline = startedAt + f["timeout-s"] * 1000;
-  const rcv = await Receiver.start(`${o.log}-receiver.log`, { delayMs: result.receiverDelayMs, cap: result.perDestinationCap ?? 0 });
+  const rcv = await Receiver.start(`${o.log}-receiver.log`, { delayMs: receiverDelayMs, cap: result.perDestinationCap ?? 0 });
   let sut: SystemUnderTest | null = null;
   let sampler: CpuSampler | null = null;
   let [publishStartAt, published, done] = [0, 0, false];
@@ -207,17 +176,13 @@ async function measure(
     const cpu = { system, pids: () => sys.pids(), postmaster: o.postmaster, receiver: rcv.pid, bench: "bench (publisher)" };
     sampler = new CpuSampler({ ...cpu, pooler: scenario === "pooled" }).begin();
     publishStartAt = Date.now();
-    const line = (p: { unique: number; at: number }): string =>
-      `  [${label}] received ${fmt(p.unique)}/${fmt(events)}, published ${fmt(published)}, t=${fmt((p.at - publishStartAt) / 1000)} s`;
-    const arrived = rcv.waitFor((p) => done || p.unique >= events, deadline, line, 2000);
+    const more = (p: { at: number }): string => `, published ${fmt(published)}, t=${fmt((p.at - publishStartAt) / 1000)} s`;
+    const arrived = rcv.waitFor(events, deadline, label, more, () => done);
     waiting = arrived.catch(() => undefined);
     for (let seq = 0; seq < events; seq += BATCH) {
       const sentAt = Date.now();
-      const batch = Array.from({ length: Math.min(BATCH, events - seq) }, (_, k) => ({
-        seq: seq + k,
-        dest: (seq + k) % destinations,
-        sentAt,
-      }));
+      const batch: BenchEvent[] = [];
+      for (let n = seq; n < Math.min(events, seq + BATCH); n++) batch.push({ seq: n, dest: n % destinations, sentAt });
       await beforeDeadline(sys.publishBatch(batch), deadline, `publishing event ${fmt(seq)} on`);
       published += batch.length;
     }
@@ -267,44 +232,21 @@ const flags = () =>
   });
 type Flags = ReturnType<typeof flags>;
 
-/**
- * The peers' workers (peers.ts) bundled to JavaScript by esbuild (their packages left as
- * imports), so that they run without a loader as Sluice's dist/ does. Written under
- * bench/results/ (ignored by git) so that those imports resolve from this checkout's node_modules.
- */
-async function compilePeers(): Promise<string> {
-  const outfile = join(REPO, "bench", "results", ".peers", "peers.mjs");
-  const entryPoints = [fileURLToPath(new URL("./peers.ts", import.meta.url))];
-  await build({
-    entryPoints,
-    outfile,
-    bundle: true,
-    packages: "external",
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    logLevel: "warning",
-  });
-  return outfile;
-}
-
-/** A comma-separated flag's values, each one of `known`. */
-function list<T extends string>(flag: string, value: string, known: readonly T[]): T[] {
-  const xs = value.split(",").flatMap((s) => (s.trim() ? [s.trim()] : []));
-  for (const x of xs) if (!known.includes(x as T)) throw new Error(`--${flag}: unknown '${x}' (${known.join(", ")})`);
-  return xs as T[];
-}
-
 async function main(): Promise<void> {
   const f = flags();
   const { events, destinations, workers } = f;
-  const [scenarios, systems] = [list("scenarios", f.scenarios, SCENARIOS), list("systems", f.systems, SYSTEMS)];
+  const [scenarios, systems] = [listFlag("scenarios", f.scenarios, SCENARIOS), listFlag("systems", f.systems, SYSTEMS)];
   const dir = resolve(f["sluice-dir"] ?? REPO);
   if (!existsSync(join(dir, "src", "cli", "main.ts"))) throw new Error(`--sluice-dir ${dir} has no src/cli/main.ts`);
   const bench = benchStart("delivery", dir);
   const { out } = bench;
   const server = scenarios.filter((s) => s !== "embedded");
-  const peers = server.length > 0 && systems.some((s) => s !== "sluice") ? await compilePeers() : null;
+  // The peers' workers bundled by esbuild (packages left as imports) to run without a loader, as Sluice's dist/ does; under
+  // bench/results/ (ignored by git), so that those imports resolve from this checkout's node_modules.
+  const peers = join(REPO, "bench", "results", ".peers", "peers.mjs");
+  const entryPoints = [fileURLToPath(new URL("./peers.ts", import.meta.url))];
+  const esm = { bundle: true, packages: "external", platform: "node", format: "esm", target: "node20", logLevel: "warning" } as const;
+  if (server.length > 0 && systems.some((s) => s !== "sluice")) await build({ entryPoints, outfile: peers, ...esm });
   const pgs = server.length > 0 ? await bench.postgres(!f["no-fsync"], false, f["pg-icu-locale"]) : null;
   // As many server connections as Sluice's pools hold clients, by default: no transaction waits for
   // one it would have had direct, so the pooled run costs the pooler's hop and the unnamed statements.
@@ -320,7 +262,7 @@ async function main(): Promise<void> {
   );
 
   const runs: RunResult[] = [];
-  const run = async (result: RunResult, log: string, setup: (rcv: Receiver) => Promise<SystemUnderTest>): Promise<void> => {
+  const run = async (result: RunResult, log: string, setup: Setup): Promise<void> => {
     runs.push(await measure(result, f, { log: bench.log(log), postmaster: pgs?.postmaster ?? (() => null), setup }));
     out(`\n${describeRun(runs.at(-1)!)}`);
   };
@@ -334,23 +276,17 @@ async function main(): Promise<void> {
         const log = `${system}-${scenario}${f.repeat > 1 ? `-${rep}` : ""}`;
         const cap = system === "graphile-worker" ? null : CAP; // graphile-worker has no per-destination limit
         const result = newRun({ system, scenario, destinations, events, receiverDelayMs: budget ? 50 : 0, perDestinationCap: cap });
-        const concurrency = system === "sluice" ? TUNED.sluice : system === "graphile-worker" ? TUNED.graphile : TUNED.pgbossLocal;
-        const peer = {
-          workers,
-          log: bench.log(log),
-          module: peers!,
-          concurrency: budget ? share(system === "pg-boss" ? TUNED.pgbossBatch : 1) : concurrency,
-        };
+        const tuned = system === "sluice" ? TUNED.sluice : system === "graphile-worker" ? TUNED.graphile : TUNED.pgbossLocal;
+        const concurrency = budget ? share(system === "pg-boss" ? TUNED.pgbossBatch : 1) : tuned;
+        const sizes = { destinations, workers, concurrency, log: bench.log(log) };
+        // Pooled: through PgBouncer, with LISTEN direct.
+        const store = (url: string) =>
+          scenario === "pooled" ? { databaseUrl: throughPooler(url, pooler!.port), directUrl: url } : { databaseUrl: url };
         await withDatabase(pgs!.server.url, `${system.replace("-", "_")}_${scenario}_${rep}`, (url) =>
           run(result, log, (rcv) =>
             system !== "sluice"
-              ? setupPeer(system, rcv, { ...peer, databaseUrl: url })
-              : setupSluice(rcv, {
-                  databaseUrl: scenario === "pooled" ? throughPooler(url, pooler!.port) : url,
-                  directUrl: scenario === "pooled" ? url : undefined,
-                  traced: scenario === "traced",
-                  ...{ destinations, workers, concurrency: peer.concurrency, log: bench.log(log), dir },
-                }),
+              ? setupPeer(system, rcv, { ...sizes, module: peers, databaseUrl: url })
+              : setupSluice(rcv, { ...sizes, dir, traced: scenario === "traced", ...store(url) }),
           ),
         );
       }
@@ -374,13 +310,9 @@ async function main(): Promise<void> {
     "deliveries/s = distinct deliveries received ÷ (last receive − first publish); p50/p99 = publish → receive; " +
       "in flight = the most requests each system's settings allow at once (the 50 ms bound is that ÷ 0.05 s).",
   );
-  bench.finish("delivery", {
-    postgres: pgs?.settings ?? null,
-    pooler: pooler ? { version, pool_mode: "transaction", default_pool_size: poolSize } : null,
-    options: { ...f, scenarios, systems, embedded, sluiceDir: dir, tuned: TUNED },
-    results: runs,
-    table: summary,
-  });
+  const options = { ...f, scenarios, systems, embedded, sluiceDir: dir, tuned: TUNED };
+  const poolerInfo = pooler ? { version, pool_mode: "transaction", default_pool_size: poolSize } : null;
+  bench.finish("delivery", { postgres: pgs?.settings ?? null, pooler: poolerInfo, options, results: runs, table: summary });
 }
 
 runBench(main);

@@ -1,26 +1,21 @@
-// `npm run bench:scale`: do delivery throughput and the claim's cost stay flat from 1,000 to
-// 100,000 destinations with the same total work (1,000,000 queued deliveries)? Per scale, on a
-// fresh database: one destination created through the API as a template, the rest seeded with
-// SQL, then N × `sluice worker` deliver everything. Target: deliveries/s ratio ≥ 0.8; the claim's
+// `npm run bench:scale`: do delivery throughput and the claim's cost stay flat from 1,000 to 100,000 destinations with the same
+// total work (1,000,000 queued deliveries)? Per scale, on a fresh database: one destination created through the API as a
+// template, the rest seeded with SQL, then N × `sluice worker` deliver everything. Target: deliveries/s ratio ≥ 0.8; the claim's
 // cost (its transaction's average, from the workers' metrics) is printed beside it.
 import type pg from "pg";
 import { connect, withDatabase } from "./pg.js";
-import { commonFlags, CpuSampler, cpuLine, parseFlags, runBench, waitQuiet } from "./procs.js";
+import { commonFlags, CpuSampler, parseFlags, runBench, waitQuiet } from "./procs.js";
 import { Receiver } from "./receiver.js";
-import { benchStart, fmt, mark, ratio, table } from "./report.js";
+import { benchStart, fmt, listFigures, mark, ratio, table } from "./report.js";
 import { SluiceCluster } from "./sluice.js";
 
-const flags = () =>
-  parseFlags("npm run bench:scale", {
+async function main(): Promise<void> {
+  const f = parseFlags("npm run bench:scale", {
     deliveries: { def: 1_000_000, quick: 100_000, help: "queued deliveries at every scale" },
     scales: { type: "str", arg: "LIST", def: "1000,100000", quick: "100,10000", help: "destination counts, comma-separated" },
     ...commonFlags(1800),
     quick: { type: "bool", help: "small: 100,000 deliveries at 100 and 10,000 destinations" },
   });
-type Flags = ReturnType<typeof flags>;
-
-async function main(): Promise<void> {
-  const f = flags();
   const scales = f.scales.split(",").map(Number);
   if (scales.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`--scales takes whole numbers ≥ 1, not '${f.scales}'`);
   const bench = benchStart("scale");
@@ -32,12 +27,52 @@ async function main(): Promise<void> {
   );
   const { server, settings, postmaster } = await bench.postgres(!f["no-fsync"], false, f["pg-icu-locale"]);
   const receiver = await Receiver.start(bench.log("scale-receiver.log"));
+
+  const oneScale = async (url: string, scale: number) => {
+    const cluster = new SluiceCluster({ databaseUrl: url, logPrefix: bench.log(`scale-${scale}`) });
+    const db = await connect(url);
+    try {
+      // Migrations, the default tenant and the template destination, through Sluice itself.
+      await cluster.startApi();
+      const [templateId] = await cluster.createDestinations(1, () => ({ url: receiver.url("/d/0"), name: "scale-0" }));
+      await cluster.stopApi();
+      const seedStart = Date.now();
+      await seed(db, { templateId: templateId!, scale, deliveries: f.deliveries, urlPrefix: receiver.url("/d/") });
+      process.stderr.write(`  seeded in ${fmt((Date.now() - seedStart) / 1000, 1)} s\n`);
+
+      const busyBeforePct = await waitQuiet(f["wait-quiet-s"] * 1000);
+      await receiver.reset(f.deliveries);
+      const cpu = new CpuSampler({ system: "sluice", pids: () => cluster.pids(), postmaster, receiver: receiver.pid }).begin();
+      const spawnedAt = Date.now();
+      await cluster.startWorkers(f.workers);
+      const t = (): string => `  t=${fmt((Date.now() - spawnedAt) / 1000)}s`;
+      await receiver.waitFor(f.deliveries, spawnedAt + f["timeout-s"] * 1000, fmt(scale), t);
+      const cpuUse = cpu.end();
+      const rep = await receiver.report();
+      // Timed from the first arrival: the workers' start-up is not delivery.
+      const span = rep.lastAt !== null && rep.firstAt !== null ? (rep.lastAt - rep.firstAt) / 1000 : null;
+      const middle = rep.p10At !== null && rep.p90At !== null ? (rep.p90At - rep.p10At) / 1000 : null;
+      return {
+        destinations: scale,
+        busyBeforePct,
+        received: rep.unique,
+        duplicates: rep.duplicates,
+        perSec: span ? rep.unique / span : null,
+        steadyPerSec: middle ? (Math.floor(0.9 * f.deliveries) - Math.floor(0.1 * f.deliveries)) / middle : null,
+        startupS: rep.firstAt === null ? null : (rep.firstAt - spawnedAt) / 1000,
+        cpu: cpuUse,
+        engine: await cluster.engineMetrics(),
+      };
+    } finally {
+      await db.end().catch(() => undefined);
+      await cluster.stop();
+    }
+  };
+  type Scale = Awaited<ReturnType<typeof oneScale>>;
   const results: Scale[] = [];
   for (const scale of scales) {
     process.stderr.write(`\n▶ ${fmt(scale)} destinations, ${fmt(f.deliveries)} deliveries\n`);
-    results.push(
-      await withDatabase(server.url, `scale_${scale}`, (url) => oneScale(f, { url, scale, receiver, postmaster, log: bench.log })),
-    );
+    results.push(await withDatabase(server.url, `scale_${scale}`, (url) => oneScale(url, scale)));
   }
 
   const figures: [string, (r: Scale) => string][] = [
@@ -47,11 +82,10 @@ async function main(): Promise<void> {
     ["claims (worker metrics)", (r) => fmt(r.engine?.claims)],
     ["claim transaction avg ms", (r) => fmt(r.engine?.["claim avg ms"], 1)],
     ["deliveries per claim", (r) => fmt(r.engine?.["deliveries per claim"], 1)],
-    ["CPU", (r) => cpuLine({ sluice: r.cpu.sluice!, postgres: r.cpu.postgres!, other: r.cpu["(other processes, kernel)"]! })],
+    ["CPU", (r) => listFigures({ sluice: r.cpu.sluice!, postgres: r.cpu.postgres!, other: r.cpu["(other processes, kernel)"]! })],
   ];
-  out(
-    `\n${table([["", ...results.map((r) => `${fmt(r.destinations)} destinations`)], ...figures.map(([name, v]) => [name, ...results.map(v)])])}`,
-  );
+  const head = ["", ...results.map((r) => `${fmt(r.destinations)} destinations`)];
+  out(`\n${table([head, ...figures.map(([name, v]) => [name, ...results.map(v)])])}`);
   const [first, last] = [results[0]!, results.at(-1)!];
   const tput = ratio(last.perSec, first.perSec);
   out(
@@ -63,61 +97,10 @@ async function main(): Promise<void> {
   bench.finish("scale", { postgres: settings, options: { ...f, scales }, verdict: { throughputRatio: tput }, results });
 }
 
-type Scale = Awaited<ReturnType<typeof oneScale>>;
-
-async function oneScale(
-  f: Flags,
-  o: { url: string; scale: number; receiver: Receiver; postmaster: () => number | null; log: (name: string) => string },
-) {
-  const { receiver, scale } = o;
-  const cluster = new SluiceCluster({ databaseUrl: o.url, logPrefix: o.log(`scale-${scale}`) });
-  const db = await connect(o.url);
-  try {
-    // Migrations, the default tenant and the template destination, through Sluice itself.
-    await cluster.startApi();
-    const [templateId] = await cluster.createDestinations(1, () => ({ url: receiver.url("/d/0"), name: "scale-0" }));
-    await cluster.stopApi();
-    const seedStart = Date.now();
-    await seed(db, { templateId: templateId!, scale, deliveries: f.deliveries, urlPrefix: receiver.url("/d/") });
-    process.stderr.write(`  seeded in ${fmt((Date.now() - seedStart) / 1000, 1)} s\n`);
-
-    const busyBeforePct = await waitQuiet(f["wait-quiet-s"] * 1000);
-    await receiver.reset(f.deliveries);
-    const cpu = new CpuSampler({ system: "sluice", pids: () => cluster.pids(), postmaster: o.postmaster, receiver: receiver.pid }).begin();
-    const spawnedAt = Date.now();
-    await cluster.startWorkers(f.workers);
-    const line = (p: { unique: number }): string =>
-      `  [${fmt(scale)}] received ${fmt(p.unique)}/${fmt(f.deliveries)}  t=${fmt((Date.now() - spawnedAt) / 1000)}s`;
-    await receiver.waitFor((p) => p.unique >= f.deliveries, spawnedAt + f["timeout-s"] * 1000, line);
-    const cpuUse = cpu.end();
-    const rep = await receiver.report();
-    // Timed from the first arrival: the workers' start-up is not delivery.
-    const span = rep.lastAt !== null && rep.firstAt !== null ? (rep.lastAt - rep.firstAt) / 1000 : null;
-    const middle = rep.p10At !== null && rep.p90At !== null ? (rep.p90At - rep.p10At) / 1000 : null;
-    return {
-      destinations: scale,
-      busyBeforePct,
-      received: rep.unique,
-      duplicates: rep.duplicates,
-      perSec: span ? rep.unique / span : null,
-      steadyPerSec: middle ? (Math.floor(0.9 * f.deliveries) - Math.floor(0.1 * f.deliveries)) / middle : null,
-      startupS: rep.firstAt === null ? null : (rep.firstAt - spawnedAt) / 1000,
-      cpu: cpuUse,
-      engine: await cluster.engineMetrics(),
-    };
-  } finally {
-    await db.end().catch(() => undefined);
-    await cluster.stop();
-  }
-}
-
-/**
- * Writes what `POST /v1/destinations` and `POST /v1/events/batch` would have: destinations copying
- * every other column of the template (so that columns added by later migrations come along),
- * each with its own URL path and secret and an id in src/ids.ts's format; one event per delivery
- * (occurred_at increasing); delivery k 'queued' for destination k mod scale with next_attempt_at =
- * its occurred_at; each destination's ready_at = its first delivery's. Then VACUUM and CHECKPOINT.
- */
+// Writes what `POST /v1/destinations` and `POST /v1/events/batch` would have: destinations copying every other column of
+// the template (so that columns added by later migrations come along), each with its own URL path and secret and an id in
+// src/ids.ts's format; one event per delivery (occurred_at increasing); delivery k 'queued' for destination k mod scale
+// with next_attempt_at = its occurred_at; each destination's ready_at = its first delivery's. Then VACUUM and CHECKPOINT.
 async function seed(db: pg.Client, o: { templateId: string; scale: number; deliveries: number; urlPrefix: string }): Promise<void> {
   const tpl = (await db.query<{ tenant_id: string; url: string }>("SELECT tenant_id, url FROM destinations WHERE id = $1", [o.templateId]))
     .rows[0];
@@ -141,9 +124,8 @@ async function seed(db: pg.Client, o: { templateId: string; scale: number; deliv
       WHERE t.id = $5`,
     [baseMs, salt, o.urlPrefix, o.scale, o.templateId],
   );
-  await db.query(`CREATE TEMP TABLE dmap AS SELECT id, substring(url FROM '/d/([0-9]+)$')::int AS n FROM destinations`);
-  await db.query("CREATE UNIQUE INDEX ON dmap (n)");
-  await db.query("ANALYZE dmap");
+  await db.query(`CREATE TEMP TABLE dmap AS SELECT id, substring(url FROM '/d/([0-9]+)$')::int AS n FROM destinations;
+                  CREATE UNIQUE INDEX ON dmap (n); ANALYZE dmap`);
   const t0 = new Date(Date.now() - 10_000); // occurred_at = t0 + k µs: in the past, increasing
   for (let lo = 0; lo < o.deliveries; lo += 100_000) {
     const hi = Math.min(o.deliveries, lo + 100_000) - 1;

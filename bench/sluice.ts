@@ -1,18 +1,19 @@
-// Sluice as the benches run it: `sluice start`, or `sluice api` + N × `sluice worker`, in child
-// processes on a Postgres URL or an embedded PGlite data directory, driven through its HTTP API
-// like any client; its own /metrics figures; and which source was measured.
-import { spawnSync, type ChildProcess } from "node:child_process";
+// Sluice as the benches run it: `sluice start`, or `sluice api` + N × `sluice worker`, in child processes on a Postgres URL or an
+// embedded PGlite data directory, driven through its HTTP API like any client; its own /metrics figures; and which source was measured.
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Agent, request } from "undici";
-import { freePort, sleep, spawnLogged, stopChild } from "./procs.js";
+import { freePort } from "../scripts/pg-server.mjs";
+import { logged, sleep, stopChild } from "./procs.js";
 
 export const REPO = fileURLToPath(new URL("..", import.meta.url)).replace(/\/$/, "");
 
 type Event = { type: string; payload: unknown; destination_ids: string[]; [k: string]: unknown };
+type ClusterOptions = { databaseUrl: string | null; dataDir?: string; logPrefix: string; dir?: string; env?: NodeJS.ProcessEnv };
 
 export class SluiceCluster {
   readonly apiKey = `bench_${randomBytes(12).toString("hex")}`;
@@ -23,26 +24,17 @@ export class SluiceCluster {
   private readonly agent = new Agent({ keepAliveTimeout: 60_000, connections: 8 });
 
   /** `databaseUrl` null: the embedded store in `dataDir`; logs go to `<logPrefix>-<api|start|workerN>.log`; `dir`: the checkout to run. */
-  constructor(
-    private readonly o: { databaseUrl: string | null; dataDir?: string; logPrefix: string; dir?: string; env?: NodeJS.ProcessEnv },
-  ) {}
+  constructor(private readonly o: ClusterOptions) {}
 
   private spawn(command: "api" | "start" | "worker", extra: NodeJS.ProcessEnv, logFile: string): ChildProcess {
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      SLUICE_API_KEY: this.apiKey,
-      SLUICE_ALLOW_PRIVATE_NETWORKS: "1",
-      SLUICE_HOST: "127.0.0.1",
-      SLUICE_LOG_LEVEL: process.env.SLUICE_LOG_LEVEL ?? "warn",
-      ...this.o.env,
-      ...extra,
-      DATABASE_URL: this.o.databaseUrl ?? undefined, // undefined: not passed on
-      SLUICE_DATA_DIR: this.o.dataDir ?? process.env.SLUICE_DATA_DIR,
-    };
+    const ours = { SLUICE_API_KEY: this.apiKey, SLUICE_ALLOW_PRIVATE_NETWORKS: "1", SLUICE_HOST: "127.0.0.1" };
+    // DATABASE_URL undefined: not passed on.
+    const store = { DATABASE_URL: this.o.databaseUrl ?? undefined, SLUICE_DATA_DIR: this.o.dataDir ?? process.env.SLUICE_DATA_DIR };
+    const env = { ...process.env, ...ours, SLUICE_LOG_LEVEL: process.env.SLUICE_LOG_LEVEL ?? "warn", ...this.o.env, ...extra, ...store };
     const cwd = this.o.dir ?? REPO;
     ensureBuilt(cwd);
     // As users run it: compiled (bin/sluice.js → dist/), not from source through a loader.
-    return spawnLogged(process.execPath, ["bin/sluice.js", command], { env, cwd, logFile });
+    return logged(spawn(process.execPath, ["bin/sluice.js", command], { env, cwd, stdio: ["ignore", "pipe", "pipe"] }), logFile);
   }
 
   /** `workers` 0: one `sluice start`; else `sluice api` + that many `sluice worker`, each ready. */
@@ -63,10 +55,7 @@ export class SluiceCluster {
     throw new Error(`sluice ${command} was not healthy within 120 s; see ${logFile}`);
   }
 
-  /**
-   * `n` × `sluice worker`, started together; resolves once each one's metrics port accepts a TCP
-   * connection (no HTTP request: a /metrics scrape runs database-wide queries).
-   */
+  /** `n` × `sluice worker`, ready once each one's metrics port takes a connection (a /metrics scrape would run database-wide queries). */
   async startWorkers(n: number): Promise<void> {
     const deadline = Date.now() + 120_000;
     const started = [];
@@ -88,21 +77,13 @@ export class SluiceCluster {
   }
 
   /** Whether the API (or `sluice start`) process has exited. */
-  get exited(): boolean {
-    return this.api !== null && this.api.exitCode !== null;
-  }
-
-  pids(): number[] {
-    return [this.api, ...this.workers.map((w) => w.child)].flatMap((c) => (c?.pid === undefined ? [] : [c.pid]));
-  }
+  exited = (): boolean => this.api !== null && this.api.exitCode !== null;
+  pids = (): number[] => [this.api, ...this.workers.map((w) => w.child)].flatMap((c) => (c?.pid === undefined ? [] : [c.pid]));
 
   async call(method: "GET" | "POST" | "PATCH", path: string, body?: unknown): Promise<{ status: number; json: unknown }> {
-    const res = await request(`http://127.0.0.1:${this.apiPort}${path}`, {
-      method,
-      dispatcher: this.agent,
-      body: body === undefined ? undefined : JSON.stringify(body),
-      headers: { authorization: `Bearer ${this.apiKey}`, "content-type": "application/json" },
-    });
+    const headers = { authorization: `Bearer ${this.apiKey}`, "content-type": "application/json" };
+    const json = body === undefined ? undefined : JSON.stringify(body);
+    const res = await request(`http://127.0.0.1:${this.apiPort}${path}`, { method, dispatcher: this.agent, body: json, headers });
     const text = await res.body.text();
     return { status: res.statusCode, json: text ? (JSON.parse(text) as unknown) : null };
   }
@@ -138,16 +119,30 @@ export class SluiceCluster {
       await this.publishBatch(Array.from({ length: Math.min(1000, n - off) }, (_, k) => event(off + k)));
   }
 
-  /** A few of Sluice's own metrics, summed over its processes (claims, claim avg ms, …). */
+  /** A few of Sluice's own metrics (claims, claim avg ms, …), summed over its processes' /metrics. */
   async engineMetrics(): Promise<Record<string, number> | null> {
     const ports = this.workers.length > 0 ? this.workers.map((w) => w.metricsPort) : [this.apiPort];
     const texts: string[] = [];
     for (const port of ports) {
       const res = await request(`http://127.0.0.1:${port}/metrics`, { dispatcher: this.agent }).catch(() => null);
       const text = await res?.body.text(); // a process that is gone has no metrics
-      if (res?.statusCode === 200 && text) texts.push(text);
+      if (res?.statusCode === 200 && text) texts.push(...text.split("\n"));
     }
-    return texts.length > 0 ? summariseMetrics(texts.join("\n")) : null;
+    if (texts.length === 0) return null;
+    const value = (name: string, labels = ""): number =>
+      texts
+        .filter((l) => (l.startsWith(`${name} `) || l.startsWith(`${name}{`)) && l.includes(labels))
+        .reduce((n, l) => n + (Number(l.slice(l.lastIndexOf(" ") + 1)) || 0), 0);
+    const per = (n: number, d: number): number => (d > 0 ? Math.round((10 * n) / d) / 10 : 0);
+    const [claims, attempts] = [value("sluice_claim_duration_seconds_count"), value("sluice_attempt_duration_seconds_count")];
+    return {
+      claims,
+      "claim avg ms": per(1000 * value("sluice_claim_duration_seconds_sum"), claims),
+      "deliveries per claim": per(attempts, claims),
+      "attempt avg ms": per(1000 * value("sluice_attempt_duration_seconds_sum"), attempts),
+      "attempts failed": value("sluice_attempts_total", 'outcome="failure"'),
+      "lease lost": value("sluice_lease_lost_total"),
+    };
   }
 
   async stopApi(): Promise<void> {
@@ -162,34 +157,12 @@ export class SluiceCluster {
   }
 }
 
+/** Whether anything listens on `port`: a bare TCP connection. */
 function portOpen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const s = net.connect(port, "127.0.0.1");
-    s.once("connect", () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once("error", () => resolve(false));
+    const socket = net.connect(port, "127.0.0.1", () => resolve(true)).once("error", () => resolve(false));
+    socket.once("connect", () => socket.destroy());
   });
-}
-
-/** A few of Sluice's own metrics from the /metrics text of its processes, summed. */
-function summariseMetrics(text: string): Record<string, number> {
-  const value = (name: string, labels = ""): number =>
-    text
-      .split("\n")
-      .filter((l) => (l.startsWith(`${name} `) || l.startsWith(`${name}{`)) && l.includes(labels))
-      .reduce((n, l) => n + (Number(l.slice(l.lastIndexOf(" ") + 1)) || 0), 0);
-  const per = (n: number, d: number): number => (d > 0 ? Math.round((10 * n) / d) / 10 : 0);
-  const [claims, attempts] = [value("sluice_claim_duration_seconds_count"), value("sluice_attempt_duration_seconds_count")];
-  return {
-    claims,
-    "claim avg ms": per(1000 * value("sluice_claim_duration_seconds_sum"), claims),
-    "deliveries per claim": per(attempts, claims),
-    "attempt avg ms": per(1000 * value("sluice_attempt_duration_seconds_sum"), attempts),
-    "attempts failed": value("sluice_attempts_total", 'outcome="failure"'),
-    "lease lost": value("sluice_lease_lost_total"),
-  };
 }
 
 /** A hash of `dir`'s source: what its dist/ is built from, and migrations/. */
@@ -206,11 +179,8 @@ function sourceHash(dir: string): string {
 
 const built = new Set<string>();
 
-/**
- * Builds `dir`'s dist/ (`npm run build`) unless it was built from this very source: the benches
- * measure the compiled Sluice that `npm start` runs. The source's hash is kept in dist/ after a
- * build, so a checkout whose code changed is built again before it is measured.
- */
+// Builds `dir`'s dist/ (`npm run build`) unless it was built from this very source (its hash, kept in dist/): the benches
+// measure the compiled Sluice that `npm start` runs, so a checkout whose code changed is built again first.
 function ensureBuilt(dir: string): void {
   if (built.has(dir)) return;
   const stamp = join(dir, "dist", ".bench-source");
