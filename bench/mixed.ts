@@ -1,9 +1,8 @@
 // `npm run bench:mixed`: under a mixed workload on a Postgres server, does publishing keep its pace and do the healthy destinations keep
 // their latency, window after window, for as long as it runs — or do publishing and the result write-back contend on destination rows?
-// The workload (healthy, throttled, failing, slow and paused destinations; a publisher asked for a rate), the rows it prints every
-// --sample-seconds and its verdict: docs/benchmarks.md. Figures are kept per window, not per event, so --minutes may be hours.
-// `--backlog N` first queues N deliveries for each throttled destination (`npm run bench:isolation`); `--soak` (`npm run bench:soak`)
-// runs below capacity with a short retention and judges the run flat or not (soak.ts).
+// The workload (healthy, throttled, failing, slow and paused destinations; a publisher asked for a rate), its rows and verdict:
+// docs/benchmarks.md. Figures are per window, so --minutes may be hours. `--backlog N` first queues N deliveries for each throttled
+// destination (`npm run bench:isolation`); `--soak` (`bench:soak`) runs below capacity with a short retention, judged by soak.ts.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { connect, withDatabase } from "./pg.js";
@@ -13,8 +12,7 @@ import { benchStart, fmt, listFigures, mark } from "./report.js";
 import { REPO, SluiceCluster } from "./sluice.js";
 import { chart, flatness, sample, soakFigures, spanOf, type Sample, type SoakRow, type Spans } from "./soak.js";
 
-// The soak: ~2/3 of what this workload reaches on a 2-core VM (~1,500 events/s), retention short
-// enough that the janitor deletes through most of the run.
+// The soak: ~2/3 of what this workload reaches on a 2-core VM (~1,500 events/s); retention short, so the janitor works throughout.
 const SOAK = process.argv.includes("--soak");
 const flags = () =>
   parseFlags(`npm run bench:${SOAK ? "soak" : "mixed"}`, {
