@@ -1,0 +1,28 @@
+// Types for scripts/citus.mjs.
+export const CITUS_VERSION: string;
+/** /usr/lib/postgresql/15/lib/citus.so: its presence (with the control file) means installed. */
+export const CITUS_LIBRARY: string;
+
+export interface CitusCluster {
+  /** postgres://postgres@127.0.0.1:<port>/postgres on the coordinator. */
+  coordinatorUrl: string;
+  workerUrls: string[];
+  coordinatorPort: number;
+  workerPorts: number[];
+  postgresVersion: string;
+  citusVersion: string;
+  /** How long starting took, from nothing to the workers added. */
+  startMs: number;
+  /** Stops every node and deletes its data. */
+  stop(): Promise<void>;
+}
+
+export function citusInstalled(): boolean;
+/** Builds and installs Citus from the vendored source when absent (root); true when it built. */
+export function ensureCitus(opts?: { log?: (line: string) => void }): boolean;
+/** A coordinator and `workers` (default 2) workers on loopback ports. */
+export function startCitusCluster(opts?: { workers?: number; log?: (line: string) => void }): Promise<CitusCluster>;
+/** `databaseUrl` with `options=-c search_path=<schema>`: unqualified names are the cell's. */
+export function cellUrl(databaseUrl: string, schema: string): string;
+/** Creates (or distributes) the distributed schema `schema`; returns its cellUrl. */
+export function createCell(coordinatorUrl: string, schema: string): Promise<string>;

@@ -1,0 +1,309 @@
+// A local Citus cluster for tests and benches: builds Citus from the vendored source when it is
+// not installed, then starts a coordinator and workers on loopback ports, each a throwaway server
+// from pg-server.mjs, and makes cells (distributed schemas) in it. Issue 38: Sluice on Citus.
+//
+// Library:  ensureCitus();  const c = await startCitusCluster({ workers: 2 });
+//           const url = await createCell(c.coordinatorUrl, "cell_1");  ...  await c.stop();
+// Script:   node scripts/citus.mjs build             builds and installs Citus when absent
+//           node scripts/citus.mjs start [--workers N] [-- <cmd> [args...]]
+//           builds if needed and starts a cluster; prints its URLs and waits for Ctrl-C, or runs
+//           <cmd> with SLUICE_CITUS_URL set to the coordinator and exits with its exit code.
+//
+// Citus is built for PostgreSQL 15 only: Debian bookworm's server, the one the tests run.
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+import { sqlAt } from "./pg-failover.mjs";
+import { startThrowawayPostgres, waitForChild } from "./pg-server.mjs";
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+export const CITUS_VERSION = "13.2.2";
+const PG_MAJOR = "15";
+const PG_CONFIG = `/usr/lib/postgresql/${PG_MAJOR}/bin/pg_config`;
+export const CITUS_LIBRARY = `/usr/lib/postgresql/${PG_MAJOR}/lib/citus.so`;
+const CITUS_CONTROL = `/usr/share/postgresql/${PG_MAJOR}/extension/citus.control`;
+
+/** What Citus 13.2.2's configure and make need from Debian (its vendor README's list, and a compiler). */
+const BUILD_PACKAGES = [
+  `postgresql-server-dev-${PG_MAJOR}`,
+  "libcurl4-openssl-dev",
+  "liblz4-dev",
+  "libzstd-dev",
+  "libkrb5-dev",
+  "build-essential",
+];
+
+/** True when the Citus library and its extension files are installed for PostgreSQL 15. */
+export function citusInstalled() {
+  return existsSync(CITUS_LIBRARY) && existsSync(CITUS_CONTROL);
+}
+
+/**
+ * The vendored release: ../shared/vendor beside the checkout. Looked for up the tree, so that a
+ * worktree nested deeper finds the same folder.
+ */
+function findTarball() {
+  const name = `citus-${CITUS_VERSION}.tar.gz`;
+  for (let dir = repoRoot; ; dir = path.dirname(dir)) {
+    const candidate = path.join(dir, "shared", "vendor", name);
+    if (existsSync(candidate)) return candidate;
+    if (path.dirname(dir) === dir) return undefined;
+  }
+}
+
+/**
+ * Runs a build step with its output kept (make's is thousands of lines); on failure, throws with
+ * the last of it. Returns how long it took, in seconds.
+ */
+function step(log, what, cmd, args, opts = {}) {
+  log(`citus: ${what}`);
+  const started = Date.now();
+  const r = spawnSync(cmd, args, { encoding: "utf8", maxBuffer: 256 * 1024 * 1024, ...opts });
+  if (r.error || r.status !== 0) {
+    const output = `${r.stdout ?? ""}${r.stderr ?? ""}`.slice(-6000);
+    throw new Error(`${what} failed (${r.error?.message ?? r.signal ?? `exit code ${r.status}`}):\n${output}`);
+  }
+  return (Date.now() - started) / 1000;
+}
+
+function missingPackages() {
+  return BUILD_PACKAGES.filter((pkg) => {
+    const r = spawnSync("dpkg-query", ["-W", "-f=${Status}", pkg], { encoding: "utf8" });
+    return r.status !== 0 || !r.stdout.includes("install ok installed");
+  });
+}
+
+/**
+ * PostgreSQL 15.20 exports have_createdb_privilege() from commands/dbcommands.h, and Citus
+ * 13.2.2's compat header defines a static inline one of the same name for 15, so the build stops
+ * at "static declaration follows non-static declaration". Renaming the compat copy with a macro
+ * keeps its callers (which then use it) and lets both declarations coexist. Harmless on earlier
+ * 15.x minors, which do not export it.
+ */
+function patchCompatHeader(sourceDir, log) {
+  const file = path.join(sourceDir, "src", "include", "pg_version_compat.h");
+  const text = readFileSync(file, "utf8");
+  const definition = "static inline bool\nhave_createdb_privilege(void)";
+  const rename = "#define have_createdb_privilege citus_compat_have_createdb_privilege\n";
+  if (text.includes(rename)) return;
+  if (!text.includes(definition)) {
+    log("citus: pg_version_compat.h has no static have_createdb_privilege(); building unpatched");
+    return;
+  }
+  log("citus: patching src/include/pg_version_compat.h (have_createdb_privilege clash with PostgreSQL 15.20)");
+  writeFileSync(file, text.replace(definition, rename + definition));
+}
+
+/**
+ * Builds Citus from ../shared/vendor/citus-13.2.2.tar.gz and installs it into PostgreSQL 15,
+ * unless it is installed already (then it returns false at once). Needs root for apt-get and
+ * `make install`. Installing postgresql-server-dev-15 upgrades the server to the newest 15.x.
+ * Progress goes to `log` (stderr), one line a step.
+ */
+export function ensureCitus({ log = console.error } = {}) {
+  if (citusInstalled()) return false;
+  const started = Date.now();
+  const tarball = findTarball();
+  if (tarball === undefined) {
+    throw new Error(`Citus is not installed and citus-${CITUS_VERSION}.tar.gz is not in shared/vendor/ beside the checkout`);
+  }
+  const missing = missingPackages();
+  if (process.getuid?.() !== 0) {
+    const apt = missing.length > 0 ? `sudo apt-get install -y ${missing.join(" ")}, then ` : "";
+    throw new Error(`Citus is not installed (${CITUS_LIBRARY}); building it needs root: ${apt}sudo node scripts/citus.mjs build`);
+  }
+  let aptSeconds = 0;
+  if (missing.length > 0) {
+    const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+    aptSeconds += step(log, "apt-get update", "apt-get", ["update"], { env });
+    const what = `installing build dependencies: apt-get install -y ${missing.join(" ")}`;
+    aptSeconds += step(log, what, "apt-get", ["install", "-y", ...missing], { env });
+  }
+  let buildSeconds = 0;
+  const buildDir = mkdtempSync(path.join(os.tmpdir(), "sluice-citus-build-"));
+  try {
+    step(log, `unpacking ${tarball}`, "tar", ["-xzf", tarball, "-C", buildDir]);
+    const sourceDir = path.join(buildDir, `citus-${CITUS_VERSION}`);
+    patchCompatHeader(sourceDir, log);
+    const env = { ...process.env, PG_CONFIG };
+    buildSeconds += step(log, `configure (PG_CONFIG=${PG_CONFIG})`, "./configure", [], { cwd: sourceDir, env });
+    const jobs = Math.max(2, os.availableParallelism?.() ?? 2);
+    buildSeconds += step(log, `make -j${jobs}`, "make", [`-j${jobs}`], { cwd: sourceDir, env });
+    buildSeconds += step(log, "make install", "make", ["install"], { cwd: sourceDir, env });
+  } finally {
+    rmSync(buildDir, { recursive: true, force: true });
+  }
+  if (!citusInstalled()) throw new Error(`make install finished, but ${CITUS_LIBRARY} or ${CITUS_CONTROL} is missing`);
+  const total = Math.round((Date.now() - started) / 1000);
+  log(
+    `citus: installed Citus ${CITUS_VERSION} in ${total} s (apt-get ${Math.round(aptSeconds)} s, configure and make ${Math.round(buildSeconds)} s)`,
+  );
+  return true;
+}
+
+/**
+ * One node: a throwaway server from pg-server.mjs with Citus preloaded. pg-server.mjs takes no
+ * settings of its own, and shared_preload_libraries is read only at start: ALTER SYSTEM writes it
+ * to postgresql.auto.conf, and crash() + restart() is how that server starts again on the same
+ * data and port (recovery of a just-made cluster takes a moment).
+ */
+async function startNode(log) {
+  const server = await startThrowawayPostgres({ log });
+  try {
+    if (!server.version.startsWith(`${PG_MAJOR}.`)) {
+      throw new Error(`Citus here is built for PostgreSQL ${PG_MAJOR}, but the server found is ${server.version}`);
+    }
+    await sqlAt(server.port, "ALTER SYSTEM SET shared_preload_libraries = 'citus'");
+    // Logical decoding is how Citus moves shards (and so cells) between nodes without blocking writes.
+    await sqlAt(server.port, "ALTER SYSTEM SET wal_level = 'logical'");
+    await server.crash();
+    await server.restart();
+    await sqlAt(server.port, "CREATE EXTENSION citus");
+    return server;
+  } catch (err) {
+    await server.stop();
+    throw err;
+  }
+}
+
+/**
+ * Starts a Citus cluster on loopback: a coordinator and `workers` workers, each a server on a free
+ * port with Citus preloaded and created, the workers added to the coordinator's metadata. Every
+ * URL connects as superuser `postgres` to database `postgres`. stop() stops every node and
+ * deletes its data. Needs Citus installed (ensureCitus).
+ */
+export async function startCitusCluster({ workers = 2, log = console.error } = {}) {
+  if (!citusInstalled()) {
+    throw new Error(`Citus is not installed (${CITUS_LIBRARY}): run \`node scripts/citus.mjs build\` (as root)`);
+  }
+  if (!Number.isInteger(workers) || workers < 0) throw new Error(`workers must be a whole number ≥ 0, not ${workers}`);
+  const started = Date.now();
+  const settled = await Promise.allSettled(Array.from({ length: workers + 1 }, () => startNode(log)));
+  const nodes = settled.filter((s) => s.status === "fulfilled").map((s) => s.value);
+  const stop = async () => {
+    await Promise.all(nodes.map((n) => n.stop()));
+  };
+  const failed = settled.find((s) => s.status === "rejected");
+  if (failed) {
+    await stop();
+    throw failed.reason;
+  }
+  const [coordinator, ...workerNodes] = nodes;
+  try {
+    await sqlAt(coordinator.port, "SELECT citus_set_coordinator_host('127.0.0.1', $1)", [coordinator.port]);
+    for (const w of workerNodes) await sqlAt(coordinator.port, "SELECT citus_add_node('127.0.0.1', $1)", [w.port]);
+    // The release ("Citus 13.2.2 on x86_64…"); the extension's own version is its SQL schema's (13.2-1).
+    const [row] = await sqlAt(coordinator.port, "SELECT substring(citus_version() FROM '^Citus (\\S+)') AS version");
+    return {
+      coordinatorUrl: coordinator.url,
+      workerUrls: workerNodes.map((w) => w.url),
+      coordinatorPort: coordinator.port,
+      workerPorts: workerNodes.map((w) => w.port),
+      postgresVersion: coordinator.version,
+      citusVersion: String(row?.version ?? "unknown"),
+      startMs: Date.now() - started,
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/** A cell's name: a plain lower-case identifier, so that it needs no quoting anywhere. */
+const CELL_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/**
+ * `databaseUrl` with the cell's schema as the session's whole search_path (`options=-c
+ * search_path=<schema>`, sent at login; node-postgres and libpq both pass it), so that Sluice's
+ * unqualified tables are the cell's. A transaction pooler may refuse the startup option
+ * (PgBouncer does, unless told to ignore it).
+ */
+export function cellUrl(databaseUrl, schema) {
+  if (!CELL_NAME.test(schema)) throw new Error(`not a cell name (lower-case letters, digits, _): ${schema}`);
+  const url = new URL(databaseUrl);
+  url.searchParams.delete("options");
+  const sep = url.search ? "&" : "?";
+  return `${url.toString()}${sep}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+}
+
+/**
+ * Makes `schema` a cell: a Citus distributed schema (schema-based sharding, Citus 12+), whose
+ * tables are created as single-shard tables co-located on one node and moved together. An existing
+ * schema is distributed if it is not yet. Returns the cell's URL (cellUrl).
+ */
+export async function createCell(coordinatorUrl, schema) {
+  const url = cellUrl(coordinatorUrl, schema);
+  const client = new pg.Client({ connectionString: coordinatorUrl });
+  client.on("error", () => undefined);
+  await client.connect();
+  try {
+    // Only schemas created while the setting is on are distributed; it lasts for this session.
+    await client.query("SET citus.enable_schema_based_sharding TO on");
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+    const { rows } = await client.query("SELECT 1 FROM pg_dist_schema WHERE schemaid = $1::regnamespace", [schema]);
+    if (rows.length === 0) await client.query("SELECT citus_schema_distribute($1)", [schema]);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+  return url;
+}
+
+function parseStartArgs(argv) {
+  const sep = argv.indexOf("--");
+  const own = sep === -1 ? argv : argv.slice(0, sep);
+  const command = sep === -1 ? [] : argv.slice(sep + 1);
+  let workers = 2;
+  for (let i = 0; i < own.length; i++) {
+    if (own[i] === "--workers") workers = Number(own[++i]);
+    else throw new Error(`unknown option ${own[i]} (usage: node scripts/citus.mjs start [--workers N] [-- <cmd> [args...]])`);
+  }
+  return { workers, command };
+}
+
+async function runAsScript([sub, ...rest]) {
+  if (sub === "build") {
+    if (!ensureCitus()) console.error(`citus: Citus is installed (${CITUS_LIBRARY})`);
+    return 0;
+  }
+  if (sub !== "start") {
+    console.error("usage: node scripts/citus.mjs build | start [--workers N] [-- <cmd> [args...]]");
+    return 2;
+  }
+  const { workers, command } = parseStartArgs(rest);
+  ensureCitus();
+  const cluster = await startCitusCluster({ workers });
+  console.error(
+    `citus: Citus ${cluster.citusVersion} on PostgreSQL ${cluster.postgresVersion}, started in ${(cluster.startMs / 1000).toFixed(1)} s`,
+  );
+  console.error(`citus: coordinator ${cluster.coordinatorUrl}`);
+  for (const [i, url] of cluster.workerUrls.entries()) console.error(`citus: worker ${i + 1}    ${url}`);
+
+  const [cmd, ...args] = command;
+  if (cmd === undefined) {
+    await new Promise((resolve) => {
+      process.once("SIGINT", resolve);
+      process.once("SIGTERM", resolve);
+    });
+    await cluster.stop();
+    return 0;
+  }
+  const child = spawn(cmd, args, { stdio: "inherit", env: { ...process.env, SLUICE_CITUS_URL: cluster.coordinatorUrl } });
+  const code = await waitForChild(child, `citus: could not run ${cmd}`, 127);
+  await cluster.stop();
+  return code;
+}
+
+if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  runAsScript(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (err) => {
+      console.error(`citus: ${err instanceof Error ? err.message : String(err)}`);
+      process.exit(1);
+    },
+  );
+}
