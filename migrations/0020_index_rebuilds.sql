@@ -1,9 +1,9 @@
 -- The janitor's index rebuilds (src/policy/index-rebuild.ts): each index's bytes per entry right
--- after its last rebuild, against which its bloat is read.
+-- after its last rebuild (or when first measured, packed), against which its bloat is read.
 CREATE TABLE index_rebuilds (
   index_name      text COLLATE "C" PRIMARY KEY,
   bytes_per_entry float8 NOT NULL CHECK (bytes_per_entry > 0),
-  rebuilt_at      timestamptz NOT NULL
+  measured_at     timestamptz NOT NULL
 );
 
 -- One rebuilding worker at a time, across every process: two REINDEX CONCURRENTLY of one table

@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { Db } from "../db/db.js";
 import {
+  recordBaseline,
   dropLeftoverIndex,
   indexStats,
   rebuildBaselines,
@@ -42,8 +43,8 @@ export async function rebuildIndexesOnce(
     for (const task of plan) {
       if (stopped()) break;
       const startedAt = performance.now();
-      if (task.kind === "drop") {
-        await dropLeftoverIndex(db, task.index);
+      if (task.kind !== "rebuild") {
+        await (task.kind === "drop" ? dropLeftoverIndex(db, task.index) : recordBaseline(db, task.index, task.bytesPerEntry));
         done.push({ ...task, ms: Math.round(performance.now() - startedAt) });
         continue;
       }
@@ -63,7 +64,7 @@ export function startIndexRebuilds(db: Db, log: Logger, policy: RebuildPolicy = 
   return everyRound("index rebuild", log, { firstMs: EVERY_MS, everyMs: EVERY_MS }, async (stopped) => {
     for (const d of (await rebuildIndexesOnce(db, policy, stopped)) ?? []) {
       if (d.kind === "drop") log.warn({ index: d.index, ms: d.ms }, "dropped an interrupted index rebuild's leftover copy");
-      else
+      else if (d.kind === "rebuild")
         log.info(
           { index: d.index, table: d.table, bytesBefore: d.bytes, bytesAfter: d.bytesAfter, bloat: d.bloat, ms: d.ms },
           "rebuilt an index that held deliveries had left mostly empty",

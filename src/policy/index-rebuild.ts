@@ -15,7 +15,11 @@
 // How bloated an index is: its bytes per entry now (its size ÷ pg_class.reltuples, which VACUUM
 // and ANALYZE keep current) against the same figure right after its last rebuild, when its leaves
 // were packed. A healthy time-ordered index stays near 1 (its right-hand pages fill as a rebuild
-// leaves them); a pinned one drifts up. An index never rebuilt is rebuilt once, to learn its figure.
+// leaves them); a pinned one drifts up. An index seen for the first time is measured as it is when
+// its table has only grown (nothing deleted yet: its leaves are as packed as a rebuild would make
+// them), and rebuilt once to learn its figure when retention has already deleted as many rows as
+// the table holds. Rebuilding at first sight regardless cost a million-delivery run a rebuild of
+// every hot index while it ran.
 
 export interface IndexStats {
   /** As Postgres prints regclass (quoted where it must be). */
@@ -26,13 +30,16 @@ export interface IndexStats {
   entries: number;
   /** pg_index.indisvalid: false for a build that failed or is in progress. */
   valid: boolean;
+  /** Its table's live rows and the rows ever deleted from it (pg_stat_all_tables n_live_tup, n_tup_del). */
+  tableLive: number;
+  tableDeleted: number;
 }
 
 export interface RebuildBaseline {
   index: string;
-  /** Bytes per entry right after its last rebuild. */
+  /** Bytes per entry right after its last rebuild, or when first measured packed. */
   bytesPerEntry: number;
-  rebuiltAtMs: number;
+  measuredAtMs: number;
 }
 
 export interface RebuildPolicy {
@@ -50,14 +57,16 @@ export type RebuildTask =
   /** What a REINDEX CONCURRENTLY leaves when it is interrupted: an invalid copy that every write still updates. */
   | { kind: "drop"; index: string }
   /** bloat: bytes per entry ÷ the baseline's; null when there is no baseline yet. */
-  | { kind: "rebuild"; index: string; table: string; bytes: number; bloat: number | null };
+  | { kind: "rebuild"; index: string; table: string; bytes: number; bloat: number | null }
+  /** First seen, its table never deleted from: its figure as it is. */
+  | { kind: "baseline"; index: string; bytesPerEntry: number };
 
 /** The suffixes REINDEX CONCURRENTLY gives its new copy and the old index while it swaps them. */
 const LEFTOVER = /_cc(new|old)\d*"?$/;
 
 /**
- * The leftovers to drop, then the indexes to rebuild, the most bytes to win first (those never
- * rebuilt after those known to be bloated, largest first).
+ * The leftovers to drop, the baselines to record, then the indexes to rebuild, the most bytes to
+ * win first (those never measured after those known to be bloated, largest first).
  */
 export function rebuildPlan(
   indexes: readonly IndexStats[],
@@ -69,14 +78,20 @@ export function rebuildPlan(
   if (!(policy.factor > 0)) return drops;
   const known = new Map(baselines.map((b) => [b.index, b]));
   type Rebuild = Extract<RebuildTask, { kind: "rebuild" }>;
+  const measure: RebuildTask[] = [];
   const due = indexes.flatMap((i): Rebuild[] => {
     if (!i.valid || LEFTOVER.test(i.index) || i.bytes < policy.minBytes || !(i.entries > 0)) return [];
     const base = known.get(i.index);
-    if (!base) return [{ kind: "rebuild", index: i.index, table: i.table, bytes: i.bytes, bloat: null }];
-    if (nowMs - base.rebuiltAtMs < policy.minIntervalMs) return [];
+    const turnedOver = i.tableDeleted > 0 && i.tableDeleted >= i.tableLive;
+    if (!base && turnedOver) return [{ kind: "rebuild", index: i.index, table: i.table, bytes: i.bytes, bloat: null }];
+    if (!base) {
+      measure.push({ kind: "baseline", index: i.index, bytesPerEntry: i.bytes / i.entries });
+      return [];
+    }
+    if (nowMs - base.measuredAtMs < policy.minIntervalMs) return [];
     const bloat = i.bytes / i.entries / base.bytesPerEntry;
     return bloat >= policy.factor ? [{ kind: "rebuild", index: i.index, table: i.table, bytes: i.bytes, bloat }] : [];
   });
   const wins = (t: Rebuild): number => (t.bloat === null ? -1 / t.bytes : t.bytes * (1 - 1 / t.bloat));
-  return [...drops, ...due.sort((a, b) => wins(b) - wins(a))];
+  return [...drops, ...measure, ...due.sort((a, b) => wins(b) - wins(a))];
 }

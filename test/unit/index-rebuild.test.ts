@@ -18,6 +18,8 @@ const index: fc.Arbitrary<IndexStats> = fc.record({
   bytes: fc.oneof(fc.constant(0), fc.integer({ min: 8192, max: 2 ** 40 })),
   entries: fc.oneof(fc.constantFrom(-1, 0), fc.double({ min: 1, max: 1e10, noNaN: true })),
   valid: fc.boolean(),
+  tableLive: fc.integer({ min: 0, max: 2e9 }),
+  tableDeleted: fc.integer({ min: 0, max: 2e9 }),
 });
 const indexes = fc.uniqueArray(index, { selector: (i) => i.index, maxLength: 20 });
 const baselinesFor = (names: string[]): fc.Arbitrary<RebuildBaseline[]> =>
@@ -26,7 +28,7 @@ const baselinesFor = (names: string[]): fc.Arbitrary<RebuildBaseline[]> =>
       fc.record({
         index: names.length ? fc.constantFrom(...names) : name,
         bytesPerEntry: fc.double({ min: 1, max: 10_000, noNaN: true }),
-        rebuiltAtMs: fc.integer({ min: NOW - 30 * 86_400_000, max: NOW }),
+        measuredAtMs: fc.integer({ min: NOW - 30 * 86_400_000, max: NOW }),
       }),
       { maxLength: 20 },
     )
@@ -57,26 +59,32 @@ test("leftovers of an interrupted rebuild are dropped first, whatever the policy
   );
 });
 
-test("an index is rebuilt exactly when it is big enough, counted, never rebuilt or bloated past the factor, and not rebuilt lately", () => {
+test("an index is rebuilt exactly when big enough, counted, bloated past the factor (or never measured on a turned-over table), not lately", () => {
   fc.assert(
     fc.property(world, ([is, bs, p]) => {
       const plan = rebuildPlan(is, bs, NOW, p);
       const rebuilt = new Map(plan.flatMap((t) => (t.kind === "rebuild" ? [[t.index, t] as const] : [])));
+      const measured = new Map(plan.flatMap((t) => (t.kind === "baseline" ? [[t.index, t] as const] : [])));
       assert.equal(rebuilt.size, plan.filter((t) => t.kind === "rebuild").length, "each index once");
+      assert.equal(measured.size, plan.filter((t) => t.kind === "baseline").length, "each baseline once");
       for (const i of is) {
         const base = bs.find((b) => b.index === i.index);
         const bloat = base ? i.bytes / i.entries / base.bytesPerEntry : null;
-        const due =
-          p.factor > 0 &&
-          i.valid &&
-          !leftover(i) &&
-          !/_cc(new|old)\d*"?$/.test(i.index) &&
-          i.bytes >= p.minBytes &&
-          i.entries > 0 &&
-          (bloat === null || (NOW - base!.rebuiltAtMs >= p.minIntervalMs && bloat >= p.factor));
+        const candidate =
+          p.factor > 0 && i.valid && !leftover(i) && !/_cc(new|old)\d*"?$/.test(i.index) && i.bytes >= p.minBytes && i.entries > 0;
+        const turnedOver = i.tableDeleted > 0 && i.tableDeleted >= i.tableLive;
+        const due = candidate && (base ? NOW - base.measuredAtMs >= p.minIntervalMs && bloat! >= p.factor : turnedOver);
         assert.equal(rebuilt.has(i.index), due, JSON.stringify({ i, base, p }));
         if (due) assert.equal(rebuilt.get(i.index)!.bloat, bloat);
+        // Never measured on a table that has only grown: measured as it is, not rebuilt.
+        assert.equal(measured.has(i.index), candidate && !base && !turnedOver);
+        if (measured.has(i.index)) assert.equal(measured.get(i.index)!.bytesPerEntry, i.bytes / i.entries);
       }
+      const kinds = plan.map((t) => t.kind);
+      assert.deepEqual(
+        kinds,
+        [...kinds].sort((a, b) => ["drop", "baseline", "rebuild"].indexOf(a) - ["drop", "baseline", "rebuild"].indexOf(b)),
+      );
     }),
   );
 });
@@ -101,10 +109,17 @@ test("the most bytes to win come first: known bloat by bytes given back, then th
 });
 
 test("the defaults: an index at twice its packed size per entry is rebuilt, at 1.9 times or under 16 MB it is not", () => {
-  const at = (bytes: number, entries = 1_000_000): IndexStats[] => [{ index: "events_pkey", table: "events", bytes, entries, valid: true }];
-  const base: RebuildBaseline[] = [{ index: "events_pkey", bytesPerEntry: 20, rebuiltAtMs: NOW - 3_600_000 }];
+  const at = (bytes: number, entries = 1_000_000): IndexStats[] => [
+    { index: "events_pkey", table: "events", bytes, entries, valid: true, tableLive: entries, tableDeleted: 0 },
+  ];
+  const base: RebuildBaseline[] = [{ index: "events_pkey", bytesPerEntry: 20, measuredAtMs: NOW - 3_600_000 }];
   assert.equal(rebuildPlan(at(2 * 20 * 1_000_000), base, NOW).length, 1);
   assert.equal(rebuildPlan(at(1.9 * 20 * 1_000_000), base, NOW).length, 0);
   assert.equal(rebuildPlan(at(15 * 1_048_576, 100_000), base, NOW).length, 0, "7.9 times, but under 16 MB");
-  assert.equal(rebuildPlan(at(2 * 20 * 1_000_000), [{ ...base[0]!, rebuiltAtMs: NOW - 60_000 }], NOW).length, 0, "rebuilt a minute ago");
+  assert.equal(rebuildPlan(at(2 * 20 * 1_000_000), [{ ...base[0]!, measuredAtMs: NOW - 60_000 }], NOW).length, 0, "rebuilt a minute ago");
+  assert.deepEqual(
+    rebuildPlan(at(2 * 20 * 1_000_000), [], NOW).map((t) => t.kind),
+    ["baseline"],
+    "first seen, nothing ever deleted: measured as it is",
+  );
 });

@@ -47,11 +47,13 @@ export async function vacuumTable(db: Db, task: VacuumTask, policy: Pick<VacuumP
 export async function indexStats(db: Db): Promise<IndexStats[]> {
   return db.query<IndexStats>(
     `SELECT c.oid::regclass::text AS index, i.indrelid::regclass::text AS "table",
-            pg_relation_size(c.oid)::float8 AS bytes, c.reltuples::float8 AS entries, i.indisvalid AS valid
+            pg_relation_size(c.oid)::float8 AS bytes, c.reltuples::float8 AS entries, i.indisvalid AS valid,
+            coalesce(s.n_live_tup, 0)::float8 AS "tableLive", coalesce(s.n_tup_del, 0)::float8 AS "tableDeleted"
        FROM pg_index i
        JOIN pg_class c ON c.oid = i.indexrelid
        JOIN pg_namespace n ON n.oid = c.relnamespace
        JOIN pg_am am ON am.oid = c.relam
+       LEFT JOIN pg_stat_all_tables s ON s.relid = i.indrelid
       WHERE n.nspname = 'public' AND am.amname = 'btree'`,
   );
 }
@@ -59,7 +61,7 @@ export async function indexStats(db: Db): Promise<IndexStats[]> {
 export async function rebuildBaselines(db: Db): Promise<RebuildBaseline[]> {
   return db.query<RebuildBaseline>(
     `SELECT index_name AS index, bytes_per_entry AS "bytesPerEntry",
-            (extract(epoch FROM rebuilt_at) * 1000)::float8 AS "rebuiltAtMs"
+            (extract(epoch FROM measured_at) * 1000)::float8 AS "measuredAtMs"
        FROM index_rebuilds`,
   );
 }
@@ -95,11 +97,15 @@ export async function rebuildIndex(db: Db, index: string): Promise<{ bytes: numb
   );
   // An index with no entries after its rebuild says nothing about its entries' size: no baseline.
   const bytesPerEntry = after && after.entries > 0 ? after.bytes / after.entries : null;
-  if (bytesPerEntry !== null)
-    await db.query(
-      `INSERT INTO index_rebuilds (index_name, bytes_per_entry, rebuilt_at) VALUES ($1, $2, now())
-       ON CONFLICT (index_name) DO UPDATE SET bytes_per_entry = EXCLUDED.bytes_per_entry, rebuilt_at = EXCLUDED.rebuilt_at`,
-      [index, bytesPerEntry],
-    );
+  if (bytesPerEntry !== null) await recordBaseline(db, index, bytesPerEntry);
   return { bytes: after?.bytes ?? 0, bytesPerEntry };
+}
+
+/** An index's bytes per entry when packed, against which its bloat is read from now on. */
+export async function recordBaseline(db: Db, index: string, bytesPerEntry: number): Promise<void> {
+  await db.query(
+    `INSERT INTO index_rebuilds (index_name, bytes_per_entry, measured_at) VALUES ($1, $2, now())
+     ON CONFLICT (index_name) DO UPDATE SET bytes_per_entry = EXCLUDED.bytes_per_entry, measured_at = EXCLUDED.measured_at`,
+    [index, bytesPerEntry],
+  );
 }
