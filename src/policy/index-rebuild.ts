@@ -77,21 +77,19 @@ export function rebuildPlan(
   const drops: RebuildTask[] = indexes.filter((i) => !i.valid && LEFTOVER.test(i.index)).map((i) => ({ kind: "drop", index: i.index }));
   if (!(policy.factor > 0)) return drops;
   const known = new Map(baselines.map((b) => [b.index, b]));
-  type Rebuild = Extract<RebuildTask, { kind: "rebuild" }>;
-  const measure: RebuildTask[] = [];
-  const due = indexes.flatMap((i): Rebuild[] => {
+  const tasks = indexes.flatMap((i): RebuildTask[] => {
     if (!i.valid || LEFTOVER.test(i.index) || i.bytes < policy.minBytes || !(i.entries > 0)) return [];
+    const rebuild = (bloat: number | null): RebuildTask[] => [{ kind: "rebuild", index: i.index, table: i.table, bytes: i.bytes, bloat }];
     const base = known.get(i.index);
-    const turnedOver = i.tableDeleted > 0 && i.tableDeleted >= i.tableLive;
-    if (!base && turnedOver) return [{ kind: "rebuild", index: i.index, table: i.table, bytes: i.bytes, bloat: null }];
-    if (!base) {
-      measure.push({ kind: "baseline", index: i.index, bytesPerEntry: i.bytes / i.entries });
-      return [];
-    }
+    if (!base)
+      return i.tableDeleted > 0 && i.tableDeleted >= i.tableLive
+        ? rebuild(null) // retention has turned the table over: learn its packed figure from a rebuild
+        : [{ kind: "baseline", index: i.index, bytesPerEntry: i.bytes / i.entries }];
     if (nowMs - base.measuredAtMs < policy.minIntervalMs) return [];
     const bloat = i.bytes / i.entries / base.bytesPerEntry;
-    return bloat >= policy.factor ? [{ kind: "rebuild", index: i.index, table: i.table, bytes: i.bytes, bloat }] : [];
+    return bloat >= policy.factor ? rebuild(bloat) : [];
   });
-  const wins = (t: Rebuild): number => (t.bloat === null ? -1 / t.bytes : t.bytes * (1 - 1 / t.bloat));
-  return [...drops, ...measure, ...due.sort((a, b) => wins(b) - wins(a))];
+  const rebuilds = tasks.filter((t): t is Extract<RebuildTask, { kind: "rebuild" }> => t.kind === "rebuild");
+  const wins = (t: (typeof rebuilds)[number]): number => (t.bloat === null ? -1 / t.bytes : t.bytes * (1 - 1 / t.bloat));
+  return [...drops, ...tasks.filter((t) => t.kind === "baseline"), ...rebuilds.sort((a, b) => wins(b) - wins(a))];
 }
