@@ -10,14 +10,14 @@
 //           <cmd> with SLUICE_CITUS_URL set to the coordinator and exits with its exit code.
 //
 // Citus is built for PostgreSQL 15 only: Debian bookworm's server, the one the tests run.
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { sqlAt } from "./pg-failover.mjs";
-import { startThrowawayPostgres, waitForChild } from "./pg-server.mjs";
+import { holdOrRun, runIfMain, startThrowawayPostgres } from "./pg-server.mjs";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -283,27 +283,7 @@ async function runAsScript([sub, ...rest]) {
   console.error(`citus: coordinator ${cluster.coordinatorUrl}`);
   for (const [i, url] of cluster.workerUrls.entries()) console.error(`citus: worker ${i + 1}    ${url}`);
 
-  const [cmd, ...args] = command;
-  if (cmd === undefined) {
-    await new Promise((resolve) => {
-      process.once("SIGINT", resolve);
-      process.once("SIGTERM", resolve);
-    });
-    await cluster.stop();
-    return 0;
-  }
-  const child = spawn(cmd, args, { stdio: "inherit", env: { ...process.env, SLUICE_CITUS_URL: cluster.coordinatorUrl } });
-  const code = await waitForChild(child, `citus: could not run ${cmd}`, 127);
-  await cluster.stop();
-  return code;
+  return holdOrRun("citus", command, { SLUICE_CITUS_URL: cluster.coordinatorUrl }, () => cluster.stop());
 }
 
-if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  runAsScript(process.argv.slice(2)).then(
-    (code) => process.exit(code),
-    (err) => {
-      console.error(`citus: ${err instanceof Error ? err.message : String(err)}`);
-      process.exit(1);
-    },
-  );
-}
+runIfMain(import.meta.url, "citus", runAsScript);

@@ -22,6 +22,10 @@ export function startThrowawayPostgres(opts?: {
   icuLocale?: string;
   log?: (line: string) => void;
 }): Promise<ThrowawayPostgres>;
+/** With no command, holds until Ctrl-C or SIGTERM; else runs it with `env` added; `stop` at the end; the exit code. */
+export function holdOrRun(name: string, command: string[], env: Record<string, string>, stop: () => Promise<unknown>): Promise<number>;
+/** Runs `main(argv)` when `moduleUrl` is the script node was started with, exiting with its code. */
+export function runIfMain(moduleUrl: string, name: string, main: (argv: string[]) => Promise<number>): void;
 export function waitForChild(child: import("node:child_process").ChildProcess, errorPrefix: string, errorCode: number): Promise<number>;
 /** A loopback port free a moment ago (another process may still take it first). */
 export function freePort(): Promise<number>;

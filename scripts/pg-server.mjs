@@ -114,6 +114,38 @@ export async function waitForChild(child, errorPrefix, errorCode) {
   });
 }
 
+/**
+ * What a starter script does with what it started: with no command, holds it until Ctrl-C or
+ * SIGTERM; with one, runs it with `env` added and returns its exit code. Either way `stop` runs
+ * at the end.
+ */
+export async function holdOrRun(name, [cmd, ...args], env, stop) {
+  if (cmd === undefined) {
+    await new Promise((resolve) => {
+      process.once("SIGINT", resolve);
+      process.once("SIGTERM", resolve);
+    });
+    await stop();
+    return 0;
+  }
+  const child = spawn(cmd, args, { stdio: "inherit", env: { ...process.env, ...env } });
+  const code = await waitForChild(child, `${name}: could not run ${cmd}`, 127);
+  await stop();
+  return code;
+}
+
+/** Runs `main(argv)` when `moduleUrl` is the script node was started with, exiting with its code. */
+export function runIfMain(moduleUrl, name, main) {
+  if (process.argv[1] === undefined || path.resolve(process.argv[1]) !== fileURLToPath(moduleUrl)) return;
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (err) => {
+      console.error(`${name}: ${err instanceof Error ? err.message : String(err)}`);
+      process.exit(1);
+    },
+  );
+}
+
 export async function startThrowawayPostgres({
   fsync = false,
   crashSafe = false,
@@ -335,34 +367,11 @@ async function launch({ binDir, isRoot, baseDir, dataDir, port, fsync, crashSafe
 
 async function runAsScript(argv) {
   const sep = argv.indexOf("--");
-  const [cmd, ...args] = sep === -1 ? argv : argv.slice(sep + 1);
+  const command = sep === -1 ? argv : argv.slice(sep + 1);
   const server = await startThrowawayPostgres({ fsync: process.env.SLUICE_PG_FSYNC === "1" });
   console.error(`pg-server: PostgreSQL ${server.version} at ${server.url}`);
-
-  if (cmd === undefined) {
-    await new Promise((resolve) => {
-      process.once("SIGINT", resolve);
-      process.once("SIGTERM", resolve);
-    });
-    await server.stop();
-    return 0;
-  }
-
-  const child = spawn(cmd, args, {
-    stdio: "inherit",
-    env: { ...process.env, DATABASE_URL: server.url, SLUICE_TEST_DATABASE_URL: server.url },
-  });
-  const code = await waitForChild(child, `pg-server: could not run ${cmd}`, 127);
-  await server.stop();
-  return code;
+  const env = { DATABASE_URL: server.url, SLUICE_TEST_DATABASE_URL: server.url };
+  return holdOrRun("pg-server", command, env, () => server.stop());
 }
 
-if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  runAsScript(process.argv.slice(2)).then(
-    (code) => process.exit(code),
-    (err) => {
-      console.error(`pg-server: ${err instanceof Error ? err.message : String(err)}`);
-      process.exit(1);
-    },
-  );
-}
+runIfMain(import.meta.url, "pg-server", runAsScript);
