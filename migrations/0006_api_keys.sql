@@ -9,9 +9,11 @@ ALTER TABLE api_keys ADD COLUMN prefix text;
 
 -- Keys made before this: an id of the shape src/ids.ts makes (hex milliseconds of created_at, so
 -- they sort by creation like new ones, then 12 hex digits derived from the unique hash), named by
--- where they came from. Their prefix stays NULL: a key cannot be recovered from its hash.
+-- where they came from. Their prefix stays NULL: a key cannot be recovered from its hash. The
+-- epoch is read from created_at in UTC, the same number, because Citus refuses a STABLE function
+-- of a column in an UPDATE and extract() from a timestamptz is STABLE, from a timestamp immutable.
 UPDATE api_keys k
-   SET id = 'key_' || lpad(to_hex(floor(extract(epoch FROM k.created_at) * 1000)::bigint), 12, '0') || '000'
+   SET id = 'key_' || lpad(to_hex(floor(extract(epoch FROM k.created_at AT TIME ZONE 'UTC') * 1000)::bigint), 12, '0') || '000'
             || substr(md5(k.key_hash), 1, 12),
        name = CASE WHEN t.is_default THEN 'default' ELSE 'initial' END
   FROM tenants t

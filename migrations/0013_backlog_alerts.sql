@@ -1,7 +1,11 @@
 -- Backlog alerts (issue 14): per destination, how long a rising backlog may go on and how old
 -- its oldest waiting delivery may get (null turns either alert off).
-ALTER TABLE destinations ADD COLUMN backlog_alert_minutes int DEFAULT 30 CHECK (backlog_alert_minutes BETWEEN 1 AND 1440);
-ALTER TABLE destinations ADD COLUMN backlog_alert_age_minutes int DEFAULT 60 CHECK (backlog_alert_age_minutes BETWEEN 1 AND 43200);
+-- Each check is added by the name Postgres gives an inline column check: Citus refuses an
+-- unnamed constraint in ADD COLUMN.
+ALTER TABLE destinations ADD COLUMN backlog_alert_minutes int DEFAULT 30;
+ALTER TABLE destinations ADD CONSTRAINT destinations_backlog_alert_minutes_check CHECK (backlog_alert_minutes BETWEEN 1 AND 1440);
+ALTER TABLE destinations ADD COLUMN backlog_alert_age_minutes int DEFAULT 60;
+ALTER TABLE destinations ADD CONSTRAINT destinations_backlog_alert_age_minutes_check CHECK (backlog_alert_age_minutes BETWEEN 1 AND 43200);
 
 -- The watch the stats rollup keeps once a minute (src/policy/backlog-alerts.ts): the current run
 -- and what stands. A table of its own, not columns of destinations: the minute's look rewrites

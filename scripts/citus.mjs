@@ -10,14 +10,14 @@
 //           <cmd> with SLUICE_CITUS_URL set to the coordinator and exits with its exit code.
 //
 // Citus is built for PostgreSQL 15 only: Debian bookworm's server, the one the tests run.
-import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { sqlAt } from "./pg-failover.mjs";
-import { holdOrRun, runIfMain, startThrowawayPostgres } from "./pg-server.mjs";
+import { holdOrRun, runIfMain, startThrowawayPostgres, waitForChild } from "./pg-server.mjs";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -265,13 +265,65 @@ function parseStartArgs(argv) {
   return { workers, command };
 }
 
+/**
+ * The files `test` runs: every test/citus suite, and each integration suite that runs on
+ * ENGINE_BACKENDS (which is a cell when SLUICE_CITUS_URL is set), or those of them matching a filter.
+ */
+function citusTestFiles(filters) {
+  const files = [];
+  for (const dir of ["test/citus", "test/integration"]) {
+    for (const name of readdirSync(path.join(repoRoot, dir)).sort()) {
+      if (!name.endsWith(".test.ts")) continue;
+      const rel = `${dir}/${name}`;
+      if (dir === "test/integration" && !readFileSync(path.join(repoRoot, rel), "utf8").includes("ENGINE_BACKENDS")) continue;
+      if (filters.length === 0 || filters.some((f) => rel.includes(f))) files.push(rel);
+    }
+  }
+  return files;
+}
+
+/**
+ * `npm run test:citus`: builds Citus if needed, starts a cluster (a coordinator and two workers),
+ * and runs the cell suites and the engine, flow-control and fault suites with every store a new
+ * cell (SLUICE_CITUS_URL). The coordinator is also the plain server the few tests pinned to one
+ * store use (SLUICE_TEST_DATABASE_URL): a database made on it has no Citus in it.
+ */
+async function runCitusTests(args) {
+  const flags = args.filter((a) => a.startsWith("-"));
+  const files = citusTestFiles(args.filter((a) => !a.startsWith("-")));
+  if (files.length === 0) {
+    console.error(`citus: no test file matches ${args.join(" ")}`);
+    return 1;
+  }
+  ensureCitus();
+  const cluster = await startCitusCluster({ workers: 2 });
+  console.error(
+    `citus: Citus ${cluster.citusVersion} on PostgreSQL ${cluster.postgresVersion} (coordinator and ${cluster.workerUrls.length} workers) ` +
+      `started in ${(cluster.startMs / 1000).toFixed(1)} s; running ${files.length} test file(s)`,
+  );
+  const env = { ...process.env, SLUICE_CITUS_URL: cluster.coordinatorUrl, SLUICE_TEST_DATABASE_URL: cluster.coordinatorUrl };
+  delete env.DATABASE_URL;
+  delete env.SLUICE_TEST_POOLER_PORT;
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", "--test", "--test-concurrency=2", "--test-timeout=600000", ...flags, ...files],
+    { cwd: repoRoot, stdio: "inherit", env },
+  );
+  try {
+    return await waitForChild(child, "citus: could not start node --test", 1);
+  } finally {
+    await cluster.stop();
+  }
+}
+
 async function runAsScript([sub, ...rest]) {
   if (sub === "build") {
     if (!ensureCitus()) console.error(`citus: Citus is installed (${CITUS_LIBRARY})`);
     return 0;
   }
+  if (sub === "test") return runCitusTests(rest);
   if (sub !== "start") {
-    console.error("usage: node scripts/citus.mjs build | start [--workers N] [-- <cmd> [args...]]");
+    console.error("usage: node scripts/citus.mjs build | test [files...] [--node-test-flags] | start [--workers N] [-- <cmd> [args...]]");
     return 2;
   }
   const { workers, command } = parseStartArgs(rest);

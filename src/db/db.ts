@@ -3,8 +3,8 @@ import pg from "pg";
 import { ServerDb, CONNECT_TIMEOUT_MS } from "./server-db.js";
 import { EmbeddedDb } from "./embedded-db.js";
 import type { Db, TxOptions, TxQueryable } from "./store.js";
-import { isRetryableDbError } from "./store-errors.js";
-import { ConfigError } from "../errors.js";
+import { describeServer, isRetryableDbError, isStoreUnavailable } from "./store-errors.js";
+import { ConfigError, StoreUnavailableError } from "../errors.js";
 import { connectionTarget, type ConnectionTarget } from "./hosts.js";
 
 // Opening a store, and running transactions again when Postgres aborts them. The store interface
@@ -44,14 +44,17 @@ export async function openDb(opts: OpenOptions): Promise<Db> {
       // everywhere else, nothing changes.
       pipeline: true,
     });
-    const db = new ServerDb(pool, opts.databaseUrl, { listen, pooled: !!opts.directUrl });
+    let citus: boolean;
     try {
-      await db.query("SELECT 1"); // fail fast with a clear connection error
+      // Fails fast with a clear connection error, and learns whether this is a Citus coordinator.
+      const [row] = (await pool.query<{ citus: boolean }>("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS citus"))
+        .rows;
+      citus = row?.citus === true;
     } catch (err) {
       await pool.end().catch(() => undefined);
-      throw err;
+      throw isStoreUnavailable(err) ? new StoreUnavailableError(describeServer(opts.databaseUrl), { cause: err }) : err;
     }
-    return db;
+    return new ServerDb(pool, opts.databaseUrl, { listen, pooled: !!opts.directUrl, citus });
   }
   const dir = opts.dataDir ?? "./.sluice";
   if (!dir.startsWith("memory://")) mkdirSync(dir, { recursive: true });

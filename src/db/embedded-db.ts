@@ -14,6 +14,7 @@ const reopenDelayMs = (i: number): number => Math.min(100 * 2 ** i, 10_000);
 export class EmbeddedDb implements Db {
   readonly kind = "embedded" as const;
   readonly notifiesFromSql = false;
+  readonly citus = false;
   readonly where: string;
   // PGlite is one in-process session, so notifications are an in-process signal.
   private readonly emitter = new EventEmitter();

@@ -4,9 +4,12 @@ import type { Db } from "./db.js";
 import { StartupError } from "../errors.js";
 import { MIGRATIONS_LOCK } from "./advisory-locks.js";
 import { PACKAGE_ROOT } from "../package-root.js";
+import { splitStatements } from "./sql-split.js";
 
 // Numbered, append-only .sql files, applied in order under an advisory lock and recorded in a
-// ledger, so any number of processes may start at once against one server.
+// ledger, so any number of processes may start at once against one server. Each statement of a
+// file goes as a query of its own (Citus refuses some DDL sent several to a text: sql-split.ts),
+// all of a file in the one transaction with its ledger row.
 
 const MIGRATIONS_DIR = path.join(PACKAGE_ROOT, "migrations") + path.sep;
 
@@ -40,7 +43,7 @@ export async function migrate(db: Db, migrations = loadMigrations()): Promise<st
     const applied: string[] = [];
     for (const m of migrations) {
       if (done.has(m.version)) continue;
-      await q.exec(m.sql);
+      for (const statement of splitStatements(m.sql)) await q.exec(statement);
       await q.query("INSERT INTO sluice_migrations (version, name) VALUES ($1, $2)", [m.version, m.name]);
       applied.push(m.name);
     }

@@ -2,7 +2,7 @@ import { EventEmitter } from "node:events";
 import pg from "pg";
 import { StoreUnavailableError } from "../errors.js";
 import { StatementNames, againIfReshaped, isStaleShape } from "./statements.js";
-import { afterCommit, BEGIN_GENERIC, type Db, type TxOptions, type TxQueryable } from "./store.js";
+import { afterCommit, BEGIN_GENERIC, BEGIN_GENERIC_CITUS, type Db, type TxOptions, type TxQueryable } from "./store.js";
 import { Availability, describeServer, isStoreUnavailable } from "./store-errors.js";
 import type { ConnectionTarget } from "./hosts.js";
 
@@ -19,7 +19,8 @@ const LISTEN_RETRY_MAX_MS = 1_000;
 
 export class ServerDb implements Db {
   readonly kind = "server" as const;
-  readonly notifiesFromSql = true;
+  readonly notifiesFromSql: boolean;
+  readonly citus: boolean;
   readonly where: string;
   private listener: pg.Client | null = null;
   private readonly emitter = new EventEmitter();
@@ -31,13 +32,21 @@ export class ServerDb implements Db {
   /**
    * `listen`: where the LISTEN session connects (DATABASE_URL, or a direct URL beside a pooled
    * one), with the Client class that picks among several hosts, if any; `pooled`: the pool goes
-   * through a transaction pooler, so no statement is named.
+   * through a transaction pooler, so no statement is named; `citus`: the server is a Citus
+   * coordinator (docs/citus.md says what that changes).
    */
   constructor(
     private readonly pool: pg.Pool,
     url: string,
-    private readonly opts: { listen: ConnectionTarget; pooled: boolean } = { listen: { connectionString: url }, pooled: false },
+    private readonly opts: { listen: ConnectionTarget; pooled: boolean; citus?: boolean } = {
+      listen: { connectionString: url },
+      pooled: false,
+    },
   ) {
+    this.citus = opts.citus ?? false;
+    // Citus runs a statement routed to a node there, pg_notify included: its notification goes to
+    // that node's listeners, not to the coordinator's where Sluice listens, and no error says so.
+    this.notifiesFromSql = !this.citus;
     this.statements = new StatementNames(opts.pooled ? 0 : undefined);
     this.emitter.setMaxListeners(0);
     this.where = describeServer(url);
@@ -142,7 +151,7 @@ export class ServerDb implements Db {
     let unavailable = false;
     // Not awaited: the first statement goes out right behind it (the client is pipelined). Every
     // statement's answer comes after BEGIN's, and each waits for it too, so a failed BEGIN shows.
-    const begun = client.query(opts.genericPlans ? BEGIN_GENERIC : "BEGIN");
+    const begun = client.query(opts.genericPlans ? (this.citus ? BEGIN_GENERIC_CITUS : BEGIN_GENERIC) : "BEGIN");
     begun.catch(() => undefined);
     const send = async (query: string | pg.QueryConfig): Promise<pg.QueryResult> => {
       if (committing) throw afterCommit();

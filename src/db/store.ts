@@ -56,9 +56,24 @@ export interface TxOptions {
 
 /** BEGIN for TxOptions.genericPlans: the settings ride along, in the same round trip. */
 export const BEGIN_GENERIC = ["BEGIN", ...GENERIC_SETTINGS.map(([k, v]) => `SET LOCAL ${k} = ${v}`)].join("; ");
+/**
+ * BEGIN_GENERIC on a Citus coordinator: without forced generic plans, for which Citus answers
+ * "could not create distributed plan". Citus plans a cell's statements as router queries, the
+ * node holding the cell each statement's own plan.
+ */
+export const BEGIN_GENERIC_CITUS = [
+  "BEGIN",
+  ...GENERIC_SETTINGS.filter(([k]) => k !== "plan_cache_mode").map(([k, v]) => `SET LOCAL ${k} = ${v}`),
+].join("; ");
 
 export interface Db extends Queryable {
   readonly kind: "embedded" | "server";
+  /**
+   * The server is a Citus coordinator and this store is a cell of it (docs/citus.md): a few
+   * statements take the form Citus runs, and the janitor leaves vacuum and index rebuilds to the
+   * node holding the cell.
+   */
+  readonly citus: boolean;
   /** Where the store is, for messages: "Postgres at host:5432" or "embedded Postgres in ./.sluice". */
   readonly where: string;
   /** False from a failure to reach the store until the next statement that succeeds. */

@@ -5,6 +5,7 @@ import pg from "pg";
 import { openDb, type Db } from "../../src/db/db.js";
 import { migrate } from "../../src/db/migrate.js";
 import { startPgBouncer, throughPooler } from "../../scripts/pgbouncer.mjs";
+import { cellUrl, createCellSchema } from "../../src/db/cells.js";
 
 export interface TestDatabase {
   /** Connection string for the new, empty database. */
@@ -64,19 +65,53 @@ export async function createTestDatabase(opts: { icuLocale?: string } = {}): Pro
   };
 }
 
+/** The Citus coordinator `npm run test:citus` started (SLUICE_CITUS_URL), or undefined outside that run. */
+export const CITUS_URL: string | undefined = process.env.SLUICE_CITUS_URL || undefined;
+
 /**
- * A bare store (no Sluice running): an in-memory PGlite, or a fresh database on the throwaway
- * server. `close` also drops the server database.
+ * A new cell (a distributed schema, docs/citus.md) on the Citus cluster `npm run test:citus`
+ * started: its URL, and `drop` to remove it with everything in it.
+ */
+export async function createTestCell(): Promise<TestDatabase> {
+  if (!CITUS_URL) throw new Error("SLUICE_CITUS_URL is not set: cells are tested by `npm run test:citus`, which starts a Citus cluster");
+  const coordinator = CITUS_URL;
+  const cell = `cell_${randomBytes(6).toString("hex")}`;
+  await onServer(coordinator, async (c) => {
+    await c.query("BEGIN");
+    await createCellSchema(
+      { query: async (sql, p) => (await c.query(sql, p)).rows, exec: async (sql) => void (await c.query(sql)) },
+      cell,
+      true,
+    );
+    await c.query("COMMIT");
+  });
+  let dropped = false;
+  return {
+    url: cellUrl(coordinator, cell),
+    async drop() {
+      if (dropped) return;
+      dropped = true;
+      await onServer(coordinator, (c) => c.query(`DROP SCHEMA IF EXISTS ${cell} CASCADE`));
+    },
+  };
+}
+
+/** Where a test's store lives: embedded PGlite, a server database reached directly or through PgBouncer, or a Citus cell. */
+export type StoreShape = "embedded" | "server" | "pooled" | "cell";
+
+/**
+ * A bare store (no Sluice running): an in-memory PGlite, a fresh database on the throwaway
+ * server, or a fresh cell on the Citus cluster. `close` also drops the database or cell.
  */
 export async function openTestStore(
-  backend: "embedded" | "server" | "pooled",
+  backend: StoreShape,
   opts: { poolSize?: number } = {},
 ): Promise<{ db: Db; close: () => Promise<void> }> {
   if (backend === "embedded") {
     const db = await openDb({ dataDir: "memory://" });
     return { db, close: () => db.close() };
   }
-  const tdb = await createTestDatabase();
+  const tdb = backend === "cell" ? await createTestCell() : await createTestDatabase();
   const bouncer = backend === "pooled" ? await poolerFor(tdb.url) : null;
   const db = await openDb({
     databaseUrl: bouncer?.url ?? tdb.url,
@@ -105,7 +140,7 @@ export async function poolerFor(databaseUrl: string): Promise<{ url: string; sto
 
 /** Runs `fn` on a bare test store (openTestStore), migrated first unless `migrate` is false, and closes it after. */
 export async function withTestStore<T>(
-  backend: "embedded" | "server" | "pooled",
+  backend: StoreShape,
   fn: (db: Db) => Promise<T>,
   opts: { migrate?: boolean; poolSize?: number } = {},
 ): Promise<T> {

@@ -2,15 +2,16 @@ import { pino, type Logger } from "pino";
 import { loadConfig } from "../../src/config.js";
 import { run, type Running } from "../../src/app.js";
 import { before, after } from "node:test";
-import { createTestDatabase, poolerFor } from "./db.js";
+import { CITUS_URL, createTestCell, createTestDatabase, poolerFor, type StoreShape } from "./db.js";
 import { startReceiver, type Receiver } from "./receiver.js";
 
 // Starts a real Sluice (API and/or worker) in this process on a fresh store: embedded PGlite in
 // memory, or a new database on the throwaway Postgres server that `npm test` started, reached
 // directly or ("pooled") through PgBouncer in transaction mode with a direct URL for LISTEN, as
-// docs/configuration.md tells users behind a pooler to run it.
+// docs/configuration.md tells users behind a pooler to run it; or, in `npm run test:citus`, a new
+// cell on a Citus cluster.
 
-export type Backend = "embedded" | "server" | "pooled";
+export type Backend = StoreShape;
 /** Both stores: for what the stores do differently (plans, migrations, strings they refuse, the one session). */
 export const BACKENDS: Backend[] = ["embedded", "server"];
 /**
@@ -21,8 +22,9 @@ export const FEATURE_BACKENDS: Backend[] = ["server"];
 /**
  * The engine and fault tests add the pooled shape: what a transaction pooler breaks (statements,
  * LISTEN, anything held across transactions) shows up in the claim, write-back and recovery paths.
+ * In `npm run test:citus` (SLUICE_CITUS_URL set) they run on a Citus cell instead, and only there.
  */
-export const ENGINE_BACKENDS: Backend[] = [...BACKENDS, "pooled"];
+export const ENGINE_BACKENDS: Backend[] = CITUS_URL ? ["cell"] : [...BACKENDS, "pooled"];
 
 // The body is whatever the server sent (parsed JSON, else the text): callers name its type,
 // `s.api<Destination>(...)`, from test/helpers/api-types.ts; unnamed, it is `unknown`.
@@ -60,7 +62,7 @@ export async function startSluice(
   const releases: (() => Promise<void>)[] = [];
   let databaseUrl = opts.databaseUrl;
   if (backend !== "embedded" && !databaseUrl) {
-    const tdb = await createTestDatabase();
+    const tdb = backend === "cell" ? await createTestCell() : await createTestDatabase();
     databaseUrl = tdb.url;
     releases.push(() => tdb.drop());
   }

@@ -1,0 +1,71 @@
+import type { Queryable } from "./store.js";
+
+// Cells: a whole Sluice store in one schema of a Postgres database, for a group of tenants. On
+// Citus a cell is a distributed schema (schema-based sharding): its tables live together on one
+// node, every statement of the cell runs there, and Citus moves the cell between nodes as one.
+// On a plain Postgres server a cell is a plain schema. A connection reaches a cell by having the
+// cell as its whole search_path, so Sluice's statements, which name no schema, are the cell's.
+// docs/citus.md says how to create, place and move cells.
+
+/** A cell's name: a lower-case identifier that needs no quoting, and not one Postgres keeps. */
+export const CELL_NAME = /^(?!pg_)[a-z_][a-z0-9_]{0,62}$/;
+
+/** Why `name` is not a cell name, or null when it is. */
+export function cellNameProblem(name: string): string | null {
+  if (CELL_NAME.test(name) && name !== "public" && name !== "information_schema") return null;
+  return (
+    `"${name}" is not a cell name: use 1–63 lower-case letters, digits and _, starting with a letter or _` +
+    " (not pg_…, public or information_schema)"
+  );
+}
+
+/**
+ * `databaseUrl` with `cell` as the session's whole search_path (`options=-c search_path=<cell>`,
+ * sent at login; node-postgres and libpq both pass it). Nothing resolves outside the cell:
+ * Postgres's and Citus's own functions are in pg_catalog, which is always searched.
+ */
+export function cellUrl(databaseUrl: string, cell: string): string {
+  const problem = cellNameProblem(cell);
+  if (problem) throw new Error(problem);
+  const url = new URL(databaseUrl);
+  url.searchParams.set("options", `-c search_path=${cell}`);
+  return url.toString();
+}
+
+/** The cell a URL's `options` puts first on the search_path, or null. */
+export function cellOfUrl(databaseUrl: string): string | null {
+  let options: string | null;
+  try {
+    options = new URL(databaseUrl).searchParams.get("options");
+  } catch {
+    return null;
+  }
+  const m = options === null ? null : /(?:^|\s)-c\s*search_path=([a-z_][a-z0-9_]*)/.exec(options);
+  return m?.[1] ?? null;
+}
+
+/**
+ * Inside a transaction on the database (not a cell's session): makes schema `cell`, distributed on
+ * a Citus coordinator (`citus`), or takes an existing one, distributing it if it is not yet.
+ * Returns whether the schema was new.
+ */
+export async function createCellSchema(q: Queryable, cell: string, citus: boolean): Promise<boolean> {
+  const problem = cellNameProblem(cell);
+  if (problem) throw new Error(problem);
+  const [existing] = await q.query<{ distributed: boolean }>(
+    citus
+      ? "SELECT EXISTS (SELECT 1 FROM pg_dist_schema WHERE schemaid = n.oid) AS distributed FROM pg_namespace n WHERE nspname = $1"
+      : "SELECT false AS distributed FROM pg_namespace WHERE nspname = $1",
+    [cell],
+  );
+  if (citus) {
+    // Only schemas created while this is on are distributed schemas.
+    await q.query("SET LOCAL citus.enable_schema_based_sharding TO on");
+  }
+  if (!existing) {
+    await q.query(`CREATE SCHEMA ${cell}`); // a checked name: no quoting needed
+    return true;
+  }
+  if (citus && !existing.distributed) await q.query("SELECT citus_schema_distribute($1)", [cell]);
+  return false;
+}
