@@ -18,7 +18,8 @@ describe("a Citus cell", () => {
   test("the cluster has a coordinator and two active workers", async () => {
     const nodes = await onServer(
       coordinator(),
-      async (c) => (await c.query("SELECT groupid, isactive FROM pg_dist_node ORDER BY groupid")).rows,
+      async (c) =>
+        (await c.query<{ groupid: number; isactive: boolean }>("SELECT groupid, isactive FROM pg_dist_node ORDER BY groupid")).rows,
     );
     assert.equal(nodes.length, 3);
     assert.equal(nodes[0]?.groupid, 0, "the coordinator is group 0");

@@ -76,15 +76,12 @@ export async function createTestCell(): Promise<TestDatabase> {
   if (!CITUS_URL) throw new Error("SLUICE_CITUS_URL is not set: cells are tested by `npm run test:citus`, which starts a Citus cluster");
   const coordinator = CITUS_URL;
   const cell = `cell_${randomBytes(6).toString("hex")}`;
-  await onServer(coordinator, async (c) => {
-    await c.query("BEGIN");
-    await createCellSchema(
-      { query: async (sql, p) => (await c.query(sql, p)).rows, exec: async (sql) => void (await c.query(sql)) },
-      cell,
-      true,
-    );
-    await c.query("COMMIT");
-  });
+  const admin = await openDb({ databaseUrl: coordinator, poolSize: 1 });
+  try {
+    await admin.tx((q) => createCellSchema(q, cell, true));
+  } finally {
+    await admin.close();
+  }
   let dropped = false;
   return {
     url: cellUrl(coordinator, cell),
