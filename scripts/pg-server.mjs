@@ -5,8 +5,11 @@
 // Script:   node scripts/pg-server.mjs -- <cmd> [args...]
 //           runs <cmd> with DATABASE_URL and SLUICE_TEST_DATABASE_URL pointing at the server and
 //           exits with its exit code. Without a command it prints the url and waits for Ctrl-C.
+//
+// SLUICE_PG_LOG_DIR=<dir> also appends each server's whole log to <dir>/postgres-<port>.log
+// (with every failed statement's text), for finding which statement a server refused.
 import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { appendFileSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -258,7 +261,10 @@ async function launch({ binDir, isRoot, baseDir, dataDir, port, fsync, crashSafe
   const child = spawn(file, args, { cwd: baseDir, stdio: ["ignore", "pipe", "pipe"] });
 
   let serverLog = "";
+  const logDir = process.env.SLUICE_PG_LOG_DIR;
+  if (logDir) mkdirSync(logDir, { recursive: true });
   const appendLog = (chunk) => {
+    if (logDir) appendFileSync(path.join(logDir, `postgres-${port}.log`), chunk);
     serverLog += chunk.toString();
     if (serverLog.length > LOG_LIMIT_CHARS) serverLog = serverLog.slice(-LOG_LIMIT_CHARS);
   };

@@ -88,10 +88,14 @@ export function startJanitor(
   // The dashboard's per-minute rollups (stats-rollup.ts) ride on the same workers.
   const stopStats = startStatsRollup(db, log);
   // The embedded store has no autovacuum, and on a server it comes once a minute: Sluice vacuums
-  // all of the one, the small hot tables of the other (policy/vacuum.ts).
-  const stopVacuum = startVacuum(db, log, db.kind === "embedded" ? DEFAULT_VACUUM_POLICY : SERVER_VACUUM_POLICY);
+  // all of the one, the small hot tables of the other (policy/vacuum.ts). A Citus cell is left to
+  // the node that holds it: through the coordinator a cell's tables are empty shells, whose
+  // counters say nothing of the shards, and the node's own autovacuum tends those.
+  const stopVacuum = db.citus
+    ? () => undefined
+    : startVacuum(db, log, db.kind === "embedded" ? DEFAULT_VACUUM_POLICY : SERVER_VACUUM_POLICY);
   // What retention cannot give back: index pages that held deliveries keep mostly empty (policy/index-rebuild.ts).
-  const stopRebuilds = startIndexRebuilds(db, log, { ...DEFAULT_REBUILD_POLICY, factor: indexRebuildFactor });
+  const stopRebuilds = db.citus ? () => undefined : startIndexRebuilds(db, log, { ...DEFAULT_REBUILD_POLICY, factor: indexRebuildFactor });
   return () => {
     stopPruning();
     clearInterval(sweep);

@@ -186,6 +186,7 @@ export class ResultWriter {
             q,
             decided.map((d) => d.delivery),
             decided.map((d) => d.attempt),
+            { citus: this.db.citus },
           ),
         ]);
         const byDest = new Map<string, Parameters<typeof decideDestination>[1]>();

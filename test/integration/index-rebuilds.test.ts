@@ -35,7 +35,8 @@ const heldPkey = async (db: Db) => (await indexStats(db)).find((i) => i.index ==
 const rebuildsOf = async (index: string): Promise<number> =>
   (await metrics.indexRebuilds.get()).values.find((v) => v.labels.index === index)?.value ?? 0;
 
-for (const backend of ENGINE_BACKENDS) {
+// A Citus cell is left to the node that holds it (janitor.ts): proved in test/citus/cell.test.ts.
+for (const backend of ENGINE_BACKENDS.filter((b) => b !== "cell")) {
   test(`${backend}: an index left mostly empty is rebuilt to its size, once, and again when it is twice that`, async () => {
     await withTestStore(backend, async (db) => {
       await db.exec(`CREATE TABLE held (id text COLLATE "C" PRIMARY KEY, n int)`);

@@ -4,6 +4,7 @@ import type { RateLimit, StoredBuckets } from "../../policy/token-bucket.js";
 import type { DeliverySchedule } from "../../policy/quiet-hours.js";
 import type { AdaptiveConfig, PaceState } from "../../policy/adaptive-pace.js";
 import { UNLEASED } from "./leases.js";
+import { nowPlusSeconds } from "./sql-time.js";
 
 // The claim transaction: four statements inside one transaction that holds the claimed
 // destinations' row locks, so limits hold across all worker processes.
@@ -70,7 +71,7 @@ export async function lockReadyDestinations(q: Queryable, limit: number, shard: 
   // another claim's commit and over-grant. It leaves the locked ids, oldest ready_at first, in a
   // setting local to the transaction, where the second statement (a new snapshot, taken while we
   // hold the locks: it sees every committed lease and token spend) picks them up.
-  const lock = q.query(
+  const lock = q.query<{ locked: number }>(
     `WITH locked AS (
        SELECT d.id, d.ready_at
          FROM destinations d
@@ -93,15 +94,28 @@ export async function lockReadyDestinations(q: Queryable, limit: number, shard: 
          FROM reclaimed r
         WHERE x.destination_id = r.destination_id AND x.id = r.delivery_id
      )
-     SELECT set_config('${CLAIMED_SETTING}', ARRAY(SELECT id FROM locked ORDER BY ready_at)::text, true)`,
+     SELECT (SELECT count(*) FROM locked)::int AS locked,
+            set_config('${CLAIMED_SETTING}', ARRAY(SELECT id FROM locked ORDER BY ready_at)::text, true) IS NOT NULL AS handed`,
     params,
   );
   const read = q.query<ClaimedDestination & { pos: number }>(CLAIMED_STATE_SQL);
-  const [, rows] = await Promise.all([lock, read]);
+  const [[locked], rows] = await Promise.all([lock, read]);
+  // The handoff is checked, not trusted: a read that found fewer than were locked would leave
+  // them locked and unplanned, their ready_at unmoved, and nothing would say so.
+  if (rows.length !== locked?.locked) {
+    throw new Error(
+      `the claim read ${rows.length} of the ${locked?.locked ?? "?"} destinations it locked (${CLAIMED_SETTING} was not handed on)`,
+    );
+  }
   return rows;
 }
 
-/** Where the claim's lock statement leaves the ids it locked, for the statement behind it (transaction-local). */
+/**
+ * Where the claim's lock statement leaves the ids it locked, for the statement behind it
+ * (transaction-local). On Citus both statements run on the node holding the cell, where the
+ * setting is; the coordinator, which plans the read, may look the setting up too and does not
+ * have it, so the read asks with missing_ok.
+ */
 const CLAIMED_SETTING = "sluice.claimed";
 
 /**
@@ -133,7 +147,7 @@ export const CLAIMED_STATE_SQL = `SELECT d.id, d.url, d.secrets, d.headers, d.ti
       WHERE x.destination_id = d.id AND x.status IN ('queued', 'retry_scheduled') AND ${UNLEASED("x")}
       ORDER BY x.occurred_at, x.id LIMIT 1)
   END AS head_quiet_hold
-  FROM unnest(current_setting('${CLAIMED_SETTING}')::text[]) WITH ORDINALITY AS g(id, pos) JOIN destinations d ON d.id = g.id
+  FROM unnest(current_setting('${CLAIMED_SETTING}', true)::text[]) WITH ORDINALITY AS g(id, pos) JOIN destinations d ON d.id = g.id
   -- Live leases: their count and the earliest expiry, in one pass over the destination's leases.
   CROSS JOIN LATERAL (
     SELECT count(*)::int AS inflight, min(l.expires_at) AS next_lease_expiry FROM leases l WHERE l.destination_id = d.id
@@ -220,7 +234,7 @@ export function leaseSql(traced: boolean): string {
        -- A row of its own per lease: the delivery row is not rewritten (migrations/0014_leases.sql).
        -- All or nothing (a second lease of a delivery breaks the key), so what is picked is leased.
        INSERT INTO leases (destination_id, delivery_id, token, expires_at)
-       SELECT picked.destination_id, picked.id, $6::uuid, now() + make_interval(secs => picked.lease_seconds)
+       SELECT picked.destination_id, picked.id, $6::uuid, ${nowPlusSeconds("picked.lease_seconds")}
          FROM picked WHERE picked.rn <= picked.n
      )
      SELECT p.id, p.destination_id, p.event_id, p.attempts + 1 AS attempts, p.failures, $6::uuid::text AS lease_token,

@@ -9,6 +9,7 @@ import { UNLEASED } from "./leases.js";
 import type { HealthStatus, PauseCauseStored } from "../../policy/statuses.js";
 import type { PaceState } from "../../policy/adaptive-pace.js";
 import type { BacklogWatch } from "../../policy/backlog-alerts.js";
+import { NOW } from "./sql-time.js";
 
 // Destinations: their config as the API sets it (defaults and checks in api/destination-config.ts),
 // their signing secrets, pause and resume, and the locks that guard their waiting deliveries.
@@ -54,7 +55,8 @@ export interface DestinationCounts {
 }
 
 /** Every destination read carries its backlog watch (its own table: the stats rollup rewrites it). */
-const WITH_WATCH = "(SELECT w.watch FROM backlog_watches w WHERE w.destination_id = destinations.id) AS backlog_watch, now() AS now";
+const WATCH = "(SELECT w.watch FROM backlog_watches w WHERE w.destination_id = destinations.id) AS backlog_watch";
+const WITH_WATCH = `${WATCH}, now() AS now`;
 
 const CONFIG_COLUMNS = [
   "name",
@@ -110,7 +112,10 @@ export async function insertDestination(
   const cols = CONFIG_COLUMNS.join(", ");
   const params = CONFIG_COLUMNS.map((_, i) => `$${i + 4}`).join(", ");
   const rows = await q.query<DestinationRow>(
-    `INSERT INTO destinations (id, tenant_id, secrets, ${cols}) VALUES ($1, $2, $3, ${params}) RETURNING *, ${WITH_WATCH}`,
+    // A new destination has no backlog watch yet; its now is the transaction's, as created_at
+    // holds it (Citus refuses a subquery or now() in an INSERT's RETURNING, now() in an UPDATE's).
+    `INSERT INTO destinations (id, tenant_id, secrets, ${cols}) VALUES ($1, $2, $3, ${params})
+     RETURNING *, NULL::jsonb AS backlog_watch, created_at AS now`,
     [id, tenantId, JSON.stringify(secrets), ...configParams(c)],
   );
   await bumpRoutingVersion(q, tenantId);
@@ -179,9 +184,9 @@ export async function updateDestinationConfig(
     `UPDATE destinations SET ${sets}, secrets = coalesce($2::jsonb, secrets), updated_at = now(),
             -- adaptive pace turned off forgets its pace: turned on again, it starts afresh
             pace_state = CASE WHEN coalesce((${adaptiveParam}::jsonb->>'enabled')::boolean, false) THEN pace_state END,
-            ready_at = CASE WHEN paused_at IS NULL THEN ${readyAtNoLaterThan(readyAtOutsideHold("now()"))}
+            ready_at = CASE WHEN paused_at IS NULL THEN ${readyAtNoLaterThan(readyAtOutsideHold(NOW))}
                             ELSE ready_at END -- paused: keep its probe schedule
-      WHERE id = $1 RETURNING *, ${WITH_WATCH}`,
+      WHERE id = $1 RETURNING *, ${WATCH}, updated_at AS now`,
     [id, secrets === null ? null : JSON.stringify(secrets), ...configParams(c)],
   );
   await bumpRoutingVersion(q, rows[0]!.tenant_id);
@@ -204,7 +209,7 @@ export async function deleteDestination(q: Queryable, id: string): Promise<void>
 
 export async function pauseDestination(q: Queryable, id: string, reason: string): Promise<void> {
   await q.query(
-    `UPDATE destinations SET paused_at = coalesce(paused_at, now()), pause_reason = $2, pause_cause = 'manual', next_probe_at = NULL,
+    `UPDATE destinations SET paused_at = coalesce(paused_at, ${NOW}), pause_reason = $2, pause_cause = 'manual', next_probe_at = NULL,
             ready_at = ${READY_AT_IDLE}, updated_at = now() WHERE id = $1`,
     [id, reason],
   );

@@ -1,5 +1,6 @@
 import type { Queryable } from "../db.js";
 import type { DeliveryDeadPayload } from "./alerts.js";
+import { NOW } from "./sql-time.js";
 
 // The hourly e-mail digests of delivery.dead alerts (see alerts/digest.ts). An alert waits with
 // email_state 'pending' and no digest_hour; a digest row keyed (destination, clock hour) is the
@@ -132,7 +133,7 @@ export async function finishDigest(
 ): Promise<boolean> {
   const rows = await q.query(
     `UPDATE alert_digests SET state = $4::text, deaths = $5::int, error = $6::text, lease_token = NULL,
-            sent_at = CASE WHEN $4::text = 'sent' THEN now() END
+            sent_at = CASE WHEN $4::text = 'sent' THEN ${NOW} END
       WHERE destination_id = $1 AND hour = $2 AND lease_token = $3 RETURNING 1`,
     [d.destination_id, d.hour, leaseToken, state, deaths, error],
   );

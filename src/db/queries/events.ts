@@ -1,9 +1,10 @@
 import type { Queryable } from "../db.js";
-import { jsonRows, recordset } from "../json-rows.js";
+import { jsonRows } from "../json-rows.js";
 import type { DeliverySchedule } from "../../policy/quiet-hours.js";
 import { READY_AT_NOW, readyAtLaterThan, readyAtOutsideHold, wakeable } from "./ready-at.js";
 import { lockedInIdOrder } from "./row-locks.js";
 import { UNLEASED } from "./leases.js";
+import { NOW } from "./sql-time.js";
 
 // Durable ingest: events, their fan-out into deliveries, and waking the destinations — one
 // transaction, so a 202 means every delivery exists.
@@ -59,6 +60,9 @@ export interface NewDelivery {
   wakeAt?: Date;
 }
 
+/** A time as unix seconds (to the millisecond), or null. */
+const seconds = (at: Date | null): number | null => (at === null ? null : at.getTime() / 1000);
+
 /**
  * Writes a publish in ONE statement (so, outside a transaction, one round trip that commits by
  * itself): the events, their deliveries, and each destination's ready_at moved forward to its
@@ -86,13 +90,16 @@ export async function insertPublished(
     else if (prev !== null && (at === null || at < prev)) earliest.set(d.destinationId, at);
   }
   const ids = [...earliest.keys()].sort();
-  const readyAt = readyAtOutsideHold("coalesce(u.at, now())", "d.throttled_until");
-  const wakes = jsonRows(ids.map((id) => ({ id, at: earliest.get(id) ?? null })));
+  // Each destination's new work, looked up by id in one JSON object ($4: id → unix seconds, null
+  // = now). Not a json_to_recordset joined to the locked rows: in a statement Citus runs in steps,
+  // a FOR UPDATE CTE so joined handed the next step rows it could not read; and seconds, not a
+  // time's text, since reading that text depends on settings, which Citus refuses in COALESCE.
+  const readyAt = readyAtOutsideHold(`coalesce(to_timestamp(($4::jsonb ->> d.id)::float8), ${NOW})`, "d.throttled_until");
+  const wakes = JSON.stringify(Object.fromEntries(ids.map((id) => [id, seconds(earliest.get(id) ?? null)])));
   // The rows to wake, locked in id order (row-locks.ts) before the UPDATE touches them. All of the
   // publish's destinations when a quiet hold starts: markQuietHolding then changes rows of them in
   // the same transaction, and a lock taken later, out of order, could close a cycle.
   const toLock = lockedInIdOrder("$7", {
-    join: `JOIN ${recordset("$4", "id text, at timestamptz", ids.length)} u ON u.id = d.id`,
     where: lockAll ? "(SELECT ok FROM v)" : `(SELECT ok FROM v) AND ${wakeable("d.")} AND ${readyAtLaterThan(readyAt, "d.")}`,
   });
   const rows = await q.query<{ ok: boolean }>(
@@ -103,23 +110,23 @@ export async function insertPublished(
      ), ev AS (
        INSERT INTO events (id, tenant_id, type, payload, occurred_at, deliver_at, traceparent, tracestate)
        -- A JSON null payload reads as SQL NULL here: it is stored as JSON's null.
-       SELECT e.id, $1, e.type, coalesce(e.payload, 'null'::json), coalesce(e."occurredAt", now()), e."deliverAt", e.traceparent, e.tracestate
+       SELECT e.id, $1, e.type, coalesce(e.payload, 'null'::json), coalesce(e."occurredAt", ${NOW}), e."deliverAt", e.traceparent, e.tracestate
          FROM json_to_recordset($2::json)
            AS e(id text, type text, payload json, "occurredAt" timestamptz, "deliverAt" timestamptz, traceparent text, tracestate text)
         WHERE (SELECT ok FROM v)
      ), dl AS (
        INSERT INTO deliveries (destination_id, id, event_id, tenant_id, status, occurred_at, next_attempt_at, quiet_hold)
-       SELECT d."destinationId", d.id, d."eventId", $1, 'queued', coalesce(d."occurredAt", now()), coalesce(d."deliverAt", now()), d."quietHold"
+       SELECT d."destinationId", d.id, d."eventId", $1, 'queued', coalesce(d."occurredAt", ${NOW}), coalesce(d."deliverAt", ${NOW}), d."quietHold"
          FROM json_to_recordset($3::json) AS d("destinationId" text, id text, "eventId" text, "occurredAt" timestamptz, "deliverAt" timestamptz, "quietHold" bool)
         WHERE (SELECT ok FROM v)
      ), ready AS (
        UPDATE destinations d
           SET ready_at = ${readyAt}, idle_recheck = false
-         FROM locked l JOIN ${recordset("$4", "id text, at timestamptz", ids.length)} u ON u.id = l.id
+         FROM locked l
         WHERE d.id = l.id AND ${wakeable("d.")} AND ${readyAtLaterThan(readyAt, "d.")} AND (SELECT ok FROM v)
      )
      -- ev, dl and ready run whether or not this reads them.
-     SELECT ok, CASE WHEN ok AND $6::text IS NOT NULL THEN pg_notify($6::text, '') END FROM v`,
+     ${notifyChannel === null ? "SELECT ok, $6::text AS channel FROM v" : "SELECT ok, CASE WHEN ok THEN pg_notify($6::text, '') END FROM v"}`,
     // The payload is already JSON text: spliced in, not encoded twice.
     [tenantId, jsonRows(events, ["payload"]), jsonRows(ds), wakes, routingVersion, notifyChannel, ids],
   );

@@ -5,17 +5,20 @@ import type { TableStats, VacuumPolicy, VacuumTask } from "../../policy/vacuum.j
 // VACUUM, ANALYZE and index rebuilds, run by the janitor (policy/vacuum.ts and
 // policy/index-rebuild.ts say when and why).
 
-/** Every table's counters: Sluice's own and the system catalogs (whose row ids age too). */
+/**
+ * Every table's counters: Sluice's own (those of its schema, public unless the store is a cell)
+ * and the system catalogs (whose row ids age too).
+ */
 export async function tableStats(db: Db): Promise<TableStats[]> {
   return db.query<TableStats>(
-    `SELECT c.oid::regclass::text AS "table", n.nspname = 'public' AS own,
+    `SELECT c.oid::regclass::text AS "table", n.nspname = current_schema() AS own,
             coalesce(s.n_live_tup, 0)::float8 AS live, coalesce(s.n_dead_tup, 0)::float8 AS dead,
             coalesce(s.n_mod_since_analyze, 0)::float8 AS modified,
             age(c.relfrozenxid)::float8 AS "xidAge"
        FROM pg_class c
        JOIN pg_namespace n ON n.oid = c.relnamespace
        LEFT JOIN pg_stat_all_tables s ON s.relid = c.oid
-      WHERE c.relkind IN ('r', 'm') AND c.relpersistence = 'p' AND n.nspname IN ('public', 'pg_catalog')`,
+      WHERE c.relkind IN ('r', 'm') AND c.relpersistence = 'p' AND n.nspname IN (current_schema(), 'pg_catalog')`,
   );
 }
 
@@ -43,7 +46,7 @@ export async function vacuumTable(db: Db, task: VacuumTask, policy: Pick<VacuumP
 
 // ---- index rebuilds (policy/index-rebuild.ts says when and why) ------------------------------
 
-/** Sluice's own B-tree indexes (the public schema): size, entries, and whether they are valid. */
+/** Sluice's own B-tree indexes (its schema's): size, entries, and whether they are valid. */
 export async function indexStats(db: Db): Promise<IndexStats[]> {
   return db.query<IndexStats>(
     `SELECT c.oid::regclass::text AS index, i.indrelid::regclass::text AS "table",
@@ -54,7 +57,7 @@ export async function indexStats(db: Db): Promise<IndexStats[]> {
        JOIN pg_namespace n ON n.oid = c.relnamespace
        JOIN pg_am am ON am.oid = c.relam
        LEFT JOIN pg_stat_all_tables s ON s.relid = i.indrelid
-      WHERE n.nspname = 'public' AND am.amname = 'btree'`,
+      WHERE n.nspname = current_schema() AND am.amname = 'btree'`,
   );
 }
 

@@ -10,6 +10,9 @@
 // * Waking only ever moves ready_at earlier: a destination already due sooner keeps its time.
 //
 // The builders return SQL text over the row being updated; `t` is the table alias ("d.") or "".
+// They go inside CASE and COALESCE, so they read the clock as sql-time.ts says.
+
+import { NOW, nowPlusSeconds } from "./sql-time.js";
 
 /** ready_at of a destination with nothing to wake for: manually paused, deleted. */
 export const READY_AT_IDLE = "NULL";
@@ -18,14 +21,14 @@ export const READY_AT_IDLE = "NULL";
  * Ready at once, for the next claim to work out the real time (it applies every gate, the hold
  * included): after a resume, a successful probe, leases handed back, a lost wake-up.
  */
-export const READY_AT_NOW = "now()";
+export const READY_AT_NOW = NOW;
 
 /**
  * `at`, moved out of the throttle hold: greatest(at, throttled_until). `throttledUntil` is the
  * hold's end as an SQL expression — the column, or the new value a statement is writing.
  */
 export function readyAtOutsideHold(at: string, throttledUntil = "throttled_until"): string {
-  return `greatest(${at}, coalesce(${throttledUntil}, now()))`;
+  return `greatest(${at}, coalesce(${throttledUntil}, ${NOW}))`;
 }
 
 /** True when no throttle hold is in force now (the hold rule leaves now() as it is). */
@@ -45,10 +48,10 @@ export function readyAtLaterThan(at: string, t = ""): string {
 
 /** The earlier of the current ready_at and `at`; an idle destination: now (the claim applies the hold). */
 export function readyAtNoLaterThan(at: string, t = ""): string {
-  return `least(coalesce(${t}ready_at, now()), ${at})`;
+  return `least(coalesce(${t}ready_at, ${NOW}), ${at})`;
 }
 
 /** The next probe of a transiently paused destination, probe_interval_seconds from now. */
 export function nextProbeAt(t = ""): string {
-  return `now() + make_interval(secs => ${t}probe_interval_seconds)`;
+  return nowPlusSeconds(`${t}probe_interval_seconds`);
 }

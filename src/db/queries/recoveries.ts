@@ -1,6 +1,7 @@
 import type { Queryable } from "../db.js";
 import type { RecoverableStatus, RecoveryStatus } from "../../policy/statuses.js";
 import { REQUEUE_SET } from "./deliveries.js";
+import { NOW } from "./sql-time.js";
 
 // Recoveries: a destination's finished deliveries whose event occurred in [since, until), queued
 // again page by page by the workers (dispatch/recovery.ts). Each page is one short transaction
@@ -158,7 +159,7 @@ export async function advanceRecovery(
         SET position_occurred_at = coalesce($2, position_occurred_at), position_id = coalesce($3, position_id),
             requeued = requeued + $4, updated_at = now(),
             status = CASE WHEN $5::bool THEN 'done' ELSE status END,
-            finished_at = CASE WHEN $5::bool THEN now() ELSE finished_at END
+            finished_at = CASE WHEN $5::bool THEN ${NOW} ELSE finished_at END
       WHERE id = $1`,
     [id, page.lastOccurredAt, page.lastId, page.requeued, done],
   );

@@ -7,6 +7,7 @@ import { lockedInIdOrder } from "./row-locks.js";
 import { WAITING_STATUSES, type AttemptOutcome, type PauseCauseStored, type ResultStatus } from "../../policy/statuses.js";
 import type { AdaptiveConfig, PaceChange, PaceState } from "../../policy/adaptive-pace.js";
 import type { RateLimit } from "../../policy/token-bucket.js";
+import { NOW, nowPlusSeconds } from "./sql-time.js";
 
 // Writing attempt results back, in batches. A result lands only if its lease is still the
 // delivery's lease (compare-and-set): a late answer from an expired lease never overwrites
@@ -79,8 +80,8 @@ export interface AttemptRow {
 
 /**
  * The write-back statement for `count` results: $1 the results (DeliveryUpdate JSON), $2 the
- * attempts (AttemptRow JSON), $3 the waiting statuses (WAITING_STATUSES). Exported for its plan
- * test (test/integration/claim-query-plans.test.ts).
+ * attempts (AttemptRow JSON), $3 the waiting statuses (WAITING_STATUSES). `citus`: the store is a
+ * Citus cell (below). Exported for its plan test (test/integration/claim-query-plans.test.ts).
  *
  * Each result's delivery is looked up by its key. The statuses it must still have come as a
  * parameter, not written out: a generic plan cannot then use the partial indexes of waiting
@@ -95,7 +96,7 @@ export interface AttemptRow {
  * `deliveries` by key (no hash joins here: two batches joined to each other would be a nested
  * loop over both).
  */
-export const finishSql = (count: number): string =>
+export const finishSql = (count: number, citus = false): string =>
   `WITH u AS (
        SELECT * FROM ${recordset("$1", `"destinationId" text, id text, "leaseToken" uuid, status text, "delaySeconds" float8, failed bool, error text, "statusCode" int`, count)} AS x
      ), upd AS (
@@ -103,9 +104,9 @@ export const finishSql = (count: number): string =>
           SET status = u.status,
               attempts = d.attempts + 1,
               failures = d.failures + CASE WHEN u.failed THEN 1 ELSE 0 END,
-              next_attempt_at = CASE WHEN u."delaySeconds" IS NULL THEN now() ELSE now() + make_interval(secs => u."delaySeconds") END,
+              next_attempt_at = CASE WHEN u."delaySeconds" IS NULL THEN ${NOW} ELSE ${nowPlusSeconds('u."delaySeconds"')} END,
               last_error = u.error, last_status_code = u."statusCode",
-              finished_at = CASE WHEN u.status IN ('delivered', 'dead') THEN now() END,
+              finished_at = CASE WHEN u.status IN ('delivered', 'dead') THEN ${NOW} END,
               updated_at = now()
          FROM u
         WHERE d.destination_id = u."destinationId" AND d.id = u.id AND d.status = ANY ($3::text[])
@@ -115,10 +116,7 @@ export const finishSql = (count: number): string =>
      ), released AS (
        -- The leases these results end (the same snapshot as the update above; the destinations'
        -- row locks keep anything else from changing them meanwhile).
-       DELETE FROM leases l
-        WHERE l.ctid = ANY (ARRAY(
-          SELECT (SELECT x.ctid FROM leases x WHERE x.destination_id = u."destinationId" AND x.delivery_id = u.id AND x.token = u."leaseToken")
-            FROM u))
+       ${citus ? RELEASE_BY_KEY : RELEASE_BY_ROW}
      ), ins AS (
        INSERT INTO attempts (destination_id, delivery_id, attempt_no, started_at, latency_ms, queued_ms, outcome,
                              status_code, error_class, class, error_message, response_body)
@@ -132,13 +130,37 @@ export const finishSql = (count: number): string =>
      SELECT id FROM upd`;
 
 /**
+ * The write-back's lease delete, by row id: each result's lease is looked up by its key, and the
+ * rows found deleted by ctid, a plan that measured 15–25 % cheaper than deleting by key.
+ */
+const RELEASE_BY_ROW = `DELETE FROM leases l
+        WHERE l.ctid = ANY (ARRAY(
+          SELECT (SELECT x.ctid FROM leases x WHERE x.destination_id = u."destinationId" AND x.delivery_id = u.id AND x.token = u."leaseToken")
+            FROM u))`;
+/**
+ * The same by key, for a Citus cell: Citus runs this statement in steps (it has an INSERT among
+ * its CTEs), and refuses a ctid in a statement so run. The one place the SQL differs by store.
+ */
+const RELEASE_BY_KEY = `DELETE FROM leases l USING u
+        WHERE l.destination_id = u."destinationId" AND l.delivery_id = u.id AND l.token = u."leaseToken"`;
+
+/**
  * Applies results whose lease still holds (compare-and-set on the lease token) and records
  * every attempt — even one whose result came too late to land, since the request was made.
- * Returns the ids of the deliveries whose result landed.
+ * Returns the ids of the deliveries whose result landed. `citus`: the store is a Citus cell (Db.citus).
  */
-export async function finishDeliveries(q: Queryable, updates: DeliveryUpdate[], attempts: AttemptRow[]): Promise<Set<string>> {
+export async function finishDeliveries(
+  q: Queryable,
+  updates: DeliveryUpdate[],
+  attempts: AttemptRow[],
+  opts: { citus?: boolean } = {},
+): Promise<Set<string>> {
   if (updates.length === 0) return new Set();
-  const rows = await q.query<{ id: string }>(finishSql(updates.length), [jsonRows(updates), jsonRows(attempts), WAITING_STATUSES]);
+  const rows = await q.query<{ id: string }>(finishSql(updates.length, opts.citus), [
+    jsonRows(updates),
+    jsonRows(attempts),
+    WAITING_STATUSES,
+  ]);
   return new Set(rows.map((r) => r.id));
 }
 
@@ -173,7 +195,7 @@ export async function updateDestinationsAfterResults(q: Queryable, updates: Dest
   if (updates.length === 0) return;
   // ready_at: paused or deleted → idle; throttled → when the hold ends; else now (a slot freed).
   const until = `CASE WHEN u."throttleSeconds" IS NULL THEN d.throttled_until
-                      ELSE greatest(coalesce(d.throttled_until, now()), now() + make_interval(secs => u."throttleSeconds")) END`;
+                      ELSE greatest(coalesce(d.throttled_until, ${NOW}), ${nowPlusSeconds('u."throttleSeconds"')}) END`;
   // A new pause: a transient one is probed after probe_interval_seconds, a permanent one never.
   const probeAt = `CASE WHEN u."pauseCause" = 'transient' THEN ${nextProbeAt("d.")} END`;
   await q.query(
@@ -187,7 +209,7 @@ export async function updateDestinationsAfterResults(q: Queryable, updates: Dest
             consecutive_throttles = u."consecutiveThrottles",
             throttled_until = ${until},
             throttle_reason = coalesce(u."throttleReason", d.throttle_reason),
-            paused_at = CASE WHEN u."pauseReason" IS NULL THEN d.paused_at ELSE coalesce(d.paused_at, now()) END,
+            paused_at = CASE WHEN u."pauseReason" IS NULL THEN d.paused_at ELSE coalesce(d.paused_at, ${NOW}) END,
             pause_reason = coalesce(u."pauseReason", d.pause_reason),
             pause_cause = coalesce(u."pauseCause", d.pause_cause),
             next_probe_at = CASE WHEN u."pauseReason" IS NULL THEN d.next_probe_at ELSE ${probeAt} END,
@@ -196,7 +218,7 @@ export async function updateDestinationsAfterResults(q: Queryable, updates: Dest
             ready_at = CASE WHEN d.deleted_at IS NOT NULL THEN ${READY_AT_IDLE}
                             WHEN d.paused_at IS NOT NULL THEN d.ready_at
                             WHEN u."pauseReason" IS NOT NULL THEN ${probeAt}
-                            ELSE ${readyAtOutsideHold("now()", until)} END,
+                            ELSE ${readyAtOutsideHold(NOW, until)} END,
             updated_at = now()
        FROM ${recordset(
          "$1",

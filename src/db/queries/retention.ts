@@ -1,6 +1,7 @@
 import type { Queryable } from "../db.js";
 import { RETENTION_LOCK } from "../advisory-locks.js";
 import { UNLEASED } from "./leases.js";
+import { nowPlusSeconds } from "./sql-time.js";
 
 // Retention, run by dispatch/janitor.ts: attempts, finished deliveries and events with nothing
 // left to deliver are deleted past retention in batches of `batch` rows, idempotency keys after
@@ -67,7 +68,7 @@ export async function discardHeldPastPausedRetention(q: Queryable): Promise<numb
   const rows = await q.query<{ n: number }>(
     `WITH p AS (
        SELECT id, paused_at, paused_retention_hours FROM destinations
-        WHERE paused_at IS NOT NULL AND paused_at < now() - make_interval(hours => paused_retention_hours)
+        WHERE paused_at IS NOT NULL AND paused_at < ${nowPlusSeconds("-3600 * paused_retention_hours")}
         ORDER BY id FOR UPDATE SKIP LOCKED
      ), d AS (
        UPDATE deliveries dl
@@ -75,7 +76,7 @@ export async function discardHeldPastPausedRetention(q: Queryable): Promise<numb
               last_error = 'discarded: held for over ' || p.paused_retention_hours || ' h while the destination was paused'
          FROM p
         WHERE dl.destination_id = p.id AND dl.status IN ('queued', 'retry_scheduled') AND ${UNLEASED("dl")}
-          AND greatest(dl.created_at, p.paused_at) < now() - make_interval(hours => p.paused_retention_hours)
+          AND greatest(dl.created_at, p.paused_at) < ${nowPlusSeconds("-3600 * p.paused_retention_hours")}
        RETURNING 1)
      SELECT count(*)::int AS n FROM d`,
   );

@@ -2,6 +2,7 @@ import type { Queryable } from "../db.js";
 import { READY_AT_IDLE } from "./ready-at.js";
 import { lockedInIdOrder } from "./row-locks.js";
 import type { HealthStatus } from "../../policy/statuses.js";
+import { NOW } from "./sql-time.js";
 
 // Setting a destination aside: the workers found its stored config or state outside what the API
 // admits, or planning, signing, sending or recording for it threw. It is paused (cause
@@ -54,7 +55,7 @@ export async function setDestinationsAside(q: Queryable, entries: SetAsideEntry[
   }
   return q.query<SetAsideRow>(
     `UPDATE destinations d
-        SET paused_at = coalesce(d.paused_at, now()), pause_reason = a.reason, pause_cause = 'permanent', next_probe_at = NULL,
+        SET paused_at = coalesce(d.paused_at, ${NOW}), pause_reason = a.reason, pause_cause = 'permanent', next_probe_at = NULL,
             ramp_limit = NULL, rate_limited = false, idle_recheck = false, ready_at = ${READY_AT_IDLE}, updated_at = now()
        FROM unnest($1::text[], $2::text[]) AS a(id, reason)
       WHERE d.id = a.id AND d.deleted_at IS NULL
