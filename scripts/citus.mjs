@@ -267,7 +267,8 @@ function parseStartArgs(argv) {
 
 /**
  * The files `test` runs: every test/citus suite, and each integration suite that runs on
- * ENGINE_BACKENDS (which is a cell when SLUICE_CITUS_URL is set), or those of them matching a filter.
+ * ENGINE_BACKENDS (which is a cell when SLUICE_CITUS_URL is set) or reads CITUS_URL itself (the
+ * cells suite), or those of them matching a filter.
  */
 function citusTestFiles(filters) {
   const files = [];
@@ -275,7 +276,8 @@ function citusTestFiles(filters) {
     for (const name of readdirSync(path.join(repoRoot, dir)).sort()) {
       if (!name.endsWith(".test.ts")) continue;
       const rel = `${dir}/${name}`;
-      if (dir === "test/integration" && !readFileSync(path.join(repoRoot, rel), "utf8").includes("ENGINE_BACKENDS")) continue;
+      const text = dir === "test/integration" ? readFileSync(path.join(repoRoot, rel), "utf8") : "";
+      if (dir === "test/integration" && !text.includes("ENGINE_BACKENDS") && !text.includes("CITUS_URL")) continue;
       if (filters.length === 0 || filters.some((f) => rel.includes(f))) files.push(rel);
     }
   }

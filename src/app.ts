@@ -10,6 +10,9 @@ import { acquireStoreLock, type StoreLock } from "./db/folder-lock.js";
 import { migrate } from "./db/migrate.js";
 import { WORK_CHANNEL } from "./db/channels.js";
 import { buildApi } from "./api/server.js";
+import { cellFront } from "./api/cell-front.js";
+import { cellUrl } from "./db/cells.js";
+import { directoryExists, listCells } from "./db/queries/cell-directory.js";
 import { Dispatcher } from "./dispatch/dispatcher.js";
 import { startJanitor } from "./dispatch/janitor.js";
 import { startRecoveryWorker } from "./dispatch/recovery.js";
@@ -17,9 +20,9 @@ import { Sender } from "./delivery/sender.js";
 import { ensureDefaultTenant } from "./bootstrap.js";
 import { metrics, registry, registerDatabaseGauges, setBuildInfo } from "./metrics.js";
 import { AlertSender } from "./alerts/alerts.js";
-import { StartupError, StoreUnavailableError } from "./errors.js";
+import { ConfigError, StartupError, StoreUnavailableError } from "./errors.js";
 import { createLogger } from "./logger.js";
-import { startTracing } from "./tracing/tracing.js";
+import { startTracing, type Tracing } from "./tracing/tracing.js";
 import { VERSION } from "./package-root.js";
 
 export { VERSION };
@@ -37,7 +40,10 @@ export interface RunOptions {
 }
 
 export interface Running {
+  /** The store: the database itself, or the first cell served. */
   db: Db;
+  /** The cells served (SLUICE_CELLS), each with its store; empty when the database itself is served. */
+  cells: { cell: string; db: Db }[];
   url: string | null;
   /** Where /metrics is served on its own port (SLUICE_METRICS_PORT), else null. */
   metricsUrl: string | null;
@@ -88,7 +94,7 @@ export async function openStore(config: Readonly<Config>, opts: { command: strin
 }
 
 /** The first connection to a Postgres server, retried while the server is unreachable. */
-async function connectServer(config: Readonly<Config>, log: Logger): Promise<Db> {
+export async function connectServer(config: Readonly<Config>, log: Logger): Promise<Db> {
   const url = config.databaseUrl!;
   const where = describeServer(url);
   const started = Date.now();
@@ -170,25 +176,50 @@ function listenError(err: unknown, host: string, port: number, setting: "api" | 
   );
 }
 
-/** Opens the store, migrates, and starts the API and/or the delivery worker in this process. */
-export async function run(config: Readonly<Config>, opts: RunOptions): Promise<Running> {
-  const log = opts.log ?? createLogger(config);
-  const command = opts.command ?? (opts.api && opts.worker ? "start" : opts.api ? "api" : "worker");
-  const store = await openStore(config, { command, log });
-  const db = store.db;
+/** One store a process serves: the database itself, or one of its cells (docs/citus.md). */
+interface Served {
+  /** The cell, or null for the database itself. */
+  cell: string | null;
+  db: Db;
+  api: FastifyInstance | null;
+  dispatcher: Dispatcher | null;
+}
 
-  let api: FastifyInstance | null = null;
-  let url: string | null = null;
-  let metricsUrl: string | null = null;
-  let dispatcher: Dispatcher | null = null;
-  const releasers = new Releasers();
-  releasers.push("store", () => store.close());
+/**
+ * The stores `config` names: the database (or embedded folder), or each cell of SLUICE_CELLS,
+ * each with its own pool. A cell must be listed by the directory (`sluice cells create`), so
+ * that a mistyped name fails at start rather than serving an empty schema.
+ */
+async function openServed(config: Readonly<Config>, opts: { command: string; log: Logger }, releasers: Releasers): Promise<Served[]> {
+  if (config.cells.length === 0) {
+    const store = await openStore(config, opts);
+    releasers.push("store", () => store.close());
+    return [{ cell: null, db: store.db, api: null, dispatcher: null }];
+  }
+  if (!config.databaseUrl) throw new ConfigError(["SLUICE_CELLS: cells live in a Postgres server's database; set DATABASE_URL to it"]);
+  const served: Served[] = [];
+  for (const cell of config.cells) {
+    const url = cellUrl(config.databaseUrl, cell);
+    const direct = config.directDatabaseUrl === undefined ? undefined : cellUrl(config.directDatabaseUrl, cell);
+    const db = await connectServer({ ...config, databaseUrl: url, directDatabaseUrl: direct }, opts.log);
+    releasers.push(`store of cell ${cell}`, () => db.close());
+    served.push({ cell, db, api: null, dispatcher: null });
+  }
+  const listed = (await directoryExists(served[0]!.db)) ? new Set((await listCells(served[0]!.db)).map((c) => c.name)) : new Set<string>();
+  const missing = config.cells.filter((c) => !listed.has(c));
+  if (missing.length > 0) {
+    throw new StartupError("SLUICE_CELL_UNKNOWN", { cells: missing.join(", "), store: served[0]!.db.where.replace(/\?.*$/, "") });
+  }
+  return served;
+}
 
-  // The store going away and coming back, logged once each (requests and claims do not log it);
-  // while it stays away, why a try to bring it back failed, when that changes and once a minute.
+/** Logs a store going away and coming back once each (requests and claims do not log it). Returns the unsubscribe. */
+function watchStore(db: Db, cell: string | null, log: Logger): () => void {
+  // While it stays away, why a try to bring it back failed, when that changes and once a minute.
   let lostAt: number | null = null;
   let still: { cause: string | undefined; at: number } | null = null;
-  const offAvailability = db.onAvailability((up, err) => {
+  const which = cell === null ? {} : { cell };
+  return db.onAvailability((up, err) => {
     // Why, in the operator's words: the refused connection, the server shutting down, the
     // embedded store's thread that stopped, the folder that would not open again.
     const cause = err?.cause instanceof Error ? err.cause.message : undefined;
@@ -198,65 +229,81 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
       still = { cause, at: now };
       const seconds = (now - lostAt) / 1000;
       log.warn(
-        { store: db.where, cause, down_seconds: seconds },
+        { store: db.where, ...which, cause, down_seconds: seconds },
         `store still unreachable after ${seconds.toFixed(1)} s (${db.where}${cause ? `: ${cause}` : ""}); trying again`,
       );
     } else if (!up) {
       lostAt = Date.now();
       still = null;
       log.warn(
-        { store: db.where, cause },
+        { store: db.where, ...which, cause },
         `lost the store (${db.where}${cause ? `: ${cause}` : ""}); the API answers 503 and delivery pauses until it returns`,
       );
     } else {
       const seconds = lostAt === null ? 0 : (Date.now() - lostAt) / 1000;
       lostAt = null;
-      log.info({ store: db.where, down_seconds: seconds }, `store reachable again after ${seconds.toFixed(1)} s`);
+      log.info({ store: db.where, ...which, down_seconds: seconds }, `store reachable again after ${seconds.toFixed(1)} s`);
     }
   });
-  releasers.push("store watch", offAvailability);
+}
 
-  // A transaction Postgres aborted (deadlock, serialization failure) is run again and so unseen:
-  // each is a warning, with Postgres's account of who waited for what, and a metric.
-  const offAborted = onAbortedTransaction((a) => {
-    metrics.transactionsAborted.inc({ reason: a.reason });
-    log.warn(
-      { reason: a.reason, detail: a.detail, attempt: a.attempt, retried: a.retried },
-      a.reason === "deadlock"
-        ? `a transaction was aborted by a deadlock; ${a.retried ? "running it again" : "giving up after " + a.attempt + " tries"}`
-        : `a transaction was aborted by a serialization failure; ${a.retried ? "running it again" : "giving up after " + a.attempt + " tries"}`,
-    );
-  });
-  releasers.push("transaction watch", offAborted);
-
+/** Opens the store (or each cell), migrates, and starts the API and/or the delivery worker in this process. */
+export async function run(config: Readonly<Config>, opts: RunOptions): Promise<Running> {
+  const log = opts.log ?? createLogger(config);
+  const command = opts.command ?? (opts.api && opts.worker ? "start" : opts.api ? "api" : "worker");
+  const releasers = new Releasers();
   // Everything started so far, stopped in reverse: by stop(), or when a later start step fails.
   const shutdown = () => releasers.releaseAll((name, err) => log.warn({ err, component: name }, `stopping ${name} failed`));
 
+  let url: string | null = null;
+  let metricsUrl: string | null = null;
+  let served: Served[];
   let bootstrapped: (value: unknown) => void = () => undefined;
   const bootstrapDone = new Promise((resolve) => (bootstrapped = resolve));
   try {
+    served = await openServed(config, { command, log }, releasers);
+    for (const s of served) releasers.push("store watch", watchStore(s.db, s.cell, log));
+
+    // A transaction Postgres aborted (deadlock, serialization failure) is run again and so unseen:
+    // each is a warning, with Postgres's account of who waited for what, and a metric.
+    const offAborted = onAbortedTransaction((a) => {
+      metrics.transactionsAborted.inc({ reason: a.reason });
+      log.warn(
+        { reason: a.reason, detail: a.detail, attempt: a.attempt, retried: a.retried },
+        a.reason === "deadlock"
+          ? `a transaction was aborted by a deadlock; ${a.retried ? "running it again" : "giving up after " + a.attempt + " tries"}`
+          : `a transaction was aborted by a serialization failure; ${a.retried ? "running it again" : "giving up after " + a.attempt + " tries"}`,
+      );
+    });
+    releasers.push("transaction watch", offAborted);
+
     // Off (nothing loaded) unless OTEL_* variables ask for traces. Released after the parts that
     // make spans, so their last spans are exported.
     const tracing = await startTracing(log.child({ component: "tracing" }), VERSION);
     releasers.push("tracing", () => tracing.shutdown());
-    const applied = await migrate(db);
-    if (applied.length) log.info({ applied }, "migrations applied");
+    for (const s of served) {
+      const applied = await migrate(s.db);
+      if (applied.length) log.info({ applied, ...(s.cell === null ? {} : { cell: s.cell }) }, "migrations applied");
+    }
 
     setBuildInfo(VERSION);
     // The gauges sampled from the database describe the shared store, not this process: only
     // processes that run the API export them, so a sum() over every worker's /metrics does not
     // count the store once per worker (docs/metrics.md).
-    if (opts.api) registerDatabaseGauges(db);
+    if (opts.api) registerDatabaseGauges(served.map((s) => ({ db: s.db, cell: s.cell })));
 
     // The default tenant is made only once the ports are open: a start that fails on a busy port
     // must not spend the key that is shown only once.
     if (opts.api) {
-      const server = await buildApi({ db, config, log, version: VERSION, ready: bootstrapDone, tracing });
-      api = server;
-      // Stop taking requests first, before anything else stops.
-      releasers.pushIntake("api", () => server.close());
+      for (const s of served) {
+        const ctx = { db: s.db, config, log, version: VERSION, ready: bootstrapDone, tracing };
+        const server = await buildApi(s.cell === null ? ctx : { ...ctx, cell: s.cell });
+        s.api = server;
+        // Stop taking requests first, before anything else stops.
+        releasers.pushIntake(s.cell === null ? "api" : `api of cell ${s.cell}`, () => server.close());
+      }
       try {
-        url = await server.listen({ host: config.host, port: config.port });
+        url = await listenApi(served, config, log, releasers);
       } catch (err) {
         throw listenError(err, config.host, config.port, "api");
       }
@@ -291,7 +338,9 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
 
     if (opts.api) {
       try {
-        const boot = await ensureDefaultTenant(db, config.apiKey);
+        // With cells, the default tenant lives in the first.
+        const home = served[0]!;
+        const boot = await ensureDefaultTenant(home.db, config.apiKey, home.cell);
         if (boot.generatedKey) opts.onGeneratedKey?.(boot.generatedKey);
         if (boot.addedKeyToTenantId)
           log.info({ tenant_id: boot.addedKeyToTenantId }, "SLUICE_API_KEY was new: added it as another key of the default tenant");
@@ -301,60 +350,18 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
     }
 
     if (opts.worker) {
-      const alertSender = new AlertSender(
-        db,
-        {
-          smtpUrl: config.smtpUrl,
-          smtpFrom: config.smtpFrom,
-          maxPayloadBytes: config.maxPayloadBytes,
-          onPublished: () => db.notify(WORK_CHANNEL),
-        },
-        log.child({ component: "alerts" }),
-      );
-      releasers.push("alerts", () => alertSender.stop());
       const sender = new Sender({
         network: { allowPrivateNetworks: config.allowPrivateNetworks, allowedCidrs: config.allowedCidrs },
         userAgent: USER_AGENT,
         maxSocketsPerOrigin: config.maxSocketsPerOrigin,
       });
-      // After the dispatcher, which waits out the grace period and releases what is left.
+      // After the dispatchers, which wait out the grace period and release what is left.
       releasers.push("sender", () => sender.destroy());
-      const worker = new Dispatcher(
-        db,
-        sender,
-        {
-          workerConcurrency: config.workerConcurrency,
-          claimBatchSize: config.claimBatchSize,
-          claimLoops: config.claimLoops,
-          grantCap: config.grantCap,
-          leaseMarginSeconds: config.leaseMarginSeconds,
-          rateSendJitterMs: config.rateSendJitterMs,
-          health: {
-            windowSize: config.healthWindow,
-            minSamples: config.healthMinSamples,
-            maxConsecutiveFailures: config.pauseAfterFailures,
-            authFailuresToPause: config.pauseAfterAuthFailures,
-          },
-          onAlerts: () => alertSender.kick(),
-          shard: opts.shard ?? null,
-          userAgent: USER_AGENT,
-          tracing,
-        },
-        log.child({ component: "dispatcher" }),
-      );
-      dispatcher = worker;
-      releasers.push("dispatcher", () => worker.stop(config.shutdownGraceSeconds * 1000));
-      await worker.start();
-      alertSender.start();
-      releasers.push("janitor", startJanitor(db, config, log.child({ component: "janitor" })));
-      releasers.push(
-        "recoveries",
-        await startRecoveryWorker(
-          db,
-          { pageSize: config.recoveryPageSize, retentionHours: config.retentionHours },
-          log.child({ component: "recovery" }),
-        ),
-      );
+      // The process's send budget is shared out among the cells it serves.
+      const workerConcurrency = Math.max(1, Math.ceil(config.workerConcurrency / served.length));
+      for (const s of served) {
+        s.dispatcher = await startWorker(s, { config, log, tracing, sender, shard: opts.shard ?? null, workerConcurrency }, releasers);
+      }
     }
   } catch (err) {
     bootstrapped(undefined);
@@ -362,5 +369,110 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
     throw err;
   }
 
-  return { db, url, metricsUrl, api, dispatcher, stop: shutdown };
+  const first = served[0]!;
+  return {
+    db: first.db,
+    cells: served.flatMap((s) => (s.cell === null ? [] : [{ cell: s.cell, db: s.db }])),
+    url,
+    metricsUrl,
+    api: first.api,
+    dispatcher: first.dispatcher,
+    stop: shutdown,
+  };
+}
+
+/**
+ * Opens the API's port: the one store's API listens itself; several cells' APIs share one port
+ * through the front that hands each request to its tenant's cell (api/cell-front.ts).
+ */
+async function listenApi(served: Served[], config: Readonly<Config>, log: Logger, releasers: Releasers): Promise<string> {
+  const only = served[0]!;
+  if (only.cell === null) return only.api!.listen({ host: config.host, port: config.port });
+  const cells = served.map((s) => ({ cell: s.cell!, db: s.db, app: s.api! }));
+  for (const c of cells) await c.app.ready();
+  const front = cellFront(cells, { adminKey: config.adminKey, log: log.child({ component: "api" }) });
+  releasers.pushIntake("api front", () => closeServer(front));
+  await new Promise<void>((resolve, reject) => {
+    front.once("error", reject);
+    front.listen(config.port, config.host, () => {
+      front.removeListener("error", reject);
+      resolve();
+    });
+  });
+  const { port } = front.address() as { port: number };
+  return `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
+}
+
+/** Stops a server taking connections and ends the ones it has (as Fastify's forceCloseConnections does). */
+function closeServer(server: http.Server): Promise<void> {
+  return new Promise((resolve) => {
+    if (!server.listening) return resolve();
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
+
+/** The delivery worker of one store: alerts, the dispatcher, the janitor and recoveries. */
+async function startWorker(
+  s: Served,
+  o: {
+    config: Readonly<Config>;
+    log: Logger;
+    tracing: Tracing;
+    sender: Sender;
+    shard: [number, number] | null;
+    workerConcurrency: number;
+  },
+  releasers: Releasers,
+): Promise<Dispatcher> {
+  const { db } = s;
+  const { config } = o;
+  const log = s.cell === null ? o.log : o.log.child({ cell: s.cell });
+  const alertSender = new AlertSender(
+    db,
+    {
+      smtpUrl: config.smtpUrl,
+      smtpFrom: config.smtpFrom,
+      maxPayloadBytes: config.maxPayloadBytes,
+      onPublished: () => db.notify(WORK_CHANNEL),
+    },
+    log.child({ component: "alerts" }),
+  );
+  releasers.push("alerts", () => alertSender.stop());
+  const worker = new Dispatcher(
+    db,
+    o.sender,
+    {
+      workerConcurrency: o.workerConcurrency,
+      claimBatchSize: config.claimBatchSize,
+      claimLoops: config.claimLoops,
+      grantCap: config.grantCap,
+      leaseMarginSeconds: config.leaseMarginSeconds,
+      rateSendJitterMs: config.rateSendJitterMs,
+      health: {
+        windowSize: config.healthWindow,
+        minSamples: config.healthMinSamples,
+        maxConsecutiveFailures: config.pauseAfterFailures,
+        authFailuresToPause: config.pauseAfterAuthFailures,
+      },
+      onAlerts: () => alertSender.kick(),
+      shard: o.shard,
+      userAgent: USER_AGENT,
+      tracing: o.tracing,
+    },
+    log.child({ component: "dispatcher" }),
+  );
+  releasers.push("dispatcher", () => worker.stop(config.shutdownGraceSeconds * 1000));
+  await worker.start();
+  alertSender.start();
+  releasers.push("janitor", startJanitor(db, config, log.child({ component: "janitor" })));
+  releasers.push(
+    "recoveries",
+    await startRecoveryWorker(
+      db,
+      { pageSize: config.recoveryPageSize, retentionHours: config.retentionHours },
+      log.child({ component: "recovery" }),
+    ),
+  );
+  return worker;
 }

@@ -2,6 +2,7 @@ import type { Db } from "./db/db.js";
 import { newApiKey, newId } from "./ids.js";
 import { countTenants, defaultTenant, insertTenant, lockBootstrap } from "./db/queries/tenants.js";
 import { findApiKey, insertApiKey } from "./db/queries/api-keys.js";
+import { placeTenant } from "./db/queries/cell-directory.js";
 
 export interface Bootstrap {
   /** A key made for a new default tenant (no SLUICE_API_KEY): shown once, never stored in clear. */
@@ -20,8 +21,8 @@ const ENV_KEY_NAME = "SLUICE_API_KEY";
  * only and returned so it can be printed once. There is never a second default tenant.
  * A SLUICE_API_KEY deleted through the API is therefore added again by the next start with it set.
  */
-export async function ensureDefaultTenant(db: Db, apiKey: string | undefined): Promise<Bootstrap> {
-  return db.tx(async (q) => {
+export async function ensureDefaultTenant(db: Db, apiKey: string | undefined, cell: string | null = null): Promise<Bootstrap> {
+  const boot = await db.tx(async (q) => {
     // Serialise first starts of several processes.
     await lockBootstrap(q);
     const current = await defaultTenant(q);
@@ -43,4 +44,10 @@ export async function ensureDefaultTenant(db: Db, apiKey: string | undefined): P
     await insertApiKey(q, { id: newId("key"), tenantId: t.id, name: "default", key });
     return { generatedKey: key, createdTenantId: t.id };
   });
+  // In a cell, the directory says the default tenant lives there (once; a no-op on later starts).
+  if (cell !== null) {
+    const t = await defaultTenant(db);
+    if (t) await placeTenant(db, t.id, cell);
+  }
+  return boot;
 }

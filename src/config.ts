@@ -7,6 +7,8 @@ import { parseCidrList } from "./policy/cidr.js";
 export interface Config {
   databaseUrl: string | undefined;
   directDatabaseUrl: string | undefined;
+  /** The cells (schemas of DATABASE_URL's database, docs/citus.md) this process serves; empty: the database itself. */
+  cells: string[];
   dataDir: string;
   host: string;
   port: number;
@@ -133,6 +135,18 @@ const origins: Parser<string[]> = (raw) => {
   return list;
 };
 
+/**
+ * Why `name` is not a cell's name (docs/citus.md), or null when it is one: a lower-case
+ * identifier that needs no quoting in SQL, and not a schema Postgres keeps for itself.
+ */
+export function cellNameProblem(name: string): string | null {
+  if (/^(?!pg_)[a-z_][a-z0-9_]{0,62}$/.test(name) && name !== "public" && name !== "information_schema") return null;
+  return (
+    `"${name}" is not a cell name: use 1–63 lower-case letters, digits and _, starting with a letter or _` +
+    " (not pg_…, public or information_schema)"
+  );
+}
+
 function setting<K extends keyof Config>(s: Setting<K>): Setting<K> {
   return s;
 }
@@ -155,6 +169,27 @@ export const SETTINGS = [
     doc:
       "A direct connection to DATABASE_URL's database, when DATABASE_URL goes through a transaction pooler " +
       "(PgBouncer): LISTEN/NOTIFY use it, and the pooled statements go unnamed. Unset: DATABASE_URL is direct.",
+  }),
+  setting({
+    key: "cells",
+    env: "SLUICE_CELLS",
+    flag: "cells",
+    arg: "a,b",
+    commands: [...RUNS, "migrate"],
+    default: [],
+    parse: (raw) => {
+      const list = raw
+        .split(",")
+        .map((c) => c.trim())
+        .filter(Boolean);
+      const problems = list.map(cellNameProblem).filter((p) => p !== null);
+      if (problems.length) throw new Error(problems.join("; "));
+      if (new Set(list).size !== list.length) throw new Error("names a cell twice");
+      return list;
+    },
+    doc:
+      "Comma list of cells (made by `sluice cells create`) this process serves, on DATABASE_URL's database: each a whole " +
+      "store for a group of tenants; the first also holds the default tenant. Unset: the database itself is the store.",
   }),
   setting({
     key: "dataDir",
@@ -511,9 +546,18 @@ export function closestMatch(word: string, candidates: readonly string[]): strin
 }
 
 // SLUICE_* variables that are not settings but are read on purpose: by the test and bench
-// harnesses, SLUICE_PG_FSYNC by scripts/pg-server.mjs, and by the CLI's API commands and
+// harnesses, SLUICE_PG_FSYNC and SLUICE_PG_LOG_DIR by scripts/pg-server.mjs, SLUICE_CITUS_URL by
+// npm run test:citus, and by the CLI's API commands and
 // `sluice listen` (src/cli/client, src/cli/listen.ts), often exported in the same shell.
-const NOT_SETTINGS = [/^SLUICE_TEST_/, /^SLUICE_BENCH_/, /^SLUICE_PG_FSYNC$/, /^SLUICE_URL$/, /^SLUICE_LISTEN_SECRET$/];
+const NOT_SETTINGS = [
+  /^SLUICE_TEST_/,
+  /^SLUICE_BENCH_/,
+  /^SLUICE_PG_FSYNC$/,
+  /^SLUICE_PG_LOG_DIR$/,
+  /^SLUICE_CITUS_URL$/,
+  /^SLUICE_URL$/,
+  /^SLUICE_LISTEN_SECRET$/,
+];
 
 export interface UnknownSetting {
   name: string;

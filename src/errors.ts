@@ -125,6 +125,13 @@ export const ERROR_CATALOGUE = {
     when: "the Sluice-Tenant header names no tenant",
     message: "No tenant with id '{id}' exists. Check the Sluice-Tenant header; GET /v1/tenants (admin key) lists the tenants.",
   },
+  SLUICE_CELL_NOT_SERVED: {
+    status: 404,
+    docs: "api",
+    when: "an API process serving cells gets a request for a cell it does not serve",
+    message:
+      "{what} is in cell '{cell}', which this API process does not serve (it serves {served}). Send the request to a process whose SLUICE_CELLS lists that cell.",
+  },
   SLUICE_PORTAL_SESSION_NOT_FOUND: {
     status: 404,
     docs: "api",
@@ -272,6 +279,13 @@ export const ERROR_CATALOGUE = {
     docs: "configuration",
     when: "the database in DATABASE_URL does not exist",
     message: "{store} has no such database: {reason}.\nCreate it (createdb NAME) or correct the database name at the end of DATABASE_URL.",
+  },
+  SLUICE_CELL_UNKNOWN: {
+    status: null,
+    docs: "configuration",
+    when: "SLUICE_CELLS names a cell the database's cell directory does not list",
+    message:
+      "{store} has no cell {cells}.\nCreate it with `sluice cells create NAME` (same DATABASE_URL), or correct SLUICE_CELLS; `sluice cells list` shows the cells there are.",
   },
   SLUICE_STORE_SCHEMA_NEWER: {
     status: null,

@@ -206,7 +206,13 @@ export const DATABASE_GAUGES = [
   "sluice_store_lock_wait_seconds",
 ] as const;
 
-export function registerDatabaseGauges(db: Db): void {
+/**
+ * The gauges sampled from the store, or from each cell served (then with a `cell` label). The
+ * lock and deadlock figures are the whole database's, sampled through the first store.
+ */
+export function registerDatabaseGauges(stores: readonly { db: Db; cell: string | null }[]): void {
+  const cells = stores.some((s) => s.cell !== null);
+  const withCell = <L extends string>(labels: readonly L[]): (L | "cell")[] => (cells ? [...labels, "cell"] : [...labels]);
   // One process may start Sluice more than once (tests): the latest store wins.
   for (const name of DATABASE_GAUGES) registry.removeSingleMetric(name);
   // No destination label: destination ids are unbounded (and churn), so each would be a new
@@ -214,30 +220,31 @@ export function registerDatabaseGauges(db: Db): void {
   const inflight = new client.Gauge({
     name: "sluice_inflight",
     help: "Deliveries in flight (live leases, all workers; sampled from the database)",
+    labelNames: withCell([]),
     registers: [registry],
   });
   const held = new client.Gauge({
     name: "sluice_held",
     help: "Waiting deliveries held, by reason (sampled from the database)",
-    labelNames: ["reason"] as const,
+    labelNames: withCell(["reason"]),
     registers: [registry],
   });
   const oldest = new client.Gauge({
     name: "sluice_oldest_held_age_seconds",
     help: "Age of the oldest held delivery, by reason (sampled from the database)",
-    labelNames: ["reason"] as const,
+    labelNames: withCell(["reason"]),
     registers: [registry],
   });
   const health = new client.Gauge({
     name: "sluice_destination_health",
     help: "Destinations by health status (sampled from the database)",
-    labelNames: ["status"] as const,
+    labelNames: withCell(["status"]),
     registers: [registry],
   });
   const backlog = new client.Gauge({
     name: "sluice_backlog_alerts",
     help: "Destinations with a backlog alert standing, by state: growing, stale (sampled from the database)",
-    labelNames: ["state"] as const,
+    labelNames: withCell(["state"]),
     registers: [registry],
   });
   const lockWaits = new client.Gauge({
@@ -253,32 +260,35 @@ export function registerDatabaseGauges(db: Db): void {
   // pg_stat_database.deadlocks counts from the server's last statistics reset: the counter adds
   // what it moved between samples (the first sample sets the base).
   let deadlocksSeen: number | null = null;
-  const sample = async () => {
+  const sampleStore = async (db: Db, cell: string | null) => {
+    const c = cell === null ? {} : { cell };
     const nowMs = Date.now();
     const quietIds = (await scheduledDestinations(db))
       // A schedule the policy cannot read (the claim sets its destination aside) is not quiet.
       .filter((d) => unlessFaulty(() => currentQuietWindow(d.delivery_schedule, nowMs) !== null, false))
       .map((d) => d.id);
-    const [n, holds, byHealth, standing, locks] = await Promise.all([
+    const [n, holds, byHealth, standing] = await Promise.all([
       inflightTotal(db),
       heldByReason(db, quietIds),
       destinationsByHealth(db),
       backlogAlertsStanding(db),
-      storeLocks(db),
     ]);
+    backlog.set({ state: "growing", ...c }, standing.growing);
+    backlog.set({ state: "stale", ...c }, standing.stale);
+    for (const status of HEALTH_STATUSES) health.set({ status, ...c }, byHealth.find((h) => h.status === status)?.n ?? 0);
+    inflight.set(c, n);
+    for (const reason of HOLD_REASONS) {
+      const h = holds.find((x) => x.reason === reason);
+      held.set({ reason, ...c }, h?.n ?? 0);
+      oldest.set({ reason, ...c }, h?.oldest_age_s ?? 0);
+    }
+  };
+  const sample = async () => {
+    const [locks] = await Promise.all([storeLocks(stores[0]!.db), ...stores.map((s) => sampleStore(s.db, s.cell))]);
     if (deadlocksSeen !== null && locks.deadlocks > deadlocksSeen) metrics.storeDeadlocks.inc(locks.deadlocks - deadlocksSeen);
     deadlocksSeen = locks.deadlocks;
     lockWaits.set(locks.waiting);
     lockWaitSeconds.set(locks.longestWaitS);
-    backlog.set({ state: "growing" }, standing.growing);
-    backlog.set({ state: "stale" }, standing.stale);
-    for (const status of HEALTH_STATUSES) health.set({ status }, byHealth.find((h) => h.status === status)?.n ?? 0);
-    inflight.set(n);
-    for (const reason of HOLD_REASONS) {
-      const h = holds.find((x) => x.reason === reason);
-      held.set({ reason }, h?.n ?? 0);
-      oldest.set({ reason }, h?.oldest_age_s ?? 0);
-    }
   };
   // prom-client collects the metrics of a scrape concurrently: all of them wait on one sample.
   const refresh = freshSampler(sample);

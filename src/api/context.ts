@@ -8,6 +8,8 @@ import type { Tracing } from "../tracing/tracing.js";
 
 export interface ApiContext {
   db: Db;
+  /** The cell `db` is (docs/citus.md), when this API is one of several a process serves. */
+  cell?: string;
   config: Readonly<Config>;
   log: Logger;
   version: string;

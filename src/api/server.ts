@@ -178,7 +178,7 @@ export function toErrorBody(err: FastifyError | Error): {
  * headers over 16 KiB, a request that did not arrive in time, bytes that are not HTTP) with the
  * contract's error body, then closes the connection, as Node would.
  */
-function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
   if (err.code === "ECONNRESET" || socket.destroyed) return;
   const error =
     err.code === "HPE_HEADER_OVERFLOW"

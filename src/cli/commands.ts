@@ -226,7 +226,33 @@ const LISTEN: CommandSpec = {
   example: "sluice listen --port 4000 --secret whsec_…",
 };
 
-export const COMMANDS: Record<string, CommandSpec> = { ...SERVER_COMMANDS, ...CLIENT_GROUPS, listen: LISTEN };
+/** Cells of DATABASE_URL's database (docs/citus.md): made and moved through the database, not a running Sluice. */
+const CELLS: CommandSpec = {
+  summary: "cells: whole stores for groups of tenants, in one database or spread over a Citus cluster",
+  subcommands: {
+    create: {
+      summary: "make a cell (a distributed schema on Citus) and migrate it; safe to run again",
+      args: "NAME",
+      example: "DATABASE_URL=postgres://…/sluice sluice cells create cell_eu1",
+    },
+    list: {
+      summary: "the cells, their tenants and (on Citus) the node each is on",
+      options: { json: { type: "boolean", doc: "print JSON, for scripts" } },
+      example: "sluice cells list",
+    },
+    move: {
+      summary: "move a cell to another Citus node; it keeps serving while it copies",
+      args: "NAME",
+      options: {
+        to: { type: "string", arg: "HOST:PORT", required: true, doc: "the node to move it to (as sluice cells list names nodes)" },
+        mode: { type: "string", arg: "MODE", doc: "force_logical (default: writes go on while it copies), auto or block_writes" },
+      },
+      example: "sluice cells move cell_eu1 --to 10.0.0.12:5432",
+    },
+  },
+};
+
+export const COMMANDS: Record<string, CommandSpec> = { ...SERVER_COMMANDS, ...CLIENT_GROUPS, cells: CELLS, listen: LISTEN };
 
 export function isServerCommand(name: string): name is CliCommand {
   return (CLI_COMMANDS as readonly string[]).includes(name);
@@ -307,7 +333,10 @@ export function usage(): string {
 Usage: sluice <command> [options]      sluice <command> --help for that command's options
 
 Commands:
-${table(CLI_COMMANDS.map((c) => [synopsis([c]), SERVER_COMMANDS[c].summary]))}
+${table([
+  ...CLI_COMMANDS.map((c): [string, string] => [synopsis([c]), SERVER_COMMANDS[c].summary]),
+  [`cells ${Object.keys(CELLS.subcommands!).join("|")}`, CELLS.summary],
+])}
 
 Calling the API of a running Sluice (SLUICE_URL, SLUICE_API_KEY):
 ${table([...groups, ["listen", LISTEN.summary]])}
@@ -335,10 +364,16 @@ export function groupUsage(group: string): string {
 
 Subcommands:
 ${table(subs.map((s) => [synopsis([group, s]).slice(group.length + 1), spec.subcommands![s]!.summary]))}
-
+${
+  group in CLIENT_GROUPS
+    ? `
 Every subcommand takes:
 ${table(Object.entries(CONNECTION).map(([name, o]) => [`--${name}${o.arg ? ` ${o.arg}` : ""}`, o.doc]))}
-
+`
+    : `
+They reach the database named by DATABASE_URL (on Citus, the coordinator) directly.
+`
+}
 sluice ${group} <subcommand> --help lists a subcommand's own options.
 `;
 }

@@ -149,6 +149,10 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   checkOptions(path, values, args);
+  if (path[0] === "cells") {
+    const { cellsCommand } = await import("./cells.js");
+    return cellsCommand(path[1]!, args, values);
+  }
   if (path[0] === "listen") {
     const { listen } = await import("./listen.js");
     return listen(values);
@@ -173,6 +177,21 @@ async function main(argv: string[]): Promise<number> {
   logger = log;
   for (const u of unknown) log.warn({ variable: u.name, suggestion: u.suggestion }, describeUnknown(u));
 
+  if (command === "migrate" && config.cells.length > 0) {
+    // Each cell SLUICE_CELLS names, one after the other (a new cell: sluice cells create).
+    const [{ openDb }, { cellUrl }] = await Promise.all([import("../db/db.js"), import("../db/cells.js")]);
+    if (!config.databaseUrl) throw new UsageError("sluice migrate: SLUICE_CELLS needs DATABASE_URL, the database that holds the cells");
+    for (const cell of config.cells) {
+      const db = await openDb({ databaseUrl: cellUrl(config.databaseUrl, cell), poolSize: 1 });
+      try {
+        const applied = await migrate(db);
+        process.stdout.write(`cell ${cell}: ${applied.length ? `applied: ${applied.join(", ")}` : "up to date"}\n`);
+      } finally {
+        await db.close();
+      }
+    }
+    return 0;
+  }
   if (command === "migrate") {
     const store = await openStore(config, { command, log });
     try {

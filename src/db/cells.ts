@@ -1,3 +1,8 @@
+import { cellNameProblem } from "../config.js";
+import { ConfigError } from "../errors.js";
+import { openDb } from "./db.js";
+import { migrate } from "./migrate.js";
+import { cellNodes, ensureDirectory, registerCell } from "./queries/cell-directory.js";
 import type { Queryable } from "./store.js";
 
 // Cells: a whole Sluice store in one schema of a Postgres database, for a group of tenants. On
@@ -6,18 +11,6 @@ import type { Queryable } from "./store.js";
 // On a plain Postgres server a cell is a plain schema. A connection reaches a cell by having the
 // cell as its whole search_path, so Sluice's statements, which name no schema, are the cell's.
 // docs/citus.md says how to create, place and move cells.
-
-/** A cell's name: a lower-case identifier that needs no quoting, and not one Postgres keeps. */
-export const CELL_NAME = /^(?!pg_)[a-z_][a-z0-9_]{0,62}$/;
-
-/** Why `name` is not a cell name, or null when it is. */
-export function cellNameProblem(name: string): string | null {
-  if (CELL_NAME.test(name) && name !== "public" && name !== "information_schema") return null;
-  return (
-    `"${name}" is not a cell name: use 1–63 lower-case letters, digits and _, starting with a letter or _` +
-    " (not pg_…, public or information_schema)"
-  );
-}
 
 /**
  * `databaseUrl` with `cell` as the session's whole search_path (`options=-c search_path=<cell>`,
@@ -68,4 +61,45 @@ export async function createCellSchema(q: Queryable, cell: string, citus: boolea
   }
   if (citus && !existing.distributed) await q.query("SELECT citus_schema_distribute($1)", [cell]);
   return false;
+}
+
+/** What `sluice cells create` did. */
+export interface CreatedCell {
+  name: string;
+  /** The schema was new (false: it existed, and was migrated up to date and listed). */
+  created: boolean;
+  /** Migrations applied to it. */
+  applied: string[];
+  /** On Citus, the node holding it (`host:port`). */
+  node: string | null;
+}
+
+/**
+ * Makes `cell` in the database at `databaseUrl` and readies it for Sluice: its schema (a
+ * distributed schema on Citus), Sluice's migrations run inside it, and its row in the cell
+ * directory. Listed only once migrated, so a listed cell can always be served. Safe to run again.
+ */
+export async function createCell(databaseUrl: string, cell: string): Promise<CreatedCell> {
+  const problem = cellNameProblem(cell);
+  if (problem) throw new ConfigError([`cell name: ${problem}`]);
+  if (cellOfUrl(databaseUrl) !== null) {
+    throw new ConfigError(["DATABASE_URL: names a cell in its options (search_path); cells are made through the database's own URL"]);
+  }
+  const admin = await openDb({ databaseUrl, poolSize: 1 });
+  try {
+    await admin.tx((q) => ensureDirectory(q, admin.citus));
+    const created = await admin.tx((q) => createCellSchema(q, cell, admin.citus));
+    const db = await openDb({ databaseUrl: cellUrl(databaseUrl, cell), poolSize: 1 });
+    let applied: string[];
+    try {
+      applied = await migrate(db);
+    } finally {
+      await db.close();
+    }
+    await registerCell(admin, cell);
+    const node = admin.citus ? ((await cellNodes(admin, [cell])).get(cell) ?? null) : null;
+    return { name: cell, created, applied, node };
+  } finally {
+    await admin.close();
+  }
 }

@@ -3,6 +3,7 @@ import type { ApiContext } from "../context.js";
 import { newApiKey, newId } from "../../ids.js";
 import { insertTenant, listTenants, updateTenant } from "../../db/queries/tenants.js";
 import { insertApiKey } from "../../db/queries/api-keys.js";
+import { placeTenant } from "../../db/queries/cell-directory.js";
 import { Tenant, TenantCreate, TenantCreated, TenantPatch } from "../../schemas/tenants.js";
 import { ListQuery, Page } from "../../schemas/common.js";
 import { answers, BODY_ERRORS } from "../openapi.js";
@@ -26,7 +27,10 @@ export function tenantRoutes(ctx: ApiContext) {
       async (req, reply) => {
         const apiKey = newApiKey();
         const t = await ctx.db.tx(async (q) => {
-          const tenant = await insertTenant(q, { id: newId("ten"), name: req.body.name, alertEmail: req.body.alert_email ?? null });
+          const id = newId("ten");
+          // In a cell, the directory learns where the tenant lives in the same transaction.
+          if (ctx.cell !== undefined) await placeTenant(q, id, ctx.cell);
+          const tenant = await insertTenant(q, { id, name: req.body.name, alertEmail: req.body.alert_email ?? null });
           // Listed by GET /v1/api-keys under this name; it can be deleted once the tenant has another.
           await insertApiKey(q, { id: newId("key"), tenantId: tenant.id, name: "initial", key: apiKey });
           return tenant;

@@ -1,0 +1,188 @@
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { openDb } from "../../src/db/db.js";
+import { cellUrl, createCell } from "../../src/db/cells.js";
+import { cellOfTenant, listCells } from "../../src/db/queries/cell-directory.js";
+import { CITUS_URL, createTestDatabase, onServer, type TestDatabase } from "../helpers/db.js";
+import { startSluice, type TestSluice } from "../helpers/sluice.js";
+import { startReceiver, type Receiver } from "../helpers/receiver.js";
+import { spawnSluiceCli } from "../helpers/processes.js";
+import { waitFor } from "../helpers/wait-for.js";
+import type { Destination, EventAccepted } from "../helpers/api-types.js";
+
+// Cells (docs/citus.md): whole stores in schemas of one database, made by `sluice cells
+// create`, served together by one process. On a plain Postgres server in `npm test`; on a Citus
+// cluster, where each cell is a distributed schema, in `npm run test:citus`.
+
+const ADMIN = "sk_admin_cells_test";
+
+/** A database to hold cells: a new one on the test server, or the Citus coordinator. */
+async function cellHome(): Promise<TestDatabase> {
+  if (!CITUS_URL) return createTestDatabase();
+  return { url: CITUS_URL, drop: async () => undefined };
+}
+
+describe("cells", () => {
+  let home: TestDatabase;
+  let names: { a: string; b: string };
+  let s: TestSluice;
+  let rx: Receiver;
+  before(async () => {
+    home = await cellHome();
+    const tag = Math.random().toString(36).slice(2, 8);
+    names = { a: `cell_a_${tag}`, b: `cell_b_${tag}` };
+    rx = await startReceiver();
+  });
+  after(async () => {
+    await s?.stop();
+    await rx?.close();
+    if (CITUS_URL) {
+      await onServer(home.url, async (c) => {
+        for (const n of Object.values(names)) {
+          await c.query(`DROP SCHEMA IF EXISTS ${n} CASCADE`);
+          await c.query("DELETE FROM public.sluice_tenant_cells WHERE cell = $1", [n]);
+          await c.query("DELETE FROM public.sluice_cells WHERE name = $1", [n]);
+        }
+      });
+    }
+    await home?.drop();
+  });
+
+  test("sluice cells create makes, migrates and lists a cell; again, it changes nothing", async () => {
+    const a = await createCell(home.url, names.a);
+    assert.equal(a.created, true);
+    assert.ok(a.applied.length > 10, "every migration ran in the cell");
+    assert.equal(a.node !== null, CITUS_URL !== undefined, "a node is named on Citus only");
+    const again = await createCell(home.url, names.a);
+    assert.deepEqual({ created: again.created, applied: again.applied }, { created: false, applied: [] });
+    // Through the CLI, as a user would.
+    const p = spawnSluiceCli(["cells", "create", names.b], { DATABASE_URL: home.url });
+    assert.equal(await p.exited, 0, p.output());
+    assert.match(p.output(), new RegExp(`cell ${names.b} created`));
+    const list = spawnSluiceCli(["cells", "list", "--json"], { DATABASE_URL: home.url });
+    assert.equal(await list.exited, 0, list.output());
+    const listed = (JSON.parse(list.output()) as { data: { name: string; tenants: number }[] }).data.map((c) => c.name);
+    assert.ok(listed.includes(names.a) && listed.includes(names.b), list.output());
+    // Each cell is a store of its own: its tables are in its schema, nothing in public.
+    const db = await openDb({ databaseUrl: cellUrl(home.url, names.b), poolSize: 1 });
+    try {
+      const [t] = await db.query<{ schema: string }>(
+        "SELECT table_schema AS schema FROM information_schema.tables WHERE table_name = 'deliveries' AND table_schema = current_schema()",
+      );
+      assert.equal(t?.schema, names.b);
+    } finally {
+      await db.close();
+    }
+  });
+
+  test("a cell the directory does not list stops the start, naming it", async () => {
+    await assert.rejects(
+      startSluice("server", { databaseUrl: home.url, env: { SLUICE_CELLS: `${names.a},no_such_cell` } }),
+      (err: { code?: string; message?: string }) => err.code === "SLUICE_CELL_UNKNOWN" && /no_such_cell/.test(err.message ?? ""),
+    );
+  });
+
+  test("one process serves both cells: each tenant's requests go to its own cell, and both deliver", async () => {
+    s = await startSluice("server", { databaseUrl: home.url, env: { SLUICE_CELLS: `${names.a},${names.b}`, SLUICE_ADMIN_KEY: ADMIN } });
+    assert.deepEqual(
+      s.running.cells.map((c) => c.cell),
+      [names.a, names.b],
+    );
+    const health = await s.api<{ status: string; cells: string[] }>("GET", "/healthz", undefined, { key: null });
+    assert.deepEqual(health.body, { status: "ok", cells: [names.a, names.b] });
+
+    // The default tenant (SLUICE_API_KEY) lives in the first cell.
+    const d1 = await s.api<Destination>("POST", "/v1/destinations", { url: `${rx.url}/one` });
+    assert.equal(d1.status, 201);
+    const dir = s.running.db;
+    const [tenant1] = await dir.query<{ id: string }>("SELECT id FROM tenants WHERE is_default");
+    assert.equal(await cellOfTenant(dir, tenant1!.id), names.a);
+
+    // A new tenant in the cell Sluice-Cell names, with its own key.
+    const admin = { key: ADMIN };
+    const created = await s.api<{ id: string; api_key: string }>(
+      "POST",
+      "/v1/tenants",
+      { name: "second" },
+      { ...admin, headers: { "sluice-cell": names.b } },
+    );
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const t2 = created.body;
+    assert.equal(await cellOfTenant(dir, t2.id), names.b);
+    const d2 = await s.api<Destination>("POST", "/v1/destinations", { url: `${rx.url}/two` }, { key: t2.api_key });
+    assert.equal(d2.status, 201);
+    const inB = await openDb({ databaseUrl: cellUrl(home.url, names.b), poolSize: 1 });
+    try {
+      assert.deepEqual(
+        (await inB.query<{ id: string }>("SELECT id FROM destinations")).map((r) => r.id),
+        [d2.body.id],
+        "the second tenant's destination is in its cell, and only it",
+      );
+    } finally {
+      await inB.close();
+    }
+
+    // Publishing with each key delivers from each cell.
+    const e1 = await s.api<EventAccepted>("POST", "/v1/events", { type: "c.one", payload: { n: 1 } });
+    const e2 = await s.api<EventAccepted>("POST", "/v1/events", { type: "c.two", payload: { n: 2 } }, { key: t2.api_key });
+    assert.equal(e1.status, 202);
+    assert.equal(e2.status, 202);
+    await waitFor(() => rx.received.some((r) => r.path === "/one") && rx.received.some((r) => r.path === "/two"), {
+      message: () => `received ${rx.received.map((r) => r.path).join(", ")}`,
+    });
+
+    // Tenants do not see across cells: one's destination is another's 404.
+    assert.equal((await s.api("GET", `/v1/destinations/${d2.body.id}`)).status, 404);
+    assert.equal((await s.api("GET", `/v1/destinations/${d2.body.id}`, undefined, { key: t2.api_key })).status, 200);
+    // The admin key acts for a tenant in whichever cell it lives.
+    const viaAdmin = await s.api<{ data: Destination[] }>("GET", "/v1/destinations", undefined, {
+      ...admin,
+      headers: { "sluice-tenant": t2.id },
+    });
+    assert.deepEqual(
+      viaAdmin.body.data.map((d) => d.id),
+      [d2.body.id],
+    );
+    // A new tenant with no cell named goes to the cell with the fewest (each has one: the first).
+    const third = await s.api<{ id: string }>("POST", "/v1/tenants", { name: "third" }, admin);
+    assert.equal(await cellOfTenant(dir, third.body.id), names.a);
+    const fourth = await s.api<{ id: string }>("POST", "/v1/tenants", { name: "fourth" }, admin);
+    assert.equal(await cellOfTenant(dir, fourth.body.id), names.b);
+    // Listed tenants: those of the cell named.
+    const inCellB = await s.api<{ data: { id: string }[] }>("GET", "/v1/tenants", undefined, {
+      ...admin,
+      headers: { "sluice-cell": names.b },
+    });
+    assert.deepEqual(inCellB.body.data.map((t) => t.id).sort(), [t2.id, fourth.body.id].sort());
+    const counts = new Map((await listCells(dir)).map((c) => [c.name, c.tenants]));
+    assert.deepEqual([counts.get(names.a), counts.get(names.b)], [2, 2]);
+    // An unknown key is still 401, a cell not served 404 naming it.
+    assert.equal((await s.api("GET", "/v1/destinations", undefined, { key: "sk_nobody" })).status, 401);
+    const elsewhere = await s.api<{ error: { code: string } }>("GET", "/v1/tenants", undefined, {
+      ...admin,
+      headers: { "sluice-cell": "cell_nowhere" },
+    });
+    assert.equal(elsewhere.status, 404);
+    assert.equal(elsewhere.body.error.code, "SLUICE_CELL_NOT_SERVED");
+  });
+
+  test("a process serving one cell refuses a tenant of another, naming its cell", async () => {
+    const only = await startSluice("server", {
+      databaseUrl: home.url,
+      worker: false,
+      env: { SLUICE_CELLS: names.a, SLUICE_ADMIN_KEY: ADMIN },
+    });
+    try {
+      const [t2] = await s.running.cells[1]!.db.query<{ id: string }>("SELECT id FROM tenants ORDER BY id LIMIT 1");
+      const res = await only.api<{ error: { code: string; message: string } }>("GET", "/v1/destinations", undefined, {
+        key: ADMIN,
+        headers: { "sluice-tenant": t2!.id },
+      });
+      assert.equal(res.status, 404);
+      assert.equal(res.body.error.code, "SLUICE_CELL_NOT_SERVED");
+      assert.match(res.body.error.message, new RegExp(names.b));
+    } finally {
+      await only.stop();
+    }
+  });
+});
