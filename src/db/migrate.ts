@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type { Db } from "./db.js";
 import { StartupError } from "../errors.js";
-import { MIGRATIONS_LOCK } from "./advisory-locks.js";
+import { lockKey, MIGRATIONS_LOCK } from "./advisory-locks.js";
 import { PACKAGE_ROOT } from "../package-root.js";
 import { splitStatements } from "./sql-split.js";
 
@@ -30,7 +30,7 @@ export function loadMigrations(dir = MIGRATIONS_DIR): Migration[] {
 export async function migrate(db: Db, migrations = loadMigrations()): Promise<string[]> {
   return db.tx(async (q) => {
     // Transaction-scoped lock: released by the COMMIT/ROLLBACK, even if this process dies.
-    await q.query("SELECT pg_advisory_xact_lock($1)", [MIGRATIONS_LOCK]);
+    await q.query(`SELECT pg_advisory_xact_lock(${lockKey("$1")})`, [MIGRATIONS_LOCK]);
     await q.query(`CREATE TABLE IF NOT EXISTS sluice_migrations (
       version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
     const recorded = await q.query<{ version: number; name: string }>("SELECT version, name FROM sluice_migrations ORDER BY version");

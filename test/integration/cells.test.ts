@@ -1,8 +1,9 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { openDb } from "../../src/db/db.js";
+import { openDb, type Queryable } from "../../src/db/db.js";
 import { cellUrl, createCell } from "../../src/db/cells.js";
 import { cellOfTenant, listCells } from "../../src/db/queries/cell-directory.js";
+import { lockKey, RETENTION_LOCK } from "../../src/db/advisory-locks.js";
 import { CITUS_URL, createTestDatabase, onServer, type TestDatabase } from "../helpers/db.js";
 import { startSluice, type TestSluice } from "../helpers/sluice.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
@@ -164,6 +165,18 @@ describe("cells", () => {
     });
     assert.equal(elsewhere.status, 404);
     assert.equal(elsewhere.body.error.code, "SLUICE_CELL_NOT_SERVED");
+  });
+
+  test("each cell's janitor locks are its own: one cell's retention round never makes another's skip", async () => {
+    const [a, b] = s.running.cells;
+    const tryLock = (q: Queryable) =>
+      q.query<{ ok: boolean }>(`SELECT pg_try_advisory_xact_lock(${lockKey("$1")}) AS ok`, [RETENTION_LOCK]);
+    await a!.db.tx(async (q) => {
+      assert.deepEqual(await tryLock(q), [{ ok: true }]);
+      // Held in cell a: cell b takes its own at once; a second session of cell a cannot.
+      assert.deepEqual(await b!.db.tx((qb) => tryLock(qb)), [{ ok: true }]);
+      assert.deepEqual(await a!.db.tx((qa) => tryLock(qa)), [{ ok: false }]);
+    });
   });
 
   test("a process serving one cell refuses a tenant of another, naming its cell", async () => {

@@ -1,5 +1,5 @@
 import type { Queryable } from "../db.js";
-import { RETENTION_LOCK } from "../advisory-locks.js";
+import { lockKey, RETENTION_LOCK } from "../advisory-locks.js";
 import { UNLEASED } from "./leases.js";
 import { nowPlusSeconds } from "./sql-time.js";
 
@@ -13,7 +13,7 @@ const cutoff = `now() - $1::float8 * interval '1 hour'`; // $1 may be a fraction
 
 /** Takes the retention lock for the caller's transaction; false when another worker holds it. */
 export async function tryRetentionLock(q: Queryable): Promise<boolean> {
-  const got = await q.query<{ ok: boolean }>("SELECT pg_try_advisory_xact_lock($1) AS ok", [RETENTION_LOCK]);
+  const got = await q.query<{ ok: boolean }>(`SELECT pg_try_advisory_xact_lock(${lockKey("$1")}) AS ok`, [RETENTION_LOCK]);
   return got[0]?.ok ?? false;
 }
 

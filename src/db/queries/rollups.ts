@@ -1,5 +1,5 @@
 import type { Db, Queryable } from "../db.js";
-import { STATS_ROLLUP_LOCK } from "../advisory-locks.js";
+import { lockKey, STATS_ROLLUP_LOCK } from "../advisory-locks.js";
 import { BOUNDS_MS, emptyHistogram, merge } from "../../policy/latency-histogram.js";
 import type { HeldCount } from "./stats.js";
 
@@ -24,7 +24,7 @@ export interface MinuteStats {
 
 /** Takes the rollup lock for the caller's transaction; false when another worker holds it. */
 export async function tryStatsRollupLock(q: Queryable): Promise<boolean> {
-  const got = await q.query<{ ok: boolean }>("SELECT pg_try_advisory_xact_lock($1) AS ok", [STATS_ROLLUP_LOCK]);
+  const got = await q.query<{ ok: boolean }>(`SELECT pg_try_advisory_xact_lock(${lockKey("$1")}) AS ok`, [STATS_ROLLUP_LOCK]);
   return got[0]?.ok ?? false;
 }
 
@@ -39,13 +39,24 @@ export interface RollupClock {
   xmin: string;
 }
 
+/**
+ * The rollups' reach and the store's clock. The snapshot's xmin is read by a statement of its own
+ * that reads no table, before any statement that does: in a Citus cell, an attempt's xact is the
+ * coordinator's transaction id (Citus works out a write's defaults there), and only a statement
+ * that touches none of the cell's tables runs on the coordinator; one that did would read the
+ * xmin of the node holding the cell, a counter that does not compare. On every other store the
+ * two statements read what the one did. (Citus commits a cell's write on its node before the
+ * coordinator's transaction ends, so what is below the xmin is there to be counted.)
+ */
 export async function rollupClock(q: Queryable): Promise<RollupClock> {
-  const rows = await q.query<{ now: Date; rolled_until: Date | null; counted_below: string | null; xmin: string }>(
-    `SELECT now() AS now, s.rolled_until, s.counted_below::text, pg_snapshot_xmin(pg_current_snapshot())::text AS xmin
-       FROM (SELECT) AS one LEFT JOIN stats_rollup_state s ON true`,
-  );
-  const r = rows[0]!;
-  return { now: r.now, rolledUntil: r.rolled_until, countedBelow: r.counted_below, xmin: r.xmin };
+  const [xmin, state] = await Promise.all([
+    q.query<{ xmin: string }>("SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin"),
+    q.query<{ now: Date; rolled_until: Date | null; counted_below: string | null }>(
+      `SELECT now() AS now, s.rolled_until, s.counted_below::text FROM (SELECT) AS one LEFT JOIN stats_rollup_state s ON true`,
+    ),
+  ]);
+  const r = state[0]!;
+  return { now: r.now, rolledUntil: r.rolled_until, countedBelow: r.counted_below, xmin: xmin[0]!.xmin };
 }
 
 /** When the oldest attempt at or after `since` started (probes included), or null if none did. */

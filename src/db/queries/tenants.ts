@@ -1,5 +1,5 @@
 import type { Queryable } from "../db.js";
-import { BOOTSTRAP_LOCK } from "../advisory-locks.js";
+import { BOOTSTRAP_LOCK, lockKey } from "../advisory-locks.js";
 
 // Tenants: creating one (its API keys are in api-keys.ts), the default tenant, and the lock that
 // serialises its creation by several processes starting at once.
@@ -59,5 +59,5 @@ export async function countTenants(q: Queryable): Promise<number> {
 
 /** Waits for, then holds until the caller's transaction ends, the lock of default-tenant creation. */
 export async function lockBootstrap(q: Queryable): Promise<void> {
-  await q.query("SELECT pg_advisory_xact_lock($1)", [BOOTSTRAP_LOCK]);
+  await q.query(`SELECT pg_advisory_xact_lock(${lockKey("$1")})`, [BOOTSTRAP_LOCK]);
 }
