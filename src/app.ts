@@ -5,7 +5,7 @@ import type { Logger } from "pino";
 import type { Config } from "./config.js";
 import { sleep } from "./sleep.js";
 import { Releasers } from "./releasers.js";
-import { describeServer, isStoreUnavailable, onAbortedTransaction, openDb, type Db } from "./db/db.js";
+import { describeServer, isStoreUnavailable, onAbortedTransaction, openDb, type AbortedTransaction, type Db } from "./db/db.js";
 import { acquireStoreLock, type StoreLock } from "./db/folder-lock.js";
 import { migrate } from "./db/migrate.js";
 import { WORK_CHANNEL } from "./db/channels.js";
@@ -247,6 +247,13 @@ function watchStore(db: Db, cell: string | null, log: Logger): () => void {
   });
 }
 
+/** Why Postgres aborted a transaction that Sluice runs again, in the operator's words. */
+const ABORT_CAUSES: Record<AbortedTransaction["reason"], string> = {
+  deadlock: "a deadlock",
+  serialization: "a serialization failure",
+  cell_moved: "its cell moving to another Citus node mid-statement",
+};
+
 /** Opens the store (or each cell), migrates, and starts the API and/or the delivery worker in this process. */
 export async function run(config: Readonly<Config>, opts: RunOptions): Promise<Running> {
   const log = opts.log ?? createLogger(config);
@@ -270,9 +277,7 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
       metrics.transactionsAborted.inc({ reason: a.reason });
       log.warn(
         { reason: a.reason, detail: a.detail, attempt: a.attempt, retried: a.retried },
-        a.reason === "deadlock"
-          ? `a transaction was aborted by a deadlock; ${a.retried ? "running it again" : "giving up after " + a.attempt + " tries"}`
-          : `a transaction was aborted by a serialization failure; ${a.retried ? "running it again" : "giving up after " + a.attempt + " tries"}`,
+        `a transaction was aborted by ${ABORT_CAUSES[a.reason]}; ${a.retried ? "running it again" : "giving up after " + a.attempt + " tries"}`,
       );
     });
     releasers.push("transaction watch", offAborted);

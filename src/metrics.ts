@@ -114,7 +114,7 @@ export const metrics = {
   }),
   transactionsAborted: new client.Counter({
     name: "sluice_transactions_aborted_total",
-    help: "This process's transactions Postgres aborted and Sluice ran again, by reason: deadlock, serialization",
+    help: "This process's transactions Postgres aborted and Sluice ran again, by reason: deadlock, serialization, cell_moved (Citus)",
     labelNames: ["reason"] as const,
     registers: [registry],
   }),

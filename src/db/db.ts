@@ -77,7 +77,8 @@ export async function withRetry<T>(db: Db, fn: (q: TxQueryable) => Promise<T>, o
 
 /** A transaction Postgres aborted (deadlock or serialization failure), and whether it runs again. */
 export interface AbortedTransaction {
-  reason: "deadlock" | "serialization";
+  /** cell_moved: a Citus cell moved to another node under a statement run in steps (store-errors.ts). */
+  reason: "deadlock" | "serialization" | "cell_moved";
   /** Postgres's own account: which processes waited for what. */
   detail: string | null;
   attempt: number;
@@ -105,7 +106,7 @@ export async function retrying<T>(fn: () => Promise<T>, attempts = 5): Promise<T
       if (!isRetryableDbError(err)) throw err;
       const { code, detail } = err as { code?: string; detail?: string };
       const aborted: AbortedTransaction = {
-        reason: code === "40P01" ? "deadlock" : "serialization",
+        reason: code === "40P01" ? "deadlock" : code === "CIINF" ? "cell_moved" : "serialization",
         detail: detail ?? null,
         attempt: i,
         retried: i < attempts,

@@ -4,8 +4,12 @@ import { describeHosts, hasHostList, HostRoleError, parsePostgresUrl } from "./h
 // What a store's errors mean (try again, or the store is away), and whether it answers now:
 // shared by both drivers.
 
-/** Postgres error codes that mean "try the transaction again". */
-const RETRYABLE = new Set(["40001", "40P01"]);
+/**
+ * Error codes that mean "try the transaction again": a serialization failure, a deadlock, and
+ * Citus's "could not find the intermediate result file" (CIINF), which a statement Citus runs in
+ * steps meets when the cell it works on moves to another node between two of its steps.
+ */
+const RETRYABLE = new Set(["40001", "40P01", "CIINF"]);
 
 export function isRetryableDbError(err: unknown): boolean {
   return typeof err === "object" && err !== null && RETRYABLE.has((err as { code?: string }).code ?? "");
