@@ -12,8 +12,7 @@ import { cellNodes, directoryExists, listCells } from "../db/queries/cell-direct
 export async function cellsCommand(sub: string, args: string[], values: Values): Promise<number> {
   const config = loadConfig({});
   const databaseUrl = config.databaseUrl;
-  if (!databaseUrl)
-    throw new UsageError(`sluice cells ${sub}: set DATABASE_URL to the database (on Citus, the coordinator) that holds the cells`);
+  if (!databaseUrl) throw new UsageError(`cells ${sub}: set DATABASE_URL to the database (on Citus, the coordinator) that holds the cells`);
   const out = (line: string) => process.stdout.write(`${line}\n`);
   if (sub === "create") {
     const name = args[0]!;
@@ -81,10 +80,10 @@ async function move(admin: Db, databaseUrl: string, cell: string, values: Values
     throw new CommandFailed("sluice cells move: the database is no Citus coordinator; a cell moves only between Citus nodes");
   const to = typeof values.to === "string" ? values.to : "";
   const m = /^(.+):(\d{1,5})$/.exec(to);
-  if (!m) throw new UsageError(`sluice cells move: --to takes the node as HOST:PORT (as sluice cells list shows it), not '${to}'`);
+  if (!m) throw new UsageError(`cells move: --to takes the node as HOST:PORT (as sluice cells list shows it), not '${to}'`);
   const mode = typeof values.mode === "string" ? values.mode : "force_logical";
   if (!["auto", "force_logical", "block_writes"].includes(mode)) {
-    throw new UsageError(`sluice cells move: --mode is auto, force_logical or block_writes, not '${mode}'`);
+    throw new UsageError(`cells move: --mode is auto, force_logical or block_writes, not '${mode}'`);
   }
   const listed = (await directoryExists(admin)) ? (await listCells(admin)).map((c) => c.name) : [];
   if (!listed.includes(cell)) throw new CommandFailed(`sluice cells move: there is no cell ${cell} (sluice cells list shows the cells)`);
