@@ -17,8 +17,9 @@ export const BACKENDS: Backend[] = ["embedded", "server"];
 /**
  * The store an API feature is proved on: store-contract.test.ts proves every store gives the same
  * values, errors, transactions and notifications, so a feature need not prove each store again.
+ * In `npm run test:citus`, a cell: every statement of the API must run there too.
  */
-export const FEATURE_BACKENDS: Backend[] = ["server"];
+export const FEATURE_BACKENDS: Backend[] = CITUS_URL ? ["cell"] : ["server"];
 /**
  * The engine and fault tests add the pooled shape: what a transaction pooler breaks (statements,
  * LISTEN, anything held across transactions) shows up in the claim, write-back and recovery paths.

@@ -326,6 +326,23 @@ for (const backend of FEATURE_BACKENDS) {
       const onlyOne = await s.api<Page<Delivery>>("GET", `/v1/deliveries?destination_id=${d.id}&limit=1000`);
       const onceEvents = new Set(onlyOne.body.data.map((x) => x.event_id));
       assert.equal(onceEvents.size, 31, "30 batch events + exactly one idempotent event");
+      // A key is kept 24 hours: older, it takes a new request (and answer) as if it were new.
+      await s.running.db.query("UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key = $1", [key]);
+      const later = await s.api<EventAccepted>(
+        "POST",
+        "/v1/events",
+        { ...body, payload: { v: 3 } },
+        { headers: { "idempotency-key": key } },
+      );
+      assert.equal(later.status, 202);
+      assert.notEqual(later.body.id, a1.body.id, "a new event");
+      const again = await s.api<EventAccepted>(
+        "POST",
+        "/v1/events",
+        { ...body, payload: { v: 3 } },
+        { headers: { "idempotency-key": key } },
+      );
+      assert.deepEqual(again.body, later.body, "the key now answers with the new request's result");
     });
 
     test("a delivery arrives signed per Standard Webhooks and is recorded", async () => {

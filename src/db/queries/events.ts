@@ -198,8 +198,11 @@ export async function storeIdempotent(
   const rows = await q.query(
     `INSERT INTO idempotency_keys (tenant_id, key, request_hash, response) VALUES ($1, $2, $3, $4)
      ON CONFLICT (tenant_id, key) DO UPDATE
-        SET request_hash = EXCLUDED.request_hash, response = EXCLUDED.response, created_at = now()
-      WHERE idempotency_keys.created_at <= now() - interval '24 hours'
+        -- EXCLUDED.created_at is now(), the column's default: Citus refuses now() itself in the
+        -- update and its WHERE, and a difference of two times is immutable where now() less an
+        -- interval is not.
+        SET request_hash = EXCLUDED.request_hash, response = EXCLUDED.response, created_at = EXCLUDED.created_at
+      WHERE EXCLUDED.created_at - idempotency_keys.created_at >= interval '24 hours'
      RETURNING key`,
     [tenantId, key, requestHash, JSON.stringify(response)],
   );
