@@ -97,6 +97,17 @@ export async function createTestCell(): Promise<TestDatabase> {
 export type StoreShape = "embedded" | "server" | "pooled" | "cell";
 
 /**
+ * `npm run test:citus` runs some suites pinned to the server store (SLUICE_TEST_SERVER_AS_CELL)
+ * with each "server" store a cell instead, so that their statements meet Citus too.
+ */
+const SERVER_AS_CELL = CITUS_URL !== undefined && process.env.SLUICE_TEST_SERVER_AS_CELL === "1";
+
+/** A new database, or cell, for a store of this shape (not embedded). */
+export function createTestStoreDatabase(shape: Exclude<StoreShape, "embedded">): Promise<TestDatabase> {
+  return shape === "cell" || (shape === "server" && SERVER_AS_CELL) ? createTestCell() : createTestDatabase();
+}
+
+/**
  * A bare store (no Sluice running): an in-memory PGlite, a fresh database on the throwaway
  * server, or a fresh cell on the Citus cluster. `close` also drops the database or cell.
  */
@@ -108,7 +119,7 @@ export async function openTestStore(
     const db = await openDb({ dataDir: "memory://" });
     return { db, close: () => db.close() };
   }
-  const tdb = backend === "cell" ? await createTestCell() : await createTestDatabase();
+  const tdb = await createTestStoreDatabase(backend);
   const bouncer = backend === "pooled" ? await poolerFor(tdb.url) : null;
   const db = await openDb({
     databaseUrl: bouncer?.url ?? tdb.url,

@@ -2,7 +2,7 @@ import { pino, type Logger } from "pino";
 import { loadConfig } from "../../src/config.js";
 import { run, type Running } from "../../src/app.js";
 import { before, after } from "node:test";
-import { CITUS_URL, createTestCell, createTestDatabase, poolerFor, type StoreShape } from "./db.js";
+import { CITUS_URL, createTestStoreDatabase, poolerFor, type StoreShape } from "./db.js";
 import { startReceiver, type Receiver } from "./receiver.js";
 
 // Starts a real Sluice (API and/or worker) in this process on a fresh store: embedded PGlite in
@@ -63,7 +63,7 @@ export async function startSluice(
   const releases: (() => Promise<void>)[] = [];
   let databaseUrl = opts.databaseUrl;
   if (backend !== "embedded" && !databaseUrl) {
-    const tdb = backend === "cell" ? await createTestCell() : await createTestDatabase();
+    const tdb = await createTestStoreDatabase(backend);
     databaseUrl = tdb.url;
     releases.push(() => tdb.drop());
   }

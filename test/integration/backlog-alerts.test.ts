@@ -80,7 +80,7 @@ describe("backlog alerts on server Postgres", () => {
       assert.deepEqual((await view()).backlog_alerts, ["growing"]);
 
       // Its oldest waiting delivery is two hours old now: over backlog_alert_age_minutes (60).
-      await s.running.db.query("UPDATE deliveries SET created_at = created_at - interval '2 hours' WHERE destination_id = $1", [d.id]);
+      await s.running.db.query("UPDATE deliveries SET created_at = now() - interval '2 hours' WHERE destination_id = $1", [d.id]);
       assert.equal((await look(s.running.db)).backlogAlerts, 1);
       assert.equal((await look(s.running.db)).backlogAlerts, 0);
       assert.deepEqual((await view()).backlog_alerts, ["growing", "stale"]);

@@ -33,15 +33,21 @@ export async function skipDeathEmails(q: Queryable, noSmtp: boolean): Promise<nu
  * opening at once, one inserts and the other's row is dropped. Returns how many opened.
  */
 export async function openDigests(q: Queryable, gatherSeconds: number): Promise<number> {
+  // The destinations are found in a CTE, not in the INSERT's own SELECT: Citus sends an INSERT …
+  // SELECT whose SELECT reads the table it inserts into with a broken condition appended
+  // ("… AND ( IS NOT NULL)", a syntax error); read first, the same rows go in.
   const rows = await q.query<{ destination_id: string }>(
-    `INSERT INTO alert_digests (destination_id, hour, tenant_id)
-     SELECT a.destination_id, date_trunc('hour', now(), 'UTC'), min(a.tenant_id)
-       FROM alerts a
-      WHERE ${WAITING} AND a.digest_hour IS NULL
-        AND NOT EXISTS (SELECT 1 FROM alert_digests g WHERE g.destination_id = a.destination_id
-                          AND (g.hour = date_trunc('hour', now(), 'UTC') OR g.state = 'pending'))
-      GROUP BY a.destination_id
-     HAVING min(a.created_at) <= now() - make_interval(secs => $1)
+    `WITH due AS (
+       SELECT a.destination_id, min(a.tenant_id) AS tenant_id
+         FROM alerts a
+        WHERE ${WAITING} AND a.digest_hour IS NULL
+          AND NOT EXISTS (SELECT 1 FROM alert_digests g WHERE g.destination_id = a.destination_id
+                            AND (g.hour = date_trunc('hour', now(), 'UTC') OR g.state = 'pending'))
+        GROUP BY a.destination_id
+       HAVING min(a.created_at) <= now() - make_interval(secs => $1)
+     )
+     INSERT INTO alert_digests (destination_id, hour, tenant_id)
+     SELECT due.destination_id, date_trunc('hour', now(), 'UTC'), due.tenant_id FROM due
      ON CONFLICT DO NOTHING
      RETURNING destination_id`,
     [gatherSeconds],
