@@ -159,6 +159,12 @@ describe("cells", () => {
     assert.deepEqual([counts.get(names.a), counts.get(names.b)], [2, 2]);
     // An unknown key is still 401, a cell not served 404 naming it.
     assert.equal((await s.api("GET", "/v1/destinations", undefined, { key: "sk_nobody" })).status, 401);
+    // The database gauges: one series per served cell.
+    const metricsText = (await s.api<string>("GET", "/metrics", undefined, { key: null })).body;
+    for (const cell of [names.a, names.b]) {
+      assert.match(metricsText, new RegExp(`sluice_inflight\\{cell="${cell}"\\} 0`));
+      assert.match(metricsText, new RegExp(`sluice_destination_health\\{status="healthy",cell="${cell}"\\} 1`));
+    }
     const elsewhere = await s.api<{ error: { code: string } }>("GET", "/v1/tenants", undefined, {
       ...admin,
       headers: { "sluice-cell": "cell_nowhere" },
