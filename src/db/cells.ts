@@ -4,6 +4,9 @@ import { openDb } from "./db.js";
 import { migrate } from "./migrate.js";
 import { cellNodes, ensureDirectory, registerCell } from "./queries/cell-directory.js";
 import type { Queryable } from "./store.js";
+import { cellOfUrl, cellUrl } from "./cell-url.js";
+
+export { cellOfUrl, cellUrl };
 
 // Cells: a whole Sluice store in one schema of a Postgres database, for a group of tenants. On
 // Citus a cell is a distributed schema (schema-based sharding): its tables live together on one
@@ -11,31 +14,6 @@ import type { Queryable } from "./store.js";
 // On a plain Postgres server a cell is a plain schema. A connection reaches a cell by having the
 // cell as its whole search_path, so Sluice's statements, which name no schema, are the cell's.
 // docs/citus.md says how to create, place and move cells.
-
-/**
- * `databaseUrl` with `cell` as the session's whole search_path (`options=-c search_path=<cell>`,
- * sent at login; node-postgres and libpq both pass it). Nothing resolves outside the cell:
- * Postgres's and Citus's own functions are in pg_catalog, which is always searched.
- */
-export function cellUrl(databaseUrl: string, cell: string): string {
-  const problem = cellNameProblem(cell);
-  if (problem) throw new Error(problem);
-  const url = new URL(databaseUrl);
-  url.searchParams.set("options", `-c search_path=${cell}`);
-  return url.toString();
-}
-
-/** The cell a URL's `options` puts first on the search_path, or null. */
-export function cellOfUrl(databaseUrl: string): string | null {
-  let options: string | null;
-  try {
-    options = new URL(databaseUrl).searchParams.get("options");
-  } catch {
-    return null;
-  }
-  const m = options === null ? null : /(?:^|\s)-c\s*search_path=([a-z_][a-z0-9_]*)/.exec(options);
-  return m?.[1] ?? null;
-}
 
 /**
  * Inside a transaction on the database (not a cell's session): makes schema `cell`, distributed on

@@ -243,6 +243,10 @@ export class EmbeddedDb implements Db {
     return this.exclusive(() => this.guard((s) => s.script(sql)));
   }
 
+  channel(name: string): string {
+    return name;
+  }
+
   async notify(channel: string, payload = ""): Promise<void> {
     this.emitter.emit(channel, payload);
   }

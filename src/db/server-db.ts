@@ -5,6 +5,7 @@ import { StatementNames, againIfReshaped, isStaleShape } from "./statements.js";
 import { afterCommit, BEGIN_GENERIC, BEGIN_GENERIC_CITUS, type Db, type TxOptions, type TxQueryable } from "./store.js";
 import { Availability, describeServer, isStoreUnavailable } from "./store-errors.js";
 import type { ConnectionTarget } from "./hosts.js";
+import { cellChannel, cellOfUrl } from "./cell-url.js";
 
 // The Postgres server driver: a node-postgres pool (pipelined), one LISTEN connection, and the
 // store-unavailable handling of a server that can go away and come back.
@@ -22,6 +23,8 @@ export class ServerDb implements Db {
   readonly notifiesFromSql: boolean;
   readonly citus: boolean;
   readonly where: string;
+  /** The cell this store is (its URL's search_path), whose notification channels are its own. */
+  private readonly cell: string | null;
   private listener: pg.Client | null = null;
   private readonly emitter = new EventEmitter();
   private readonly listening = new Set<string>();
@@ -44,6 +47,7 @@ export class ServerDb implements Db {
     },
   ) {
     this.citus = opts.citus ?? false;
+    this.cell = cellOfUrl(url);
     // Citus runs a statement routed to a node there, pg_notify included: its notification goes to
     // that node's listeners, not to the coordinator's where Sluice listens, and no error says so.
     this.notifiesFromSql = !this.citus;
@@ -204,13 +208,18 @@ export class ServerDb implements Db {
     });
   }
 
-  notify(channel: string, payload = ""): Promise<void> {
+  channel(name: string): string {
+    return cellChannel(name, this.cell);
+  }
+
+  notify(name: string, payload = ""): Promise<void> {
     return this.guard(async () => {
-      await this.pool.query("SELECT pg_notify($1, $2)", [channel, payload]);
+      await this.pool.query("SELECT pg_notify($1, $2)", [this.channel(name), payload]);
     });
   }
 
-  async listen(channel: string, cb: (payload: string) => void): Promise<() => Promise<void>> {
+  async listen(name: string, cb: (payload: string) => void): Promise<() => Promise<void>> {
+    const channel = this.channel(name);
     this.emitter.on(channel, cb);
     if (!this.listening.has(channel)) {
       this.listening.add(channel);

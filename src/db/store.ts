@@ -86,6 +86,12 @@ export interface Db extends Queryable {
   onAvailability(cb: (available: boolean, err?: StoreUnavailableError) => void): () => void;
   /** Runs `fn` in one transaction; commits when it resolves (or at q.queryAndCommit), rolls back when it throws. */
   tx<T>(fn: (q: TxQueryable) => Promise<T>, opts?: TxOptions): Promise<T>;
+  /**
+   * The channel name notifications on `name` travel under in this store: `name`, or for a cell
+   * (cells.ts) a name of its own, since channels belong to the database that cells share. A
+   * statement that notifies itself (notifiesFromSql) must use it; notify() and listen() do.
+   */
+  channel(name: string): string;
   /** Signals listeners in every process sharing this store (call after commit). */
   notify(channel: string, payload?: string): Promise<void>;
   /**

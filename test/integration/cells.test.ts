@@ -4,6 +4,7 @@ import { openDb, type Queryable } from "../../src/db/db.js";
 import { cellUrl, createCell } from "../../src/db/cells.js";
 import { cellOfTenant, listCells } from "../../src/db/queries/cell-directory.js";
 import { lockKey, RETENTION_LOCK } from "../../src/db/advisory-locks.js";
+import { WORK_CHANNEL } from "../../src/db/channels.js";
 import { CITUS_URL, createTestDatabase, onServer, type TestDatabase } from "../helpers/db.js";
 import { startSluice, type TestSluice } from "../helpers/sluice.js";
 import { startReceiver, type Receiver } from "../helpers/receiver.js";
@@ -183,6 +184,20 @@ describe("cells", () => {
       assert.deepEqual(await b!.db.tx((qb) => tryLock(qb)), [{ ok: true }]);
       assert.deepEqual(await a!.db.tx((qa) => tryLock(qa)), [{ ok: false }]);
     });
+  });
+
+  test("a cell's notifications are its own: another cell's publishes do not wake its workers", async () => {
+    const [a, b] = s.running.cells;
+    const heard: string[] = [];
+    const off = await a!.db.listen(WORK_CHANNEL, (payload) => heard.push(payload));
+    try {
+      await b!.db.notify(WORK_CHANNEL, "from b");
+      await a!.db.notify(WORK_CHANNEL, "from a");
+      await waitFor(() => heard.includes("from a"));
+      assert.deepEqual(heard, ["from a"], "only its own cell's notification");
+    } finally {
+      await off();
+    }
   });
 
   test("a process serving one cell refuses a tenant of another, naming its cell", async () => {

@@ -88,7 +88,7 @@ export function eventRoutes(ctx: ApiContext) {
         trace,
       });
     // On the server store the write itself wakes the workers, as it commits.
-    const notify = ctx.db.notifiesFromSql ? WORK_CHANNEL : null;
+    const notify = ctx.db.notifiesFromSql ? ctx.db.channel(WORK_CHANNEL) : null;
     const first = await plan(ctx.db, false);
     let written: { plan: PublishPlan; quietHoldsStarted: QuietHoldStart[] } | null = null;
     let stale = false;
