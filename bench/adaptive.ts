@@ -20,7 +20,6 @@ const VARIANTS = { adaptive: null, "fixed-high": 2, "fixed-low": 0.5 } as const;
 
 /** A receiver's answer to a request arriving `t` ms after the start (non-decreasing), and its capacity in requests/s at t. */
 type Model = { label: string; answer(t: number): { status: number; delayMs: number }; capacityAt(t: number): number };
-
 /** 429 (no Retry-After) when accepting would make more than `nAt(t)` accepted requests in the last 1,000 ms; else 200 at once. */
 function slidingLimit(label: string, nAt: (t: number) => number): Model {
   const accepted: number[] = []; // arrival times of the accepted requests, oldest first
@@ -54,7 +53,6 @@ function knee(n: number, baseMs: number, shedAfterMs: number): Model {
 
 /** What one receiver answered: arrival ms since the origin (the first request to any), status, latency served (NaN while in flight). */
 type Served = { at: number; status: number; latencyMs: number };
-
 /** Hosts models at their own paths on 127.0.0.1 and records every request. */
 async function capacityServer() {
   const hosted = new Map<string, { model: Model; served: Served[]; inflight: number; maxInflight: number }>();
@@ -96,19 +94,13 @@ async function capacityServer() {
 
 /** What a destination's figures are judged over: the run's seconds, the window, knee's p99 bound, the shift's second. */
 type Judged = { durationS: number; windowS: number; maxP99Ms: number | null; shiftAtS: number | null };
-
 // A receiver's record over [0, durationS) in whole seconds. Window k is seconds [k, k + windowS); it passes with ≥
 // TARGET.share of its capacity accepted, ≤ TARGET.refusedPer1000 refusals (429 + 503) per 1,000 requests and, with
 // `maxP99Ms`, accepted p99 ≤ that. convergedAtS: the first k from which every window to the end passes (null: the last
 // fails); with `shiftAtS` also the same over the windows before the shift, and how long after it the run converged again.
 function paceFigures(served: Served[], model: Model, { durationS, windowS, maxP99Ms, shiftAtS }: Judged) {
-  const secs = Array.from({ length: durationS }, (_, k) => ({
-    capacity: model.capacityAt(k * 1000 + 500),
-    accepted: 0,
-    refused: 0,
-    all: 0,
-    latencies: [] as number[], // of the accepted requests
-  }));
+  const sec = (k: number) => ({ capacity: model.capacityAt(k * 1000 + 500), accepted: 0, refused: 0, all: 0, latencies: [] as number[] });
+  const secs = Array.from({ length: durationS }, (_, k) => sec(k)); // each second's figures; latencies: of the accepted requests
   for (const s of served) {
     const sec = secs[Math.floor(s.at / 1000)];
     if (!sec) continue;
@@ -122,22 +114,13 @@ function paceFigures(served: Served[], model: Model, { durationS, windowS, maxP9
     const sum = (key: "capacity" | "accepted" | "refused" | "all"): number => secs.slice(from, to).reduce((n, s) => n + s[key], 0);
     const [capacity, accepted, refused, all] = [sum("capacity"), sum("accepted"), sum("refused"), sum("all")];
     const lat = percentiles(secs.slice(from, to).flatMap((s) => s.latencies));
-    return {
-      accepted,
-      refused,
-      share: capacity > 0 ? accepted / capacity : null,
-      refusedPer1000: all > 0 ? (1000 * refused) / all : null,
-      p50Ms: lat?.p50 ?? null,
-      p99Ms: lat?.p99 ?? null,
-    };
+    const rates = { share: capacity > 0 ? accepted / capacity : null, refusedPer1000: all > 0 ? (1000 * refused) / all : null };
+    return { accepted, refused, ...rates, p50Ms: lat?.p50 ?? null, p99Ms: lat?.p99 ?? null };
   };
   const passes = (k: number): boolean => {
     const w = span(k, k + windowS);
-    return (
-      (w.share ?? 0) >= TARGET.share &&
-      (w.refusedPer1000 ?? 0) <= TARGET.refusedPer1000 &&
-      (maxP99Ms === null || (w.p99Ms ?? Infinity) <= maxP99Ms)
-    );
+    const fast = maxP99Ms === null || (w.p99Ms ?? Infinity) <= maxP99Ms;
+    return (w.share ?? 0) >= TARGET.share && (w.refusedPer1000 ?? 0) <= TARGET.refusedPer1000 && fast;
   };
   const convergedBy = (last: number): number | null => {
     let k = last;
@@ -196,13 +179,11 @@ async function main(): Promise<void> {
       `with ≤ ${TARGET.refusedPer1000} refusals (429 + 503) per 1,000 requests, and for knee p99 ≤ ${fmt(kneeP99Ms)} ms; "never" when the last window fails`,
   );
   const { server, postmaster, settings } = await bench.postgres(!f["no-fsync"], false, f["pg-icu-locale"]);
-  const rx = await capacityServer();
-  const sluice = new SluiceCluster({ databaseUrl: server.url, logPrefix: bench.log("adaptive") });
+  const [rx, sluice] = [await capacityServer(), new SluiceCluster({ databaseUrl: server.url, logPrefix: bench.log("adaptive") })];
   await sluice.startApi();
   const dests = kinds.flatMap((k) =>
     Object.entries(VARIANTS).map(([variant, factor]) => {
-      const model = k.make();
-      const path = `/${k.kind}/${variant}`;
+      const [model, path] = [k.make(), `/${k.kind}/${variant}`];
       const rate = factor === null ? null : factor * model.capacityAt(0);
       // A burst of one second's worth: Sluice then holds back its 500 ms of send jitter (SLUICE_RATE_SEND_JITTER_MS), which
       // a burst of a few tokens could not, and the limit is to hold at the receiver with no allowance.

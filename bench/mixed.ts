@@ -38,7 +38,6 @@ const flags = () =>
   });
 type Flags = ReturnType<typeof flags>;
 type Pids = () => [sluice: number[], postmaster: number | null];
-
 const KINDS = ["healthy", "throttled", "failing", "slow", "paused"] as const;
 type Kind = (typeof KINDS)[number];
 const CLAIM =
@@ -77,7 +76,6 @@ class Publisher {
     }
   }
 
-  /** Batches of the timed run due before `t`. */
   dueBefore(t: number): number {
     const { startAt, batches } = this.schedule;
     return t <= startAt ? 0 : Math.min(batches, Math.ceil((t - startAt) / this.o.intervalMs));
@@ -101,9 +99,7 @@ class Publisher {
     });
     const ok = res.status === 202;
     const routed = ok ? (res.json as { events: { deliveries: number }[] }).events.reduce((n, e) => n + e.deliveries, 0) : 0;
-    const note = ok
-      ? `a batch of ${events.length} events made ${routed} deliveries`
-      : `a batch was answered ${res.status}: ${JSON.stringify(res.json)}`;
+    const note = ok ? `${events.length} events made ${routed} deliveries` : `a batch answered ${res.status}: ${JSON.stringify(res.json)}`;
     if (this.notes.length < 5 && (!ok || routed !== events.length)) this.notes.push(note.slice(0, 300));
     if (!timed) return;
     this.answers.push({ sentAt, answeredAt: Date.now(), events: events.length, ok });
@@ -167,8 +163,7 @@ async function timedRun(f: Flags, url: string, publisher: Publisher, healthy: Re
   // Kept, not thrown, until the loop sees it: an unawaited rejection would end the process before the cleanup.
   const failed: { error?: Error } = {};
   const keep = (err: unknown): void => void (failed.error = err instanceof Error ? err : new Error(String(err)));
-  const publishing = publisher.run(startAt, publishEnd - startAt, true).catch(keep);
-  const deadlocksAtStart = (await store()).deadlocks;
+  const [publishing, deadlocksAtStart] = [publisher.run(startAt, publishEnd - startAt, true).catch(keep), (await store()).deadlocks];
   let publishedAt = publishEnd;
   const clock = (ms: number): string => `${Math.floor(ms / 60_000)}:${String(Math.round(ms / 1000) % 60).padStart(2, "0")}`;
   const rows: Row[] = [];
@@ -191,8 +186,7 @@ async function timedRun(f: Flags, url: string, publisher: Publisher, healthy: Re
     const answered = publisher.answers.filter((a) => a.answeredAt <= to);
     publisher.answers = publisher.answers.slice(answered.length);
     const { latencyMs } = await healthy.take();
-    const seconds = Math.max(0.001, (to - from) / 1000);
-    const [now, atMin] = [await snapshot(), (to - startAt) / 60_000];
+    const [now, atMin, seconds] = [await snapshot(), (to - startAt) / 60_000, Math.max(0.001, (to - from) / 1000)];
     const span = drain ? null : spanOf(atMin, f.minutes);
     if (span) spans[span] = spans[span].concat(latencyMs);
     const published = answered.reduce((n, a) => n + (a.ok ? a.events : 0), 0);
@@ -246,8 +240,7 @@ async function main(): Promise<void> {
   const kinds = layout(f.destinations, f.mix);
   const count = (k: Kind): number => kinds.filter((x) => x === k).length;
   if (f.backlog > 0 && count("throttled") === 0) throw new Error("--backlog needs throttled destinations (--mix)");
-  const intervalMs = (1000 * f.batch) / f.rate;
-  const sluiceDir = resolve(f["sluice-dir"] ?? REPO);
+  const [intervalMs, sluiceDir] = [(1000 * f.batch) / f.rate, resolve(f["sluice-dir"] ?? REPO)];
   const bench = benchStart(SOAK ? "soak (mixed workload)" : "mixed workload", sluiceDir);
   const { out } = bench;
   out(

@@ -12,8 +12,6 @@ import { Agent, request } from "undici";
 
 /** One delivery as a peer's job carries it; `id` is sent as webhook-id (the same on every retry). */
 type PeerDelivery = { url: string; id: string; type: string; timestamp: string; dest: number; data: unknown };
-
-/** The job for one published bench event. */
 export function peerDelivery(url: string, e: { dest: number; seq: number; sentAt: number }, id: string): PeerDelivery {
   const data = { seq: e.seq, dest: e.dest, sent_at: e.sentAt };
   return { url, id, type: "bench.event", timestamp: new Date(e.sentAt).toISOString(), dest: e.dest, data };
@@ -21,7 +19,6 @@ export function peerDelivery(url: string, e: { dest: number; seq: number; sentAt
 
 const agent = new Agent({ keepAliveTimeout: 60_000, pipelining: 1, headersTimeout: 0, bodyTimeout: 0 });
 const keys = new Map<number, Buffer>();
-
 /** POSTs one delivery; throws on a non-2xx answer (the peer's queue then retries it). */
 async function sendSigned(p: PeerDelivery, userAgent: string): Promise<void> {
   const body = `{"type":${JSON.stringify(p.type)},"timestamp":"${p.timestamp}","data":${JSON.stringify(p.data)}}`;
@@ -32,8 +29,7 @@ async function sendSigned(p: PeerDelivery, userAgent: string): Promise<void> {
   const signature = { "webhook-timestamp": String(ts), "webhook-signature": `v1,${sig}` };
   const signal = AbortSignal.timeout(15_000); // Sluice's default timeout_seconds
   const res = await request(p.url, { method: "POST", dispatcher: agent, body, signal, headers: { ...headers, ...signature } });
-  // Read the (small) answer so the connection is reused, as Sluice keeps 1 KiB of it.
-  const answer = await res.body.text();
+  const answer = await res.body.text(); // Read the (small) answer so the connection is reused, as Sluice keeps 1 KiB of it.
   if (res.statusCode < 200 || res.statusCode >= 300) throw new Error(`HTTP ${res.statusCode}: ${answer.slice(0, 200)}`);
 }
 
@@ -69,9 +65,8 @@ async function pgboss(connectionString: string, queue: string, ...sizes: string[
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const [peer, connectionString, ...rest] = process.argv.slice(2);
-  const stopPeer =
-    peer === "graphile" ? await graphile(connectionString!, ...rest) : await pgboss(connectionString!, rest[0]!, ...rest.slice(1));
+  const [peer, url, ...rest] = process.argv.slice(2);
+  const stopPeer = peer === "graphile" ? await graphile(url!, ...rest) : await pgboss(url!, rest[0]!, ...rest.slice(1));
   let stopping = false;
   const stop = async (): Promise<void> => {
     if (stopping) return;

@@ -26,7 +26,6 @@ export async function startPostgres(o: { fsync: boolean; statStatements?: boolea
   return { server, settings, postmaster };
 }
 
-/** The same server, another database. */
 export function databaseUrl(serverUrl: string, dbName: string): string {
   const u = new URL(serverUrl);
   u.pathname = `/${dbName}`;

@@ -26,7 +26,6 @@ let offsetMs: number | null = null;
 export const preciseNow = (): number => performance.timeOrigin + performance.now() + (offsetMs ??= wallClockOffsetMs());
 
 export type Percentiles = { n: number; p50: number; p90: number; p99: number; max: number };
-
 /** Nearest-rank percentiles of the finite values; null for none. */
 export function percentiles(values: number[]): Percentiles | null {
   const v = values.filter(Number.isFinite).sort((a, b) => a - b);
@@ -38,15 +37,14 @@ type Flag =
   | { type?: "int"; arg?: string; help: string; def?: number; quick?: number; min?: number }
   | { type: "str"; arg?: string; help: string; def?: string; quick?: string }
   | { type: "bool"; help: string };
-type Values<S extends Record<string, Flag>> = {
-  [K in keyof S]: S[K] extends { type: "bool" }
-    ? boolean
-    : S[K] extends { type: "str"; def: string }
+type Value<F> = F extends { type: "bool" }
+  ? boolean
+  : F extends { type: "str" }
+    ? F extends { def: string }
       ? string
-      : S[K] extends { type: "str" }
-        ? string | undefined
-        : number;
-};
+      : string | undefined
+    : number;
+type Values<S extends Record<string, Flag>> = { [K in keyof S]: Value<S[K]> };
 
 /** The flags of every bench that runs Sluice on a throwaway Postgres server. */
 export const commonFlags = (timeoutS: number) => ({
@@ -102,7 +100,6 @@ export function parseFlags<S extends Record<string, Flag>>(usage: string, spec: 
 }
 
 const children = new Set<ChildProcess>();
-
 /** Keeps `child` (its stdout and stderr going to `logFile`) to stop in cleanup(). */
 export function logged(child: ChildProcess, logFile: string): ChildProcess {
   const out = createWriteStream(logFile);
@@ -142,11 +139,8 @@ export async function stopChild(child: ChildProcess, graceMs = 15_000): Promise<
 }
 
 const stoppers: (() => Promise<void>)[] = [];
-
-/** A server (Postgres, PgBouncer) to stop after the child processes, the last registered first. */
-export function onCleanup(stop: () => Promise<void>): void {
-  stoppers.unshift(stop);
-}
+/** A server (Postgres, PgBouncer, a Citus cluster) to stop after the child processes, the last registered first. */
+export const onCleanup = (stop: () => Promise<void>): void => void stoppers.unshift(stop);
 
 /** Stops every child process, then every registered server. */
 export async function cleanup(): Promise<void> {
@@ -207,8 +201,8 @@ function machineSeconds(from: number[] = []): { ticks: number[]; busy: number; i
 }
 
 export type CpuFigures = Record<string, { cpuSeconds: number; pctOfOneCore: number }>;
-
-type SamplerOptions = { system: string; pids(): number[]; postmaster(): number | null; receiver: number; bench?: string; pooler?: boolean };
+type SamplerOptions = { system: string; pids(): number[]; receiver: number; bench?: string; pooler?: boolean } & Servers;
+export type Servers = { postmaster(): number | null } | { nodes(): Record<string, number | null> }; // nodes: a cluster's, by name
 // The CPU time between begin() and end() of the system under test and Postgres (their process trees, and the children
 // those reaped meanwhile: Postgres backends come and go), the receiver, the bench itself and, with `pooler`, the PgBouncer it
 // started; the rest is "other processes". A process of the system that exits before end() takes its CPU with it.
@@ -220,20 +214,21 @@ export class CpuSampler {
   constructor(private readonly o: SamplerOptions) {}
 
   private ticks(): Record<string, number> {
-    const stats = readAllStats();
-    const kids = new Map<number, number[]>();
+    const [stats, kids] = [readAllStats(), new Map<number, number[]>()];
     for (const [pid, s] of stats) kids.set(s.ppid, [...(kids.get(s.ppid) ?? []), pid]);
     const tree = (pids: number[]): number[] => pids.flatMap((p) => [p, ...tree(kids.get(p) ?? [])]);
     const sum = (pids: number[]): number => pids.reduce((n, p) => n + (stats.get(p)?.self ?? 0) + (stats.get(p)?.reaped ?? 0), 0);
     const pooler = tree(kids.get(process.pid) ?? []).filter((p) => stats.get(p)?.comm === "pgbouncer");
     return {
       [this.o.system]: sum(tree(this.o.pids())),
-      postgres: sum(tree([this.o.postmaster() ?? -1])),
+      ...Object.fromEntries(Object.entries(this.servers()).map(([name, pid]) => [name, sum(tree([pid ?? -1]))])),
       ...(this.o.pooler ? { pgbouncer: sum(pooler) } : {}),
       receiver: sum([this.o.receiver]),
       [this.o.bench ?? "bench"]: stats.get(process.pid)?.self ?? 0, // its reaped children are the systems run before
     };
   }
+
+  private servers = (): Record<string, number | null> => ("nodes" in this.o ? this.o.nodes() : { postgres: this.o.postmaster() });
 
   begin(): this {
     [this.startedAt, this.machineFrom, this.from] = [Date.now(), machineSeconds().ticks, this.ticks()];
@@ -247,9 +242,11 @@ export class CpuSampler {
     const put = (name: string, s: number): void =>
       void (out[name] = { cpuSeconds: round(s, 2), pctOfOneCore: round((100 * s) / spanS, 0) });
     for (const [name, t] of Object.entries(this.ticks())) put(name, Math.max(0, t - (this.from[name] ?? 0)) / TICKS_PER_SECOND);
-    // The whole machine, everything included: is the box saturated, or waiting on the disk?
-    const m = machineSeconds(this.machineFrom);
+    const m = machineSeconds(this.machineFrom); // The whole machine, everything included: is the box saturated, or waiting on the disk?
     put("(other processes, kernel)", Math.max(0, m.busy - Object.values(out).reduce((n, v) => n + v.cpuSeconds, 0)));
+    const nodes = Object.keys(this.servers());
+    const allNodes = nodes.reduce((n, k) => n + out[k]!.cpuSeconds, 0);
+    if (nodes.length > 1) put("(postgres, all nodes)", allNodes);
     put("(machine busy)", m.busy);
     put("(machine iowait)", m.iowait);
     return out;

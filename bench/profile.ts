@@ -21,7 +21,6 @@ type Sizes = Record<"workers" | "destinations", number>;
 type Sluice = { cluster: SluiceCluster; rcv: Receiver; ids: string[] };
 /** One event published on its own, Unix ms: sent and answered (bench), arrived (receiver). */
 type Sample = { sentAt: number; answeredAt: number; arrivedAt?: number };
-
 /** A receiver and Sluice with `f.destinations` for `run`: api + `f.workers` workers on `url`, or (null) `sluice start` on PGlite. */
 async function withSluice<T>(bench: Bench, name: string, url: string | null, f: Sizes, run: (s: Sluice) => Promise<T>): Promise<T> {
   const dataDir = url ? undefined : mkdtempSync(join(tmpdir(), "sluice-latency-pglite-"));
@@ -64,7 +63,6 @@ async function deliver(s: Sluice, n: number, what: string, timeoutS: number, gap
 }
 
 type Statement = { query: string } & Record<"calls" | "total_ms" | "mean_ms" | "rows" | "wal" | "hit" | "read" | "jit_ms", number>;
-
 /** This database's statements since the reset, by total execution time (nested ones included: track=all). */
 async function statements(db: pg.Client): Promise<Statement[]> {
   const res = await db.query<Statement>(
@@ -118,16 +116,14 @@ async function profile(): Promise<void> {
         const startedAt = Date.now();
         await deliver(s, f.events, "load", f["timeout-s"]);
         const [wallMs, cpu, stmts, after] = [Date.now() - startedAt, sampler.end(), await statements(db), await counters(db)];
-        // Backends flush their table counters when idle or when they exit: stop Sluice before reading them.
-        await s.cluster.stop();
+        await s.cluster.stop(); // Backends flush their table counters when idle or when they exit: stop Sluice before reading them.
         await sleep(1000);
         const tables = await db.query<{ table: string; indexes: number; ins: number; upd: number; del: number; hot: number }>(
           `SELECT relname AS table, (SELECT count(*) FROM pg_index i WHERE i.indrelid = relid)::float8 AS indexes,
                   n_tup_ins::float8 AS ins, n_tup_upd::float8 AS upd, n_tup_del::float8 AS del, n_tup_hot_upd::float8 AS hot
              FROM pg_stat_user_tables WHERE n_tup_ins + n_tup_upd + n_tup_del > 0 ORDER BY n_tup_ins + n_tup_upd + n_tup_del DESC`,
         );
-        const commits = (await counters(db)).commits - before.commits;
-        const walBytes = after.wal - before.wal;
+        const [commits, walBytes] = [(await counters(db)).commits - before.commits, after.wal - before.wal];
         return { busyBeforePct, delivered: f.events, wallMs, cpu, statements: stmts, commits, walBytes, tables: tables.rows };
       } finally {
         await db.end().catch(() => undefined);
@@ -166,8 +162,7 @@ async function profile(): Promise<void> {
   bench.finish("profile", { postgres: pgs.settings, options: f, ...result });
 }
 
-/** Publish → receive targets, ms. */
-const TARGETS = { server: { p50: 3, p99: 10 }, embedded: { p50: 5, p99: 15 } };
+const TARGETS = { server: { p50: 3, p99: 10 }, embedded: { p50: 5, p99: 15 } }; // Publish → receive targets, ms.
 
 async function latency(): Promise<void> {
   const f = parseFlags("npm run bench:latency", {
@@ -179,8 +174,7 @@ async function latency(): Promise<void> {
     ...commonFlags(300),
     latency: LATENCY_FLAG,
   });
-  const stores = listFlag("scenarios", f.scenarios, ["server", "embedded"] as const);
-  const bench = benchStart("idle latency");
+  const [stores, bench] = [listFlag("scenarios", f.scenarios, ["server", "embedded"] as const), benchStart("idle latency")];
   const { out } = bench;
   out(
     `workload: ${fmt(f.destinations)} destinations (receiver answers at once), ${fmt(f.warmup)} events to warm up then ${fmt(f.events)} measured, ` +

@@ -36,8 +36,7 @@ export class Receiver {
   }
 
   url = (path: string): string => `http://127.0.0.1:${this.port}${path}`;
-  /** Destination `dest`'s URL: its own path /d/<dest>. */
-  destUrl = (dest: number): string => this.url(`/d/${dest}`);
+  destUrl = (dest: number): string => this.url(`/d/${dest}`); // Destination `dest`'s URL: its own path /d/<dest>.
 
   private ask<T extends Message["type"]>(msg: object, type: T): Promise<Extract<Message, { type: T }>> {
     if (this.child.exitCode !== null) return Promise.reject(new Error("receiver is gone"));
@@ -54,12 +53,8 @@ export class Receiver {
   progress = (): Promise<Progress> => this.ask({ type: "progress" }, "progress");
   report = async (): Promise<ReceiverReport> => (await this.ask({ type: "report" }, "report")).report;
   stop = (): Promise<void> => stopChild(this.child, 3000);
-
   /** The distinct deliveries first received since the last take, in arrival order: seq, arrival (Unix ms), publish → arrival ms. */
-  async take(): Promise<Taken> {
-    const { type: _, ...taken } = await this.ask({ type: "take" }, "taken");
-    return taken;
-  }
+  take = (): Promise<Taken> => this.ask({ type: "take" }, "taken");
 
   /** Polls until `n` distinct deliveries arrived, `stop()` or the deadline, printing progress every 2 s; the last progress. */
   async waitFor(n: number, deadline: number, label: string, more = (_: Progress) => "", stop = () => false): Promise<Progress> {
@@ -138,8 +133,7 @@ function serve(cfg: ReceiverConfig): void {
     void res.writeHead(status, { "content-type": "text/plain", "content-length": "2", ...headers }).end("ok");
 
   const server = http.createServer((req, res) => {
-    const at = preciseNow();
-    const path = req.url ?? "";
+    const [at, path] = [preciseNow(), req.url ?? ""];
     if (path === "/throttled" || path === "/failing") {
       req.resume();
       const status = path === "/failing" ? 500 : throttledRequests++ % (cfg.throttleOneIn ?? 1) === 0 ? 429 : 200;

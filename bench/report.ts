@@ -29,8 +29,7 @@ export function benchStart(title: string, sluiceDir = REPO) {
   const out = (s: string): void => void process.stdout.write(`${s}\n`);
   const logDir = join(REPO, "bench", "results", "logs");
   mkdirSync(logDir, { recursive: true });
-  const startedAt = new Date();
-  const source = sourceState(sluiceDir);
+  const [startedAt, source] = [new Date(), sourceState(sluiceDir)];
   const [cpu, memoryGiB, kernel, node] = [cpus(), Math.round(totalmem() / 2 ** 30), release(), process.version];
   const machine = { hostname: hostname(), cores: cpu.length, cpuModel: cpu[0]?.model ?? "?", memoryGiB, kernel, node };
   const changes = source.localChanges.length === 0 ? "src/ and migrations/ clean" : `LOCAL CHANGES: ${source.localChanges.join("; ")}`;
@@ -63,12 +62,11 @@ export function benchStart(title: string, sluiceDir = REPO) {
     },
   };
 }
-
 export type Bench = ReturnType<typeof benchStart>;
 
 // ---- npm run bench ---------------------------------------------------------------------------
-
-export const SCENARIOS = ["0ms", "pooled", "traced", "50ms", "embedded"] as const;
+export const SCENARIOS = ["0ms", "pooled", "traced", "50ms", "embedded", "cell1", "cell2"] as const;
+export const DEFAULT_SCENARIOS = SCENARIOS.slice(0, 5); // not the cells: they start a Citus cluster
 type Scenario = (typeof SCENARIOS)[number];
 export const SYSTEMS = ["sluice", "graphile-worker", "pg-boss"] as const;
 type System = (typeof SYSTEMS)[number];
@@ -144,7 +142,7 @@ function spread(runs: RunResult[], figure: (r: RunResult) => number | null | und
 }
 
 // The side-by-side table, one row per scenario: each system's deliveries/s (the median of its runs, their range in
-// brackets), the ratios, latency, in-flight bound, and the targets marked; pooled and traced give Sluice's ÷ direct 0 ms.
+// brackets), the ratios, latency, in-flight bound, and the targets marked; pooled, traced and the cells give Sluice's ÷ direct 0 ms.
 export function comparisonTable(results: RunResult[]): string {
   const head =
     "scenario|runs|Sluice deliveries/s|graphile-worker|ratio S/G|pg-boss|ratio S/P|p50 / p99 S · G · P|in flight S · G · P (bound/s)|all received";
@@ -162,8 +160,8 @@ export function comparisonTable(results: RunResult[]): string {
     };
     const delayS = any[0]!.receiverDelayMs / 1000;
     const inflight = (rs: RunResult[]): number | null => rs[0]?.inflight ?? null;
-    const bound = delayS > 0 && inflight(s) ? inflight(s)! / delayS : null;
-    const direct = scenario === "pooled" || scenario === "traced" ? ratio(sr.mid, rate(of("sluice", "0ms")).mid) : null;
+    const [bound, peers] = [delayS > 0 && inflight(s) ? inflight(s)! / delayS : null, scenario === "0ms" || scenario === "50ms"];
+    const direct = peers || scenario === "embedded" ? null : ratio(sr.mid, rate(of("sluice", "0ms")).mid);
     const sCell =
       sr.text +
       (bound && sr.mid !== null ? ` ${mark(sr.mid >= TARGETS.boundShare50ms * bound)} (${fmt((100 * sr.mid) / bound)} % of bound)` : "") +
@@ -175,7 +173,6 @@ export function comparisonTable(results: RunResult[]): string {
       (r) => r.status !== "complete" || (r.receiver?.unique ?? 0) < r.events || r.receiver?.duplicates || r.receiver?.overCapRequests,
     );
     const first = any[0]!;
-    const peers = scenario === "0ms" || scenario === "50ms";
     rows.push([
       `${scenario} (${fmt(first.destinations)} dst, ${fmt(first.events)} ev)`,
       String(Math.max(s.length, g.length, p.length)),
@@ -188,6 +185,23 @@ export function comparisonTable(results: RunResult[]): string {
       [s, g, p].map((rs) => (inflight(rs) === null ? "—" : fmt(inflight(rs)))).join(" · ") + (bound ? ` (${fmt(bound)})` : ""),
       bad.length === 0 ? "yes" : `NO: ${bad.map((r) => `${r.system}${statusMark(r)}`).join(", ")} (see its block above)`,
     ]);
+  }
+  return table(rows, true);
+}
+
+// Sluice on one server (0ms) and in Citus cells (cell1, cell2): its rate and the µs of CPU (/proc) per delivery received, the
+// medians of the runs. On Citus, Postgres is every node; the nodes' column gives each worker node by the cells it held.
+export function cellTable(results: RunResult[]): string {
+  const cpu = ["Sluice", "Postgres (all nodes)", "coordinator", "nodes'"].map((x) => `${x} µs/delivery`);
+  const rows = [["scenario", "runs", "deliveries/s", ...cpu]];
+  for (const scenario of ["0ms", "cell1", "cell2"] as const) {
+    const rs = results.filter((r) => r.system === "sluice" && r.scenario === scenario);
+    const us = (k: string): string => spread(rs, (r) => ratio(1e6 * (r.cpu[k]?.cpuSeconds ?? NaN), r.receiver?.unique)).text;
+    const workers = [...new Set(rs.flatMap((r) => Object.keys(r.cpu)))].filter((k) => k.startsWith("postgres worker"));
+    if (rs.length === 0) continue;
+    const [all, coordinator] = scenario === "0ms" ? [us("postgres"), "—"] : [us("(postgres, all nodes)"), us("postgres coordinator")];
+    const nodes = workers.map((k) => `${k.slice("postgres worker ".length)} ${us(k)}`).join(" · ") || "(one server)";
+    rows.push([scenario, String(rs.length), spread(rs, (r) => r.deliveriesPerSec).text, us("sluice"), all, coordinator, nodes]);
   }
   return table(rows, true);
 }

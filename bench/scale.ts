@@ -29,11 +29,9 @@ async function main(): Promise<void> {
   const receiver = await Receiver.start(bench.log("scale-receiver.log"));
 
   const oneScale = async (url: string, scale: number) => {
-    const cluster = new SluiceCluster({ databaseUrl: url, logPrefix: bench.log(`scale-${scale}`) });
-    const db = await connect(url);
+    const [cluster, db] = [new SluiceCluster({ databaseUrl: url, logPrefix: bench.log(`scale-${scale}`) }), await connect(url)];
     try {
-      // Migrations, the default tenant and the template destination, through Sluice itself.
-      await cluster.startApi();
+      await cluster.startApi(); // Migrations, the default tenant and the template destination, through Sluice itself.
       const [templateId] = await cluster.createDestinations(1, () => ({ url: receiver.url("/d/0"), name: "scale-0" }));
       await cluster.stopApi();
       const seedStart = Date.now();
@@ -47,8 +45,7 @@ async function main(): Promise<void> {
       await cluster.startWorkers(f.workers);
       const t = (): string => `  t=${fmt((Date.now() - spawnedAt) / 1000)}s`;
       await receiver.waitFor(f.deliveries, spawnedAt + f["timeout-s"] * 1000, fmt(scale), t);
-      const cpuUse = cpu.end();
-      const rep = await receiver.report();
+      const [cpuUse, rep] = [cpu.end(), await receiver.report()];
       // Timed from the first arrival: the workers' start-up is not delivery.
       const span = rep.lastAt !== null && rep.firstAt !== null ? (rep.lastAt - rep.firstAt) / 1000 : null;
       const middle = rep.p10At !== null && rep.p90At !== null ? (rep.p90At - rep.p10At) / 1000 : null;
@@ -105,8 +102,7 @@ async function seed(db: pg.Client, o: { templateId: string; scale: number; deliv
   const tpl = (await db.query<{ tenant_id: string; url: string }>("SELECT tenant_id, url FROM destinations WHERE id = $1", [o.templateId]))
     .rows[0];
   if (tpl?.url !== `${o.urlPrefix}0`) throw new Error(`template destination missing or not at ${o.urlPrefix}0: ${JSON.stringify(tpl)}`);
-  const salt = Math.random().toString(36).slice(2);
-  const baseMs = Date.now();
+  const [salt, baseMs] = [Math.random().toString(36).slice(2), Date.now()];
   // src/ids.ts: <prefix>_ + 12 hex (ms) + 3 hex (sequence within the ms) + 12 hex (random).
   const idSql = (prefix: string, k: string): string =>
     `'${prefix}_' || lpad(to_hex($1::bigint + ${k} / 4096), 12, '0') || lpad(to_hex(${k} % 4096), 3, '0') || substr(md5('${prefix}' || ${k} || $2::text), 1, 12)`;

@@ -19,7 +19,7 @@ export class SluiceCluster {
   readonly apiKey = `bench_${randomBytes(12).toString("hex")}`;
   private api: ChildProcess | null = null;
   private apiPort = 0;
-  private readonly workers: { child: ChildProcess; metricsPort: number }[] = [];
+  private readonly workers: { child: ChildProcess; metricsPort: number; logFile: string }[] = [];
   // Its own pool: the bench is a client like any other, with keep-alive connections.
   private readonly agent = new Agent({ keepAliveTimeout: 60_000, connections: 8 });
 
@@ -38,10 +38,7 @@ export class SluiceCluster {
   }
 
   /** `workers` 0: one `sluice start`; else `sluice api` + that many `sluice worker`, each ready. */
-  async start(workers: number): Promise<void> {
-    await this.startApi(workers === 0 ? "start" : "api");
-    await this.startWorkers(workers);
-  }
+  start = (workers: number): Promise<void> => this.startApi(workers === 0 ? "start" : "api").then(() => this.startWorkers(workers));
 
   /** `sluice api` (or `sluice start`): runs the migrations, creates the default tenant; resolves once /healthz answers 200. */
   async startApi(command: "api" | "start" = "api"): Promise<void> {
@@ -57,26 +54,21 @@ export class SluiceCluster {
 
   /** `n` × `sluice worker`, ready once each one's metrics port takes a connection (a /metrics scrape would run database-wide queries). */
   async startWorkers(n: number): Promise<void> {
-    const deadline = Date.now() + 120_000;
-    const started = [];
+    const [deadline, from] = [Date.now() + 120_000, this.workers.length];
     for (let i = 0; i < n; i++) {
-      const metricsPort = await freePort();
-      const logFile = `${this.o.logPrefix}-worker${this.workers.length}.log`;
+      const [metricsPort, logFile] = [await freePort(), `${this.o.logPrefix}-worker${this.workers.length}.log`];
       const child = this.spawn("worker", { SLUICE_METRICS_PORT: String(metricsPort), SLUICE_PORT: "0" }, logFile);
-      this.workers.push({ child, metricsPort });
-      started.push({ child, metricsPort, logFile });
+      this.workers.push({ child, metricsPort, logFile });
     }
-    for (const w of started) {
+    for (const w of this.workers.slice(from)) {
       while (!(await portOpen(w.metricsPort))) {
-        if (w.child.exitCode !== null)
-          throw new Error(`sluice worker exited (code ${w.child.exitCode}) before it was ready; see ${w.logFile}`);
+        if (w.child.exitCode !== null) throw new Error(`sluice worker exited (code ${w.child.exitCode}) before ready; see ${w.logFile}`);
         if (Date.now() > deadline) throw new Error(`sluice worker was not ready within 120 s; see ${w.logFile}`);
         await sleep(100);
       }
     }
   }
 
-  /** Whether the API (or `sluice start`) process has exited. */
   exited = (): boolean => this.api !== null && this.api.exitCode !== null;
   pids = (): number[] => [this.api, ...this.workers.map((w) => w.child)].flatMap((c) => (c?.pid === undefined ? [] : [c.pid]));
 
@@ -119,9 +111,9 @@ export class SluiceCluster {
       await this.publishBatch(Array.from({ length: Math.min(1000, n - off) }, (_, k) => event(off + k)));
   }
 
-  /** A few of Sluice's own metrics (claims, claim avg ms, …), summed over its processes' /metrics. */
-  async engineMetrics(): Promise<Record<string, number> | null> {
-    const ports = this.workers.length > 0 ? this.workers.map((w) => w.metricsPort) : [this.apiPort];
+  /** A few of Sluice's own metrics (claims, claim avg ms, …), summed over its processes' /metrics (and those of `also`). */
+  async engineMetrics(also: SluiceCluster[] = []): Promise<Record<string, number> | null> {
+    const ports = [this, ...also].flatMap((c) => (c.workers.length > 0 ? c.workers.map((w) => w.metricsPort) : [c.apiPort]));
     const texts: string[] = [];
     for (const port of ports) {
       const res = await request(`http://127.0.0.1:${port}/metrics`, { dispatcher: this.agent }).catch(() => null);
@@ -145,13 +137,10 @@ export class SluiceCluster {
     };
   }
 
-  async stopApi(): Promise<void> {
-    if (this.api) await stopChild(this.api, 30_000);
-  }
+  stopApi = async (): Promise<void> => void (this.api && (await stopChild(this.api, 30_000)));
 
   async stop(): Promise<void> {
-    // Workers first: the API process holds nothing in flight.
-    await Promise.all(this.workers.map((w) => stopChild(w.child, 30_000)));
+    await Promise.all(this.workers.map((w) => stopChild(w.child, 30_000))); // Workers first: the API process holds nothing in flight.
     await this.stopApi();
     await this.agent.close();
   }
@@ -178,13 +167,11 @@ function sourceHash(dir: string): string {
 }
 
 const built = new Set<string>();
-
 // Builds `dir`'s dist/ (`npm run build`) unless it was built from this very source (its hash, kept in dist/): the benches
 // measure the compiled Sluice that `npm start` runs, so a checkout whose code changed is built again first.
 function ensureBuilt(dir: string): void {
   if (built.has(dir)) return;
-  const stamp = join(dir, "dist", ".bench-source");
-  const want = sourceHash(dir);
+  const [stamp, want] = [join(dir, "dist", ".bench-source"), sourceHash(dir)];
   if (!existsSync(stamp) || readFileSync(stamp, "utf8") !== want || !existsSync(join(dir, "dist", "src", "cli", "main.js"))) {
     process.stderr.write(`building ${dir === REPO ? "Sluice" : dir} (npm run build) — the benches run the compiled dist/ …\n`);
     const r = spawnSync("npm", ["run", "build", "--silent"], { cwd: dir, stdio: ["ignore", "inherit", "inherit"] });

@@ -17,7 +17,6 @@ const SQL = `
     FROM pg_stat_user_tables`;
 const TABLES = ["events", "deliveries", "attempts"]; // those that grow with the workload, and that only retention deletes from
 type Stat = Record<"heap" | "idx" | "live" | "dead" | "deleted" | "autovacuums" | "wal", number> & { name: string; pids: number[] };
-
 const procMB = (pid: number, field: string): number => {
   try {
     return Number(new RegExp(`^${field}:\\s+(\\d+)`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024;

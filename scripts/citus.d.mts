@@ -13,6 +13,8 @@ export interface CitusCluster {
   citusVersion: string;
   /** How long starting took, from nothing to the workers added. */
   startMs: number;
+  /** Each node's postmaster pid (the root of its processes), the coordinator first; null for a node not running. */
+  postmasterPids(): (number | null)[];
   /** Stops every node and deletes its data. */
   stop(): Promise<void>;
 }
@@ -20,8 +22,8 @@ export interface CitusCluster {
 export function citusInstalled(): boolean;
 /** Builds and installs Citus from the vendored source when absent (root); true when it built. */
 export function ensureCitus(opts?: { log?: (line: string) => void }): boolean;
-/** A coordinator and `workers` (default 2) workers on loopback ports. */
-export function startCitusCluster(opts?: { workers?: number; log?: (line: string) => void }): Promise<CitusCluster>;
+/** A coordinator and `workers` (default 2) workers on loopback ports; `fsync`: durable nodes (default false). */
+export function startCitusCluster(opts?: { workers?: number; fsync?: boolean; log?: (line: string) => void }): Promise<CitusCluster>;
 /** `databaseUrl` with `options=-c search_path=<schema>`: unqualified names are the cell's. */
 export function cellUrl(databaseUrl: string, schema: string): string;
 /** Creates (or distributes) the distributed schema `schema`; returns its cellUrl. */

@@ -151,8 +151,8 @@ export function ensureCitus({ log = console.error } = {}) {
  * to postgresql.auto.conf, and crash() + restart() is how that server starts again on the same
  * data and port (recovery of a just-made cluster takes a moment).
  */
-async function startNode(log) {
-  const server = await startThrowawayPostgres({ log });
+async function startNode(log, fsync) {
+  const server = await startThrowawayPostgres({ log, fsync });
   try {
     if (!server.version.startsWith(`${PG_MAJOR}.`)) {
       throw new Error(`Citus here is built for PostgreSQL ${PG_MAJOR}, but the server found is ${server.version}`);
@@ -174,15 +174,17 @@ async function startNode(log) {
  * Starts a Citus cluster on loopback: a coordinator and `workers` workers, each a server on a free
  * port with Citus preloaded and created, the workers added to the coordinator's metadata. Every
  * URL connects as superuser `postgres` to database `postgres`. stop() stops every node and
- * deletes its data. Needs Citus installed (ensureCitus).
+ * deletes its data. `fsync`: durable nodes (pg-server.mjs's setting; default off, as there).
+ * postmasterPids() reads each node's pid (coordinator first), for benches that count CPU per node.
+ * Needs Citus installed (ensureCitus).
  */
-export async function startCitusCluster({ workers = 2, log = console.error } = {}) {
+export async function startCitusCluster({ workers = 2, fsync = false, log = console.error } = {}) {
   if (!citusInstalled()) {
     throw new Error(`Citus is not installed (${CITUS_LIBRARY}): run \`node scripts/citus.mjs build\` (as root)`);
   }
   if (!Number.isInteger(workers) || workers < 0) throw new Error(`workers must be a whole number ≥ 0, not ${workers}`);
   const started = Date.now();
-  const settled = await Promise.allSettled(Array.from({ length: workers + 1 }, () => startNode(log)));
+  const settled = await Promise.allSettled(Array.from({ length: workers + 1 }, () => startNode(log, fsync)));
   const nodes = settled.filter((s) => s.status === "fulfilled").map((s) => s.value);
   const stop = async () => {
     await Promise.all(nodes.map((n) => n.stop()));
@@ -206,11 +208,22 @@ export async function startCitusCluster({ workers = 2, log = console.error } = {
       postgresVersion: coordinator.version,
       citusVersion: String(row?.version ?? "unknown"),
       startMs: Date.now() - started,
+      postmasterPids: () => nodes.map((n) => postmasterPid(n.dataDir)),
       stop,
     };
   } catch (err) {
     await stop();
     throw err;
+  }
+}
+
+/** The pid in a data directory's postmaster.pid (the server's root process), or null when it is not running. */
+function postmasterPid(dataDir) {
+  try {
+    const pid = Number(readFileSync(path.join(dataDir, "postmaster.pid"), "utf8").split("\n")[0]);
+    return Number.isInteger(pid) && pid > 0 ? pid : null;
+  } catch {
+    return null;
   }
 }
 
@@ -266,34 +279,52 @@ function parseStartArgs(argv) {
 }
 
 /**
- * The files `test` runs: every test/citus suite, and each integration suite that runs on
- * ENGINE_BACKENDS (which is a cell when SLUICE_CITUS_URL is set) or reads CITUS_URL itself (the
- * cells suite), or those of them matching a filter.
+ * Suites pinned to the server store whose statements should meet Citus too: run with every
+ * "server" store a cell (SLUICE_TEST_SERVER_AS_CELL, test/helpers/db.ts).
+ */
+const SERVER_SUITES_ON_CELLS = [
+  "events-search",
+  "health",
+  "backlog-alerts",
+  "workers",
+  "fuzz",
+  "id-bound",
+  "request-edges",
+  "cli-client",
+].map((n) => `test/integration/${n}.test.ts`);
+
+/**
+ * The files `test` runs, in two groups: every test/citus suite and each integration suite that
+ * runs on ENGINE_BACKENDS or FEATURE_BACKENDS (a cell when SLUICE_CITUS_URL is set) or reads
+ * CITUS_URL itself (the cells and stats suites); then SERVER_SUITES_ON_CELLS. With filters, only
+ * the files matching one.
  */
 function citusTestFiles(filters) {
-  const files = [];
+  const own = [];
   for (const dir of ["test/citus", "test/integration"]) {
     for (const name of readdirSync(path.join(repoRoot, dir)).sort()) {
       if (!name.endsWith(".test.ts")) continue;
       const rel = `${dir}/${name}`;
       const text = dir === "test/integration" ? readFileSync(path.join(repoRoot, rel), "utf8") : "";
-      if (dir === "test/integration" && !text.includes("ENGINE_BACKENDS") && !text.includes("CITUS_URL")) continue;
-      if (filters.length === 0 || filters.some((f) => rel.includes(f))) files.push(rel);
+      if (dir === "test/integration" && !/ENGINE_BACKENDS|FEATURE_BACKENDS|CITUS_URL/.test(text)) continue;
+      own.push(rel);
     }
   }
-  return files;
+  const wanted = (rel) => filters.length === 0 || filters.some((f) => rel.includes(f));
+  return { own: own.filter(wanted), serverAsCell: SERVER_SUITES_ON_CELLS.filter(wanted) };
 }
 
 /**
  * `npm run test:citus`: builds Citus if needed, starts a cluster (a coordinator and two workers),
- * and runs the cell suites and the engine, flow-control and fault suites with every store a new
- * cell (SLUICE_CITUS_URL). The coordinator is also the plain server the few tests pinned to one
- * store use (SLUICE_TEST_DATABASE_URL): a database made on it has no Citus in it.
+ * and runs the cell suites and the engine, flow-control, fault and API suites with every store a
+ * new cell (SLUICE_CITUS_URL), then SERVER_SUITES_ON_CELLS. The coordinator is also the plain
+ * server the few tests pinned to one store use (SLUICE_TEST_DATABASE_URL): a database made on it
+ * has no Citus in it.
  */
 async function runCitusTests(args) {
   const flags = args.filter((a) => a.startsWith("-"));
-  const files = citusTestFiles(args.filter((a) => !a.startsWith("-")));
-  if (files.length === 0) {
+  const { own, serverAsCell } = citusTestFiles(args.filter((a) => !a.startsWith("-")));
+  if (own.length + serverAsCell.length === 0) {
     console.error(`citus: no test file matches ${args.join(" ")}`);
     return 1;
   }
@@ -301,18 +332,24 @@ async function runCitusTests(args) {
   const cluster = await startCitusCluster({ workers: 2 });
   console.error(
     `citus: Citus ${cluster.citusVersion} on PostgreSQL ${cluster.postgresVersion} (coordinator and ${cluster.workerUrls.length} workers) ` +
-      `started in ${(cluster.startMs / 1000).toFixed(1)} s; running ${files.length} test file(s)`,
+      `started in ${(cluster.startMs / 1000).toFixed(1)} s; running ${own.length + serverAsCell.length} test file(s)`,
   );
   const env = { ...process.env, SLUICE_CITUS_URL: cluster.coordinatorUrl, SLUICE_TEST_DATABASE_URL: cluster.coordinatorUrl };
   delete env.DATABASE_URL;
   delete env.SLUICE_TEST_POOLER_PORT;
-  const child = spawn(
-    process.execPath,
-    ["--import", "tsx", "--test", "--test-concurrency=2", "--test-timeout=600000", ...flags, ...files],
-    { cwd: repoRoot, stdio: "inherit", env },
-  );
+  const run = async (files, extra) => {
+    if (files.length === 0) return 0;
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", "--test", "--test-concurrency=2", "--test-timeout=600000", ...flags, ...files],
+      { cwd: repoRoot, stdio: "inherit", env: { ...env, ...extra } },
+    );
+    return waitForChild(child, "citus: could not start node --test", 1);
+  };
   try {
-    return await waitForChild(child, "citus: could not start node --test", 1);
+    const first = await run(own, {});
+    const second = await run(serverAsCell, { SLUICE_TEST_SERVER_AS_CELL: "1" });
+    return first || second;
   } finally {
     await cluster.stop();
   }
