@@ -271,7 +271,8 @@ async function main(argv: string[]): Promise<number> {
   ready = true;
   const store = config.databaseUrl ? running.db.where : `embedded Postgres in ${config.dataDir}`;
   const metricsAt = running.metricsUrl ? { metrics_url: running.metricsUrl } : {};
-  log.info({ url: running.url, ...metricsAt, store, command, shard }, `sluice ${command} ready`);
+  const cells = config.cells.length > 0 ? { cells: config.cells } : {};
+  log.info({ url: running.url, ...metricsAt, store, ...cells, command, shard }, `sluice ${command} ready`);
 
   const signal = await signalled;
   log.info({ signal }, "stopping: no new claims, finishing in-flight requests");
