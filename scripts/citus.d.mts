@@ -24,7 +24,3 @@ export function citusInstalled(): boolean;
 export function ensureCitus(opts?: { log?: (line: string) => void }): boolean;
 /** A coordinator and `workers` (default 2) workers on loopback ports; `fsync`: durable nodes (default false). */
 export function startCitusCluster(opts?: { workers?: number; fsync?: boolean; log?: (line: string) => void }): Promise<CitusCluster>;
-/** `databaseUrl` with `options=-c search_path=<schema>`: unqualified names are the cell's. */
-export function cellUrl(databaseUrl: string, schema: string): string;
-/** Creates (or distributes) the distributed schema `schema`; returns its cellUrl. */
-export function createCell(coordinatorUrl: string, schema: string): Promise<string>;

@@ -1,10 +1,11 @@
 // A local Citus cluster for tests and benches: builds Citus from the vendored source when it is
 // not installed, then starts a coordinator and workers on loopback ports, each a throwaway server
-// from pg-server.mjs, and makes cells (distributed schemas) in it. Issue 38: Sluice on Citus.
+// from pg-server.mjs (cells are made in it by src/db/cells.ts, as `sluice cells create` makes
+// them); and `npm run test:citus`, which runs the suites with every store a cell.
 //
-// Library:  ensureCitus();  const c = await startCitusCluster({ workers: 2 });
-//           const url = await createCell(c.coordinatorUrl, "cell_1");  ...  await c.stop();
+// Library:  ensureCitus();  const c = await startCitusCluster({ workers: 2 });  ...  await c.stop();
 // Script:   node scripts/citus.mjs build             builds and installs Citus when absent
+//           node scripts/citus.mjs test [files…]     npm run test:citus (below)
 //           node scripts/citus.mjs start [--workers N] [-- <cmd> [args...]]
 //           builds if needed and starts a cluster; prints its URLs and waits for Ctrl-C, or runs
 //           <cmd> with SLUICE_CITUS_URL set to the coordinator and exits with its exit code.
@@ -15,9 +16,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import pg from "pg";
 import { sqlAt } from "./pg-failover.mjs";
-import { holdOrRun, runIfMain, startThrowawayPostgres, waitForChild } from "./pg-server.mjs";
+import { holdOrRun, readPostmasterPid, runIfMain, startThrowawayPostgres, waitForChild } from "./pg-server.mjs";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -208,62 +208,13 @@ export async function startCitusCluster({ workers = 2, fsync = false, log = cons
       postgresVersion: coordinator.version,
       citusVersion: String(row?.version ?? "unknown"),
       startMs: Date.now() - started,
-      postmasterPids: () => nodes.map((n) => postmasterPid(n.dataDir)),
+      postmasterPids: () => nodes.map((n) => readPostmasterPid(n.dataDir) ?? null),
       stop,
     };
   } catch (err) {
     await stop();
     throw err;
   }
-}
-
-/** The pid in a data directory's postmaster.pid (the server's root process), or null when it is not running. */
-function postmasterPid(dataDir) {
-  try {
-    const pid = Number(readFileSync(path.join(dataDir, "postmaster.pid"), "utf8").split("\n")[0]);
-    return Number.isInteger(pid) && pid > 0 ? pid : null;
-  } catch {
-    return null;
-  }
-}
-
-/** A cell's name: a plain lower-case identifier, so that it needs no quoting anywhere. */
-const CELL_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
-
-/**
- * `databaseUrl` with the cell's schema as the session's whole search_path (`options=-c
- * search_path=<schema>`, sent at login; node-postgres and libpq both pass it), so that Sluice's
- * unqualified tables are the cell's. A transaction pooler may refuse the startup option
- * (PgBouncer does, unless told to ignore it).
- */
-export function cellUrl(databaseUrl, schema) {
-  if (!CELL_NAME.test(schema)) throw new Error(`not a cell name (lower-case letters, digits, _): ${schema}`);
-  const url = new URL(databaseUrl);
-  url.searchParams.delete("options");
-  const sep = url.search ? "&" : "?";
-  return `${url.toString()}${sep}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
-}
-
-/**
- * Makes `schema` a cell: a Citus distributed schema (schema-based sharding, Citus 12+), whose
- * tables are created as single-shard tables co-located on one node and moved together. An existing
- * schema is distributed if it is not yet. Returns the cell's URL (cellUrl).
- */
-export async function createCell(coordinatorUrl, schema) {
-  const url = cellUrl(coordinatorUrl, schema);
-  const client = new pg.Client({ connectionString: coordinatorUrl });
-  client.on("error", () => undefined);
-  await client.connect();
-  try {
-    // Only schemas created while the setting is on are distributed; it lasts for this session.
-    await client.query("SET citus.enable_schema_based_sharding TO on");
-    await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
-    const { rows } = await client.query("SELECT 1 FROM pg_dist_schema WHERE schemaid = $1::regnamespace", [schema]);
-    if (rows.length === 0) await client.query("SELECT citus_schema_distribute($1)", [schema]);
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-  return url;
 }
 
 function parseStartArgs(argv) {

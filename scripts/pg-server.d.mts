@@ -29,3 +29,5 @@ export function runIfMain(moduleUrl: string, name: string, main: (argv: string[]
 export function waitForChild(child: import("node:child_process").ChildProcess, errorPrefix: string, errorCode: number): Promise<number>;
 /** A loopback port free a moment ago (another process may still take it first). */
 export function freePort(): Promise<number>;
+/** The pid in a data directory's postmaster.pid (the server's root process), or undefined when it is not running. */
+export function readPostmasterPid(dataDir: string): number | undefined;

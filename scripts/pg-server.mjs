@@ -71,8 +71,8 @@ export async function freePort() {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** The postmaster's own pid (under runuser, the child we spawned is runuser, not postgres). */
-function readPostmasterPid(dataDir) {
+/** The postmaster's own pid (under runuser, the child we spawned is runuser, not postgres), or undefined when it is not running. */
+export function readPostmasterPid(dataDir) {
   try {
     const pid = Number(readFileSync(path.join(dataDir, "postmaster.pid"), "utf8").split("\n")[0]);
     return Number.isInteger(pid) && pid > 0 ? pid : undefined;
