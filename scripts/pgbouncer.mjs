@@ -34,7 +34,9 @@ export async function startPgBouncer(databaseUrl, opts = {}) {
     writeFileSync(join(dir, name), text, { mode: 0o644 });
     return join(dir, name);
   };
-  const users = file("users.txt", `"${decodeURIComponent(target.username)}" ""\n`);
+  // Trusted users: the URL's, and `opts.users` (roles per cell, say), each without a password.
+  const names = [decodeURIComponent(target.username), ...(opts.users ?? [])];
+  const users = file("users.txt", names.map((n) => `"${n}" ""\n`).join(""));
   const ini = file(
     "pgbouncer.ini",
     [

@@ -11,7 +11,7 @@ import { migrate } from "./db/migrate.js";
 import { WORK_CHANNEL } from "./db/channels.js";
 import { buildApi } from "./api/server.js";
 import { cellFront } from "./api/cell-front.js";
-import { cellUrl } from "./db/cells.js";
+import { CELL_PLACEHOLDER, cellUrl, hasCellPlaceholder } from "./db/cell-url.js";
 import { directoryExists, listCells } from "./db/queries/cell-directory.js";
 import { Dispatcher } from "./dispatch/dispatcher.js";
 import { startJanitor } from "./dispatch/janitor.js";
@@ -94,7 +94,7 @@ export async function openStore(config: Readonly<Config>, opts: { command: strin
 }
 
 /** The first connection to a Postgres server, retried while the server is unreachable. */
-export async function connectServer(config: Readonly<Config>, log: Logger): Promise<Db> {
+export async function connectServer(config: Readonly<Config>, log: Logger, cell?: string): Promise<Db> {
   const url = config.databaseUrl!;
   const where = describeServer(url);
   const started = Date.now();
@@ -102,7 +102,7 @@ export async function connectServer(config: Readonly<Config>, log: Logger): Prom
   let lastLog = 0;
   for (;;) {
     try {
-      return await openDb({ databaseUrl: url, directUrl: config.directDatabaseUrl, poolSize: config.dbPoolSize });
+      return await openDb({ databaseUrl: url, directUrl: config.directDatabaseUrl, poolSize: config.dbPoolSize, cell });
     } catch (err) {
       const cause = err instanceof StoreUnavailableError ? err.cause : err;
       const code = (cause as { code?: unknown } | null)?.code;
@@ -192,16 +192,26 @@ interface Served {
  */
 async function openServed(config: Readonly<Config>, opts: { command: string; log: Logger }, releasers: Releasers): Promise<Served[]> {
   if (config.cells.length === 0) {
+    if (config.databaseUrl !== undefined && hasCellPlaceholder(config.databaseUrl)) {
+      throw new ConfigError([`DATABASE_URL: has ${CELL_PLACEHOLDER} in it, for a role per cell, but SLUICE_CELLS names no cell to serve`]);
+    }
     const store = await openStore(config, opts);
     releasers.push("store", () => store.close());
     return [{ cell: null, db: store.db, api: null, dispatcher: null }];
   }
   if (!config.databaseUrl) throw new ConfigError(["SLUICE_CELLS: cells live in a Postgres server's database; set DATABASE_URL to it"]);
   const served: Served[] = [];
+  if (config.directDatabaseUrl !== undefined && !hasCellPlaceholder(config.databaseUrl)) {
+    // PgBouncer refuses the startup option that sets a cell's search_path: through a pooler, each
+    // cell is reached as a role of its own (docs/citus.md, "Behind a pooler").
+    throw new ConfigError([
+      `DATABASE_URL: behind a pooler (SLUICE_DIRECT_DATABASE_URL is set), cells are reached as a role per cell: put ${CELL_PLACEHOLDER} where the cell's role goes, e.g. postgres://sluice_${CELL_PLACEHOLDER}:…@pgbouncer:6432/sluice`,
+    ]);
+  }
   for (const cell of config.cells) {
     const url = cellUrl(config.databaseUrl, cell);
     const direct = config.directDatabaseUrl === undefined ? undefined : cellUrl(config.directDatabaseUrl, cell);
-    const db = await connectServer({ ...config, databaseUrl: url, directDatabaseUrl: direct }, opts.log);
+    const db = await connectServer({ ...config, databaseUrl: url, directDatabaseUrl: direct }, opts.log, cell);
     releasers.push(`store of cell ${cell}`, () => db.close());
     served.push({ cell, db, api: null, dispatcher: null });
   }

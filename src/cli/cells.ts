@@ -3,6 +3,7 @@ import { CommandFailed, UsageError } from "./commands.js";
 import { loadConfig } from "../config.js";
 import { openDb, type Db } from "../db/db.js";
 import { cellUrl, createCell } from "../db/cells.js";
+import { CELL_PLACEHOLDER, hasCellPlaceholder } from "../db/cell-url.js";
 import { cellNodes, directoryExists, listCells } from "../db/queries/cell-directory.js";
 
 // `sluice cells create|list|move`: the cells of DATABASE_URL's database (docs/citus.md). They
@@ -11,8 +12,12 @@ import { cellNodes, directoryExists, listCells } from "../db/queries/cell-direct
 
 export async function cellsCommand(sub: string, args: string[], values: Values): Promise<number> {
   const config = loadConfig({});
-  const databaseUrl = config.databaseUrl;
+  // Behind a pooler, DATABASE_URL names a role per cell ({cell}); the direct URL reaches the database itself.
+  const databaseUrl = config.directDatabaseUrl ?? config.databaseUrl;
   if (!databaseUrl) throw new UsageError(`cells ${sub}: set DATABASE_URL to the database (on Citus, the coordinator) that holds the cells`);
+  if (hasCellPlaceholder(databaseUrl)) {
+    throw new UsageError(`cells ${sub}: DATABASE_URL names a role per cell (${CELL_PLACEHOLDER}); set SLUICE_DIRECT_DATABASE_URL to the database itself`);
+  }
   const out = (line: string) => process.stdout.write(`${line}\n`);
   if (sub === "create") {
     const name = args[0]!;

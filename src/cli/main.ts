@@ -182,7 +182,8 @@ async function main(argv: string[]): Promise<number> {
     const [{ openDb }, { cellUrl }] = await Promise.all([import("../db/db.js"), import("../db/cells.js")]);
     if (!config.databaseUrl) throw new UsageError("sluice migrate: SLUICE_CELLS needs DATABASE_URL, the database that holds the cells");
     for (const cell of config.cells) {
-      const db = await openDb({ databaseUrl: cellUrl(config.databaseUrl, cell), poolSize: 1 });
+      // Directly, where there is a direct URL beside a pooled one: DDL has no business in a pooler.
+      const db = await openDb({ databaseUrl: cellUrl(config.directDatabaseUrl ?? config.databaseUrl, cell), poolSize: 1, cell });
       try {
         const applied = await migrate(db);
         process.stdout.write(`cell ${cell}: ${applied.length ? `applied: ${applied.join(", ")}` : "up to date"}\n`);

@@ -2,17 +2,30 @@ import { createHash } from "node:crypto";
 import { cellNameProblem } from "../config.js";
 
 // How a connection reaches a cell (cells.ts): the cell as the session's whole search_path, set at
-// login through the URL's `options`. And the notification channels a cell's processes use, which
-// are the database's, shared with every other cell, unless named apart.
+// login, either through the URL's `options`, or, where a pooler refuses that startup parameter
+// (PgBouncer), by logging in as a role of the cell's whose default search_path is the cell: a URL
+// with `{cell}` in it names that role. And the notification channels a cell's processes use,
+// which are the database's, shared with every other cell, unless named apart.
+
+/** What stands for the cell's name in a URL that logs in as a role per cell. */
+export const CELL_PLACEHOLDER = "{cell}";
+const PLACEHOLDER = /\{cell\}|%7Bcell%7D/gi;
+
+/** True when the URL names its role per cell (`{cell}` in it), the way through a pooler. */
+export function hasCellPlaceholder(databaseUrl: string): boolean {
+  return new RegExp(PLACEHOLDER.source, "i").test(databaseUrl);
+}
 
 /**
- * `databaseUrl` with `cell` as the session's whole search_path (`options=-c search_path=<cell>`,
- * sent at login; node-postgres and libpq both pass it). Nothing resolves outside the cell:
- * Postgres's and Citus's own functions are in pg_catalog, which is always searched.
+ * The URL of `cell` in the database `databaseUrl` names: with `{cell}` in it, that replaced by the
+ * cell's name (the role's default search_path is the cell); else `options=-c search_path=<cell>`,
+ * sent at login (node-postgres and libpq both pass it). Either way nothing resolves outside the
+ * cell: Postgres's and Citus's own functions are in pg_catalog, which is always searched.
  */
 export function cellUrl(databaseUrl: string, cell: string): string {
   const problem = cellNameProblem(cell);
   if (problem) throw new Error(problem);
+  if (hasCellPlaceholder(databaseUrl)) return databaseUrl.replace(PLACEHOLDER, cell);
   const url = new URL(databaseUrl);
   url.searchParams.set("options", `-c search_path=${cell}`);
   return url.toString();

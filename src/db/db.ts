@@ -27,6 +27,8 @@ export interface OpenOptions {
   /** Folder of the embedded store; `memory://` keeps it in memory (tests). */
   dataDir?: string;
   poolSize?: number;
+  /** The cell the URLs reach (cells.ts), when `databaseUrl` does not say so in its options. */
+  cell?: string | undefined;
 }
 
 export async function openDb(opts: OpenOptions): Promise<Db> {
@@ -54,7 +56,7 @@ export async function openDb(opts: OpenOptions): Promise<Db> {
       await pool.end().catch(() => undefined);
       throw isStoreUnavailable(err) ? new StoreUnavailableError(describeServer(opts.databaseUrl), { cause: err }) : err;
     }
-    return new ServerDb(pool, opts.databaseUrl, { listen, pooled: !!opts.directUrl, citus });
+    return new ServerDb(pool, opts.databaseUrl, { listen, pooled: !!opts.directUrl, citus, cell: opts.cell });
   }
   const dir = opts.dataDir ?? "./.sluice";
   if (!dir.startsWith("memory://")) mkdirSync(dir, { recursive: true });

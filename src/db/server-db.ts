@@ -36,18 +36,19 @@ export class ServerDb implements Db {
    * `listen`: where the LISTEN session connects (DATABASE_URL, or a direct URL beside a pooled
    * one), with the Client class that picks among several hosts, if any; `pooled`: the pool goes
    * through a transaction pooler, so no statement is named; `citus`: the server is a Citus
-   * coordinator (docs/citus.md says what that changes).
+   * coordinator (docs/citus.md says what that changes); `cell`: the cell the URL reaches, when
+   * its options do not say (a role per cell).
    */
   constructor(
     private readonly pool: pg.Pool,
     url: string,
-    private readonly opts: { listen: ConnectionTarget; pooled: boolean; citus?: boolean } = {
+    private readonly opts: { listen: ConnectionTarget; pooled: boolean; citus?: boolean; cell?: string | undefined } = {
       listen: { connectionString: url },
       pooled: false,
     },
   ) {
     this.citus = opts.citus ?? false;
-    this.cell = cellOfUrl(url);
+    this.cell = opts.cell ?? cellOfUrl(url);
     // Citus runs a statement routed to a node there, pg_notify included: its notification goes to
     // that node's listeners, not to the coordinator's where Sluice listens, and no error says so.
     this.notifiesFromSql = !this.citus;
