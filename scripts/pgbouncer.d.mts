@@ -6,6 +6,9 @@ export interface PgBouncer {
   stop(): Promise<void>;
 }
 /** poolSize: server connections per database and user (default 4); maxClients: client connections (default 1000); users: more users it lets in (without a password), beside the URL's. */
-export function startPgBouncer(databaseUrl: string, opts?: { poolSize?: number; maxClients?: number; users?: string[] }): Promise<PgBouncer>;
+export function startPgBouncer(
+  databaseUrl: string,
+  opts?: { poolSize?: number; maxClients?: number; users?: string[] },
+): Promise<PgBouncer>;
 /** `databaseUrl` with its host and port replaced by the pooler's. */
 export function throughPooler(databaseUrl: string, port: number): string;
