@@ -16,7 +16,9 @@ export async function cellsCommand(sub: string, args: string[], values: Values):
   const databaseUrl = config.directDatabaseUrl ?? config.databaseUrl;
   if (!databaseUrl) throw new UsageError(`cells ${sub}: set DATABASE_URL to the database (on Citus, the coordinator) that holds the cells`);
   if (hasCellPlaceholder(databaseUrl)) {
-    throw new UsageError(`cells ${sub}: DATABASE_URL names a role per cell (${CELL_PLACEHOLDER}); set SLUICE_DIRECT_DATABASE_URL to the database itself`);
+    throw new UsageError(
+      `cells ${sub}: DATABASE_URL names a role per cell (${CELL_PLACEHOLDER}); set SLUICE_DIRECT_DATABASE_URL to the database itself`,
+    );
   }
   const out = (line: string) => process.stdout.write(`${line}\n`);
   if (sub === "create") {
