@@ -163,6 +163,7 @@ function hostPickingClient(url: PostgresUrl, connectTimeoutMs: number): typeof p
   /** The first host, in the URL's order, that a connection suits; an AggregateError of each host's failure when none does. */
   const find = async (): Promise<number> => {
     const failures: unknown[] = [];
+    const refused: unknown[] = [];
     for (let i = 0; i < url.hosts.length; i++) {
       const probe = new HostPickingClient({ connectionString: url.baseUrl, connectionTimeoutMillis: connectTimeoutMs }, i);
       probe.on("error", () => undefined); // a failure shows as the rejected connect
@@ -171,14 +172,21 @@ function hostPickingClient(url: PostgresUrl, connectTimeoutMs: number): typeof p
         current = i;
         return i;
       } catch (err) {
-        // A refused login or a missing database is the same on every host: said at once, as for one host.
+        // A refused login or a missing database: on one host of several it may be passing (a
+        // standby still replaying the CREATE DATABASE a moment ago), so that host does not suit
+        // now; refused by every host, it is said as it is, as for one host.
         const code = (err as { code?: unknown }).code;
-        if (typeof code === "string" && (code.startsWith("28") || code === "3D000")) throw err;
-        failures.push(err);
+        if (typeof code === "string" && (code.startsWith("28") || code === "3D000")) {
+          refused.push(err);
+          failures.push(new HostRoleError(describeHosts([url.hosts[i]!]), `refused the session: ${(err as Error).message}`));
+        } else {
+          failures.push(err);
+        }
       } finally {
         await probe.end().catch(() => undefined);
       }
     }
+    if (refused.length === url.hosts.length) throw refused[0];
     throw new AggregateError(failures, `no host of ${describeHosts(url.hosts)} suits target_session_attrs=${attrs}`);
   };
 

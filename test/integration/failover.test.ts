@@ -69,6 +69,16 @@ describe("Postgres failover under load", () => {
     await pair?.stop();
   });
 
+  test("a database one host lacks makes that host unsuitable for now; one every host lacks is said at once", async () => {
+    // A standby that has not replayed a CREATE DATABASE yet lacks it for a moment: with another
+    // host down, the store is unavailable (retried), not misconfigured.
+    const down = await closedPort();
+    const partly = `postgres://postgres@127.0.0.1:${down},127.0.0.1:${pair.primary.port}/no_such_db?target_session_attrs=read-write`;
+    await assert.rejects(openDb({ databaseUrl: partly, poolSize: 1 }), StoreUnavailableError);
+    // Both hosts up and neither has it: the missing database, at once, as for one host.
+    await assert.rejects(openDb({ databaseUrl: pair.url("no_such_db"), poolSize: 1 }), (err: { code?: string }) => err.code === "3D000");
+  });
+
   test("a write refused as read-only drops that connection, and the next finds the host that takes writes", async () => {
     const db = await openDb({ databaseUrl: pair.url("sluice"), poolSize: 1 });
     const setReadOnly = async (on: boolean) => {
