@@ -67,7 +67,7 @@ async function setupSluice(rcv: Receiver, o: SluiceOptions & { cells?: string[];
   const clusters = cells.map(
     (cell) => new SluiceCluster({ ...o, logPrefix: cell ? `${o.log}-${cell}` : o.log, env: { ...env, SLUICE_CELLS: cell } }),
   );
-  const sockets = Number(process.env.SLUICE_MAX_SOCKETS_PER_ORIGIN ?? 256);
+  const sockets = Number(process.env.SLUICE_MAX_SOCKETS_PER_ORIGIN ?? o.concurrency); // unset: the worker's concurrency
   const inflight = Math.min(procs * o.concurrency, procs * sockets, o.destinations * CAP);
   const ids: string[] = [];
   const stop = async (): Promise<void> => void (await Promise.all(clusters.map((cl) => cl.stop())));

@@ -365,15 +365,17 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
     }
 
     if (opts.worker) {
+      // The process's send budget is shared out among the cells it serves.
+      const workerConcurrency = Math.max(1, Math.ceil(config.workerConcurrency / served.length));
       const sender = new Sender({
         network: { allowPrivateNetworks: config.allowPrivateNetworks, allowedCidrs: config.allowedCidrs },
         userAgent: USER_AGENT,
-        maxSocketsPerOrigin: config.maxSocketsPerOrigin,
+        // As many sockets as the dispatchers may have requests in flight: a claimed delivery is
+        // sent at once, never queued behind another destination's requests to the same host.
+        maxSocketsPerOrigin: config.maxSocketsPerOrigin ?? workerConcurrency * served.length,
       });
       // After the dispatchers, which wait out the grace period and release what is left.
       releasers.push("sender", () => sender.destroy());
-      // The process's send budget is shared out among the cells it serves.
-      const workerConcurrency = Math.max(1, Math.ceil(config.workerConcurrency / served.length));
       for (const s of served) {
         s.dispatcher = await startWorker(s, { config, log, tracing, sender, shard: opts.shard ?? null, workerConcurrency }, releasers);
       }

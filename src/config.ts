@@ -32,8 +32,8 @@ export interface Config {
   recoveryPageSize: number;
   /** Most sends in flight in one worker process (all destinations together). */
   workerConcurrency: number;
-  /** Most sockets to one origin, shared by the destinations on it. */
-  maxSocketsPerOrigin: number;
+  /** Most sockets to one origin, shared by the destinations on it; unset: the worker's concurrency. */
+  maxSocketsPerOrigin: number | undefined;
   /** Claim transactions a worker process runs at once (they never block each other). */
   claimLoops: number;
   /** Destinations claimed per claim transaction. */
@@ -342,9 +342,9 @@ export const SETTINGS = [
   setting({
     key: "maxSocketsPerOrigin",
     env: "SLUICE_MAX_SOCKETS_PER_ORIGIN",
-    default: 256,
-    parse: int(1, 10_000),
-    doc: "Most sockets from one worker to one origin (host:port), shared by the destinations on it.",
+    default: undefined,
+    parse: (raw) => (raw === "" ? undefined : int(1, 20_000)(raw)),
+    doc: "Most sockets from one worker to one origin (host:port), shared by the destinations on it. Unset: the worker's concurrency, so no request waits for a socket. Set below it, destinations on one host:port queue for sockets, and a slow one delays the others.",
   }),
   setting({
     key: "claimLoops",

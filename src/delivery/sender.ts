@@ -32,7 +32,11 @@ export interface SenderOptions {
   userAgent: string;
   /** Bytes of response body kept for the attempt log; default 1024 (the API promises at most 1 KiB). */
   maxResponseBytes?: number;
-  /** Most sockets to one origin (default 256). */
+  /**
+   * Most sockets to one origin (default 512, the default worker concurrency). Requests beyond it
+   * wait in the pool, behind other destinations' requests to the same host: a worker sizes it to
+   * its concurrency so that never happens.
+   */
   maxSocketsPerOrigin?: number;
 }
 
@@ -134,9 +138,9 @@ export class Sender {
       headersTimeout: 0,
       bodyTimeout: 0,
       pipelining: 1,
-      // Sockets per origin: destinations sharing a host share these. Hundreds of sockets to one
-      // host cost more CPU (syscalls, epoll) than they gain; requests beyond wait in the pool.
-      connections: opts.maxSocketsPerOrigin ?? 256,
+      // Sockets per origin, shared by the destinations on that host. Without a cap the pool opens
+      // more sockets than requests in flight (a busy socket's successor opens before it frees).
+      connections: opts.maxSocketsPerOrigin ?? 512,
     });
   }
 
@@ -243,10 +247,15 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.timer.unref();
   }
 
-  /** The budget ran out: abort now, or as soon as the request gets a connection. */
+  /**
+   * The budget ran out. Sent: abort now. Not yet on a socket (connecting, or waiting for one):
+   * the attempt ends now as a timeout, and the request is aborted before it is written, when
+   * undici hands it a connection — the budget holds even for a request that never got one.
+   */
   expire(): void {
     this.timedOut = true;
-    this.abort?.(new Error(this.timeoutMessage()));
+    if (this.abort !== null) this.abort(new Error(this.timeoutMessage()));
+    else this.settle(failure("timeout", this.timeoutMessage(), this.started));
   }
 
   onConnect(abort: (err?: Error) => void): void {

@@ -180,7 +180,8 @@ export class Dispatcher {
     let errors = 0;
     while (this.running) {
       const seq = this.wakeSeq;
-      const capacity = this.opts.workerConcurrency - this.sending.size - this.reserved;
+      // Probes count: the sender's sockets are sized to this budget, so nothing waits for one.
+      const capacity = this.opts.workerConcurrency - this.sending.size - this.probing.size - this.reserved;
       if (capacity <= 0) {
         await this.sleep(1000); // a finished send wakes us sooner
         continue;
@@ -317,7 +318,10 @@ export class Dispatcher {
     };
     const p = probe(deps, dest);
     if (!p) return;
-    const tracked: Promise<void> = p.finally(() => this.probing.delete(tracked));
+    const tracked: Promise<void> = p.finally(() => {
+      this.probing.delete(tracked);
+      this.wake(); // its slot is free
+    });
     this.probing.add(tracked);
   }
 }

@@ -4,6 +4,7 @@ import http from "node:http";
 import net from "node:net";
 import type { AddressInfo } from "node:net";
 import { Sender, classifyError, type SendResult } from "../../src/delivery/sender.js";
+import { waitFor } from "../helpers/wait-for.js";
 import { BlockedAddressError, type NetworkPolicy } from "../../src/delivery/network-guard.js";
 
 interface Received {
@@ -176,6 +177,30 @@ test("a server that never answers yields timeout within timeoutMs", async () => 
   assert.equal(result.statusCode, null);
   assert.ok(result.latencyMs >= 290 && result.latencyMs < 300 + TIMER_SLACK_MS, `latency ${result.latencyMs}`);
   assert.equal(r.requests.length, 1);
+});
+
+test("a request still waiting for a socket ends as a timeout on its budget, and is never sent", async () => {
+  const oneSocket = new Sender({ network: privateOk, userAgent: "Sluice-test/1.0", maxSocketsPerOrigin: 1 });
+  senders.push(oneSocket);
+  let release = (): void => undefined;
+  const r = await receiver((req, res) => {
+    if (req.url === "/held") release = () => res.end("held");
+    else res.end("ok");
+  });
+  const held = post(oneSocket, `${r.url}/held`, 60_000);
+  await waitFor(() => r.requests.length === 1);
+  // The only socket is busy: this one waits in the pool, and its own budget still ends it.
+  const queued = await post(oneSocket, `${r.url}/queued`, 300);
+  assert.equal(queued.errorClass, "timeout");
+  assert.ok(queued.latencyMs < 300 + TIMER_SLACK_MS, `latency ${queued.latencyMs}`);
+  release();
+  assert.equal((await held).statusCode, 200);
+  // The pool is first in, first out: the timed-out request had the socket first, and was dropped unsent.
+  assert.equal((await post(oneSocket, `${r.url}/after`)).statusCode, 200);
+  assert.deepEqual(
+    r.requests.map((x) => x.url),
+    ["/held", "/after"],
+  );
 });
 
 test("a body that never ends keeps the status and notes the timeout", async () => {

@@ -162,4 +162,29 @@ describe("a slow destination does not slow the others", () => {
       await s.stop();
     }
   });
+
+  test("on one host, a destination holding hundreds of requests does not queue another's", async () => {
+    // Both destinations share one host:port, as tenants of one SaaS receiver do. Past 256 requests
+    // in flight to one origin the sender used to queue the rest, the other destination's included.
+    const s = await startSluice("embedded", { env: { SLUICE_WORKER_CONCURRENCY: "300" } });
+    const rx = await startReceiver((req) => (req.path === "/slow" ? { status: 200, hang: true } : { status: 200 }));
+    try {
+      const slowCap = 280;
+      await s.api("POST", "/v1/destinations", {
+        url: `${rx.url}/slow`,
+        event_types: ["slow.*"],
+        max_concurrency: slowCap,
+        timeout_seconds: 60,
+      });
+      await s.api("POST", "/v1/destinations", { url: `${rx.url}/fast`, event_types: ["fast.*"], max_concurrency: 10 });
+      await s.api("POST", "/v1/events/batch", { events: Array.from({ length: slowCap }, (_, i) => ({ type: "slow.x", payload: { i } })) });
+      await waitFor(() => rx.inflight === slowCap, { timeoutMs: 20_000, message: () => `${rx.inflight} of ${slowCap} in flight` });
+      await s.api("POST", "/v1/events/batch", { events: Array.from({ length: 20 }, (_, i) => ({ type: "fast.x", payload: { i } })) });
+      await waitFor(() => rx.countByPath("/fast") === 20, { timeoutMs: 20_000, message: () => `fast got ${rx.countByPath("/fast")}` });
+      assert.equal(rx.countByPath("/slow"), slowCap, "none of the hanging requests ended");
+    } finally {
+      await rx.close();
+      await s.stop();
+    }
+  });
 });
