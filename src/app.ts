@@ -373,6 +373,7 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
         // As many sockets as the dispatchers may have requests in flight: a claimed delivery is
         // sent at once, never queued behind another destination's requests to the same host.
         maxSocketsPerOrigin: config.maxSocketsPerOrigin ?? workerConcurrency * served.length,
+        dnsServers: config.dnsServers,
       });
       // After the dispatchers, which wait out the grace period and release what is left.
       releasers.push("sender", () => sender.destroy());

@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import { ConfigError } from "./errors.js";
 import { parseCidrList } from "./policy/cidr.js";
 
@@ -21,6 +22,8 @@ export interface Config {
   portalFrameAncestors: string[];
   allowPrivateNetworks: boolean;
   allowedCidrs: string[];
+  /** Nameservers for destination names; empty: the system's. */
+  dnsServers: string[];
   maxPayloadBytes: number;
   maxBatchBytes: number;
   /** Most deliveries one publish request may create (events × the destinations each reaches). */
@@ -90,6 +93,18 @@ const int =
     return n;
   };
 const str: Parser<string> = (raw) => raw;
+/** `ip`, `ip:port` or `[ipv6]:port`, as dns.Resolver.setServers takes them. */
+const nameservers: Parser<string[]> = (raw) =>
+  raw
+    .split(/[\s,]+/)
+    .filter((x) => x !== "")
+    .map((server) => {
+      const m = /^\[([^\]]+)\](?::(\d+))?$/.exec(server) ?? /^([^:]+)(?::(\d+))?$/.exec(server) ?? [server, server, undefined];
+      const [ip, port] = [m[1], m[2]];
+      const portOk = port === undefined || (Number(port) >= 1 && Number(port) <= 65_535);
+      if (isIP(ip) === 0 || !portOk) throw new Error(`'${server}' is not a nameserver: give an IP, ip:port or [ipv6]:port`);
+      return server;
+    });
 const optStr: Parser<string | undefined> = (raw) => (raw === "" ? undefined : raw);
 const bool: Parser<boolean> = (raw) => {
   if (["1", "true", "yes", "on"].includes(raw.toLowerCase())) return true;
@@ -273,6 +288,13 @@ export const SETTINGS = [
     default: [],
     parse: (r) => parseCidrList(r),
     doc: "Comma list of CIDRs delivery may reach even though private (e.g. 127.0.0.0/8).",
+  }),
+  setting({
+    key: "dnsServers",
+    env: "SLUICE_DNS_SERVERS",
+    default: [],
+    parse: nameservers,
+    doc: "Comma list of nameservers (ip, ip:port or [ipv6]:port) that destination host names are resolved with; unset: the system's (/etc/resolv.conf).",
   }),
   setting({
     key: "maxPayloadBytes",

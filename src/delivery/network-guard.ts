@@ -2,11 +2,11 @@
 // (SLUICE_ALLOW_PRIVATE_NETWORKS / SLUICE_ALLOWED_CIDRS). The check runs on the address actually
 // connected to (via the socket's `lookup` hook), so a DNS answer that changes between validation
 // and connect (rebinding) cannot slip through.
-import dns from "node:dns";
 import type { LookupAddress, LookupOptions } from "node:dns";
 import type { LookupFunction } from "node:net";
 import ipaddr from "ipaddr.js";
 import { SluiceError } from "../errors.js";
+import { createResolver, type ResolveName } from "./resolve.js";
 
 type IP = ipaddr.IPv4 | ipaddr.IPv6;
 
@@ -193,17 +193,27 @@ export function literalHostRefusal(hostname: string, policy: NetworkPolicy): str
   );
 }
 
+/** Whether the policy admits any address outside the public internet (names in /etc/hosts and the like point there). */
+export function admitsNonPublic(policy: NetworkPolicy): boolean {
+  return policy.allowPrivateNetworks || policy.allowedCidrs.length > 0;
+}
+
 /**
- * A `lookup` for net.connect / tls.connect / undici's `connect` options: resolves with dns.lookup
- * and hands the socket only addresses the policy allows, failing with BlockedAddressError when
- * none is. Refused answers are dropped rather than failing the whole name so that `localhost`
- * with SLUICE_ALLOWED_CIDRS=127.0.0.0/8 still works although it also resolves to ::1.
+ * A `lookup` for net.connect / tls.connect / undici's `connect` options: resolves (resolve.ts: off
+ * libuv's thread pool) and hands the socket only addresses the policy allows, failing with
+ * BlockedAddressError when none is. Refused answers are dropped rather than failing the whole
+ * name so that `localhost` with SLUICE_ALLOWED_CIDRS=127.0.0.0/8 still works although it also
+ * resolves to ::1.
  */
-export function guardedLookup(policy: NetworkPolicy): LookupFunction {
+export function guardedLookup(
+  policy: NetworkPolicy,
+  resolve: ResolveName = createResolver({ servers: [], systemFallback: admitsNonPublic(policy) }),
+): LookupFunction {
   return (hostname: string, options: LookupOptions, callback) => {
     const wantAll = options.all === true;
-    // Always ask for every answer, so a refused first answer can fall back to an allowed one.
-    dns.lookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
+    const family = options.family === 4 || options.family === "IPv4" ? 4 : options.family === 6 || options.family === "IPv6" ? 6 : 0;
+    // Always every answer, so a refused first answer can fall back to an allowed one.
+    resolve(hostname, family, (err, addresses: LookupAddress[]) => {
       if (err) return wantAll ? callback(err, []) : callback(err, "", 0);
       let refusal: BlockedAddressError | null = null;
       const usable = addresses.filter((a) => {

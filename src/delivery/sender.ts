@@ -2,7 +2,8 @@
 // comes back as data (SendResult); send() does not throw for anything the destination does.
 import { performance } from "node:perf_hooks";
 import { Agent, type Dispatcher } from "undici";
-import { BlockedAddressError, checkLiteralHost, guardedLookup, type NetworkPolicy } from "./network-guard.js";
+import { BlockedAddressError, admitsNonPublic, checkLiteralHost, guardedLookup, type NetworkPolicy } from "./network-guard.js";
+import { createResolver } from "./resolve.js";
 import { signatureHeader } from "./sign.js";
 import type { TraceContext } from "../policy/trace-context.js";
 
@@ -38,6 +39,8 @@ export interface SenderOptions {
    * its concurrency so that never happens.
    */
   maxSocketsPerOrigin?: number;
+  /** Nameservers for destination names (resolve.ts); empty or absent: the system's. */
+  dnsServers?: readonly string[];
 }
 
 // Bodies up to this size are drained so the keep-alive connection can be reused; past it the
@@ -133,7 +136,13 @@ export class Sender {
     this.userAgent = opts.userAgent;
     this.maxResponseBytes = Math.min(opts.maxResponseBytes ?? 1024, MAX_READ_BYTES);
     this.agent = new Agent({
-      connect: { lookup: guardedLookup(opts.network), timeout: CONNECT_TIMEOUT_MS },
+      connect: {
+        lookup: guardedLookup(
+          opts.network,
+          createResolver({ servers: opts.dnsServers ?? [], systemFallback: admitsNonPublic(opts.network) }),
+        ),
+        timeout: CONNECT_TIMEOUT_MS,
+      },
       // The per-request timer owns the whole budget; undici's own timers would only add work.
       headersTimeout: 0,
       bodyTimeout: 0,

@@ -127,3 +127,18 @@ test("the loaded config is frozen all the way down", () => {
   assert.ok(Object.isFrozen(c.allowedCidrs));
   assert.throws(() => c.allowedCidrs.push("0.0.0.0/0"), TypeError);
 });
+
+test("SLUICE_DNS_SERVERS takes IPs with or without a port; anything else says what to give", () => {
+  assert.deepEqual(loadConfig({}, {}).dnsServers, []);
+  assert.deepEqual(loadConfig({}, { SLUICE_DNS_SERVERS: "10.0.0.2, 10.0.0.3:5353 [2001:db8::1]:53 ::1" }).dnsServers, [
+    "10.0.0.2",
+    "10.0.0.3:5353",
+    "[2001:db8::1]:53",
+    "::1",
+  ]);
+  for (const bad of ["dns.example.com", "10.0.0.2:0", "10.0.0.2:99999", "[::1"]) {
+    assert.match(problemsOf({ SLUICE_DNS_SERVERS: bad }), /is not a nameserver: give an IP, ip:port or \[ipv6\]:port/);
+  }
+  assert.equal(loadConfig({}, { SLUICE_MAX_SOCKETS_PER_ORIGIN: "" }).maxSocketsPerOrigin, undefined);
+  assert.equal(loadConfig({}, { SLUICE_MAX_SOCKETS_PER_ORIGIN: "64" }).maxSocketsPerOrigin, 64);
+});
