@@ -367,12 +367,20 @@ export async function run(config: Readonly<Config>, opts: RunOptions): Promise<R
     if (opts.worker) {
       // The process's send budget is shared out among the cells it serves.
       const workerConcurrency = Math.max(1, Math.ceil(config.workerConcurrency / served.length));
+      const inflight = workerConcurrency * served.length;
+      if (config.maxSocketsPerOrigin !== undefined && config.maxSocketsPerOrigin < inflight) {
+        log.warn(
+          { max_sockets_per_origin: config.maxSocketsPerOrigin, worker_concurrency: inflight },
+          `SLUICE_MAX_SOCKETS_PER_ORIGIN=${config.maxSocketsPerOrigin} is below the ${inflight} requests this worker may have in flight: ` +
+            "destinations on one host:port queue for its sockets, a slow one delaying the others; unset it unless that host limits connections",
+        );
+      }
       const sender = new Sender({
         network: { allowPrivateNetworks: config.allowPrivateNetworks, allowedCidrs: config.allowedCidrs },
         userAgent: USER_AGENT,
         // As many sockets as the dispatchers may have requests in flight: a claimed delivery is
         // sent at once, never queued behind another destination's requests to the same host.
-        maxSocketsPerOrigin: config.maxSocketsPerOrigin ?? workerConcurrency * served.length,
+        maxSocketsPerOrigin: config.maxSocketsPerOrigin ?? inflight,
         dnsServers: config.dnsServers,
       });
       // After the dispatchers, which wait out the grace period and release what is left.

@@ -1,5 +1,6 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { pino } from "pino";
 import { ENGINE_BACKENDS, startSluice, useSluiceAndReceiver } from "../helpers/sluice.js";
 import { startReceiver } from "../helpers/receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
@@ -186,5 +187,18 @@ describe("a slow destination does not slow the others", () => {
       await rx.close();
       await s.stop();
     }
+  });
+
+  test("a socket cap set below the worker's concurrency is warned about at start", async () => {
+    const raw: string[] = [];
+    const log = pino({ level: "info" }, { write: (line: string) => void raw.push(line) });
+    const s = await startSluice("embedded", { env: { SLUICE_WORKER_CONCURRENCY: "20", SLUICE_MAX_SOCKETS_PER_ORIGIN: "8" }, log });
+    await s.stop();
+    const warned = raw
+      .map((l) => JSON.parse(l) as { level: number; msg: string })
+      .filter((l) => /SLUICE_MAX_SOCKETS_PER_ORIGIN=8/.test(l.msg));
+    assert.equal(warned.length, 1, raw.join(""));
+    assert.equal(warned[0]!.level, 40);
+    assert.match(warned[0]!.msg, /below the 20 requests this worker may have in flight/);
   });
 });
