@@ -6,7 +6,7 @@ import type { LookupAddress, LookupOptions } from "node:dns";
 import type { LookupFunction } from "node:net";
 import ipaddr from "ipaddr.js";
 import { SluiceError } from "../errors.js";
-import { createResolver, type ResolveName } from "./resolve.js";
+import { createResolver } from "./resolve.js";
 
 type IP = ipaddr.IPv4 | ipaddr.IPv6;
 
@@ -193,11 +193,6 @@ export function literalHostRefusal(hostname: string, policy: NetworkPolicy): str
   );
 }
 
-/** Whether the policy admits any address outside the public internet (names in /etc/hosts and the like point there). */
-export function admitsNonPublic(policy: NetworkPolicy): boolean {
-  return policy.allowPrivateNetworks || policy.allowedCidrs.length > 0;
-}
-
 /**
  * A `lookup` for net.connect / tls.connect / undici's `connect` options: resolves (resolve.ts: off
  * libuv's thread pool) and hands the socket only addresses the policy allows, failing with
@@ -205,10 +200,11 @@ export function admitsNonPublic(policy: NetworkPolicy): boolean {
  * name so that `localhost` with SLUICE_ALLOWED_CIDRS=127.0.0.0/8 still works although it also
  * resolves to ::1.
  */
-export function guardedLookup(
-  policy: NetworkPolicy,
-  resolve: ResolveName = createResolver({ servers: [], systemFallback: admitsNonPublic(policy) }),
-): LookupFunction {
+export function guardedLookup(policy: NetworkPolicy, dnsServers: readonly string[] = []): LookupFunction {
+  // Names DNS lacks (/etc/hosts, the search list) point inside: asked of the system only where
+  // the policy admits addresses outside the public internet.
+  const systemFallback = policy.allowPrivateNetworks || policy.allowedCidrs.length > 0;
+  const resolve = createResolver({ servers: dnsServers, systemFallback });
   return (hostname: string, options: LookupOptions, callback) => {
     const wantAll = options.all === true;
     const family = options.family === 4 || options.family === "IPv4" ? 4 : options.family === 6 || options.family === "IPv6" ? 6 : 0;

@@ -2,8 +2,7 @@
 // comes back as data (SendResult); send() does not throw for anything the destination does.
 import { performance } from "node:perf_hooks";
 import { Agent, type Dispatcher } from "undici";
-import { BlockedAddressError, admitsNonPublic, checkLiteralHost, guardedLookup, type NetworkPolicy } from "./network-guard.js";
-import { createResolver } from "./resolve.js";
+import { BlockedAddressError, checkLiteralHost, guardedLookup, type NetworkPolicy } from "./network-guard.js";
 import { signatureHeader } from "./sign.js";
 import type { TraceContext } from "../policy/trace-context.js";
 
@@ -137,10 +136,7 @@ export class Sender {
     this.maxResponseBytes = Math.min(opts.maxResponseBytes ?? 1024, MAX_READ_BYTES);
     this.agent = new Agent({
       connect: {
-        lookup: guardedLookup(
-          opts.network,
-          createResolver({ servers: opts.dnsServers ?? [], systemFallback: admitsNonPublic(opts.network) }),
-        ),
+        lookup: guardedLookup(opts.network, opts.dnsServers),
         timeout: CONNECT_TIMEOUT_MS,
       },
       // The per-request timer owns the whole budget; undici's own timers would only add work.
