@@ -2,8 +2,8 @@ import type { Values } from "./commands.js";
 import { CommandFailed, UsageError } from "./commands.js";
 import { loadConfig } from "../config.js";
 import { openDb, type Db } from "../db/db.js";
-import { cellUrl, createCell } from "../db/cells.js";
-import { CELL_PLACEHOLDER, hasCellPlaceholder } from "../db/cell-url.js";
+import { createCell } from "../db/cells.js";
+import { CELL_PLACEHOLDER, cellUrl, hasCellPlaceholder } from "../db/cell-url.js";
 import { cellNodes, directoryExists, listCells } from "../db/queries/cell-directory.js";
 
 // `sluice cells create|list|move`: the cells of DATABASE_URL's database (docs/citus.md). They

@@ -179,7 +179,7 @@ async function main(argv: string[]): Promise<number> {
 
   if (command === "migrate" && config.cells.length > 0) {
     // Each cell SLUICE_CELLS names, one after the other (a new cell: sluice cells create).
-    const [{ openDb }, { cellUrl }] = await Promise.all([import("../db/db.js"), import("../db/cells.js")]);
+    const [{ openDb }, { cellUrl }] = await Promise.all([import("../db/db.js"), import("../db/cell-url.js")]);
     if (!config.databaseUrl) throw new UsageError("sluice migrate: SLUICE_CELLS needs DATABASE_URL, the database that holds the cells");
     for (const cell of config.cells) {
       // Directly, where there is a direct URL beside a pooled one: DDL has no business in a pooler.

@@ -6,8 +6,6 @@ import { cellNodes, ensureDirectory, registerCell } from "./queries/cell-directo
 import type { Queryable } from "./store.js";
 import { cellOfUrl, cellUrl } from "./cell-url.js";
 
-export { cellOfUrl, cellUrl };
-
 // Cells: a whole Sluice store in one schema of a Postgres database, for a group of tenants. On
 // Citus a cell is a distributed schema (schema-based sharding): its tables live together on one
 // node, every statement of the cell runs there, and Citus moves the cell between nodes as one.

@@ -7,7 +7,7 @@ import { describe, test } from "node:test";
 import { openDb } from "../../src/db/db.js";
 import { loadMigrations, migrate } from "../../src/db/migrate.js";
 import { CITUS_URL, createTestCell, onServer } from "../helpers/db.js";
-import { cellOfUrl } from "../../src/db/cells.js";
+import { cellOfUrl } from "../../src/db/cell-url.js";
 
 const coordinator = (): string => {
   if (!CITUS_URL) throw new Error("SLUICE_CITUS_URL is not set: run `npm run test:citus`");

@@ -5,7 +5,8 @@ import pg from "pg";
 import { openDb, type Db } from "../../src/db/db.js";
 import { migrate } from "../../src/db/migrate.js";
 import { startPgBouncer, throughPooler } from "../../scripts/pgbouncer.mjs";
-import { cellUrl, createCellSchema } from "../../src/db/cells.js";
+import { createCellSchema } from "../../src/db/cells.js";
+import { cellUrl } from "../../src/db/cell-url.js";
 
 export interface TestDatabase {
   /** Connection string for the new, empty database. */

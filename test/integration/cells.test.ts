@@ -1,7 +1,8 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { openDb, type Queryable } from "../../src/db/db.js";
-import { cellUrl, createCell } from "../../src/db/cells.js";
+import { createCell } from "../../src/db/cells.js";
+import { cellUrl } from "../../src/db/cell-url.js";
 import { cellOfTenant, listCells } from "../../src/db/queries/cell-directory.js";
 import { lockKey, RETENTION_LOCK } from "../../src/db/advisory-locks.js";
 import { WORK_CHANNEL } from "../../src/db/channels.js";
