@@ -12,14 +12,22 @@
 // events and deliveries indexes grew without a plateau and were 27–37 % full (docs/benchmarks.md,
 // bench:soak). Rebuilding packs what is kept into as few pages as it needs.
 //
-// How bloated an index is: its bytes per entry now (its size ÷ pg_class.reltuples, which VACUUM
-// and ANALYZE keep current) against the same figure right after its last rebuild, when its leaves
-// were packed. A healthy time-ordered index stays near 1 (its right-hand pages fill as a rebuild
-// leaves them); a pinned one drifts up. An index seen for the first time is measured as it is when
-// its table has only grown (nothing deleted yet: its leaves are as packed as a rebuild would make
-// them), and rebuilt once to learn its figure when retention has already deleted as many rows as
-// the table holds. Rebuilding at first sight regardless cost a million-delivery run a rebuild of
-// every hot index while it ran.
+// How bloated an index is: its bytes per entry now against the same figure right after its last
+// rebuild, when its leaves were packed. A healthy time-ordered index stays near 1 (its right-hand
+// pages fill as a rebuild leaves them); a pinned one drifts up. An index seen for the first time is
+// measured as it is when its table has only grown (nothing deleted yet: its leaves are as packed as
+// a rebuild would make them), and rebuilt once to learn its figure when retention has already
+// deleted as many rows as the table holds. Rebuilding at first sight regardless cost a
+// million-delivery run a rebuild of every hot index while it ran.
+//
+// Its entries now: pg_class.reltuples is counted only by VACUUM and ANALYZE, and lags a table
+// that grows between them: a table taking 1,000 rows/s can be a tenth larger than its count. A
+// first figure read that way comes out too high, and the index is let grow past twice its packed
+// size before it is rebuilt. So a full index counts its table's live rows as pg_stat_all_tables
+// keeps them (n_live_tup, moved by every commit), and a partial one its share of the rows at the
+// last count, applied to the rows live now. Statistics lost to a crash restart at zero, so the
+// live count is trusted only once the table has been counted since. Right after a rebuild a
+// partial index's own count is exact (the build counted it), so its figure is read from that.
 
 export interface IndexStats {
   /** As Postgres prints regclass (quoted where it must be). */
@@ -30,9 +38,15 @@ export interface IndexStats {
   entries: number;
   /** pg_index.indisvalid: false for a build that failed or is in progress. */
   valid: boolean;
+  /** pg_index.indpred: it holds only the rows its WHERE admits. */
+  partial: boolean;
   /** Its table's live rows and the rows ever deleted from it (pg_stat_all_tables n_live_tup, n_tup_del). */
   tableLive: number;
   tableDeleted: number;
+  /** Its table's pg_class.reltuples: its live rows when VACUUM or ANALYZE last counted them. */
+  tableCounted: number;
+  /** The table was vacuumed or analyzed since the statistics were last reset, so tableLive is a count, not a tally from zero. */
+  liveKnown: boolean;
 }
 
 export interface RebuildBaseline {
@@ -47,11 +61,29 @@ export interface RebuildPolicy {
   factor: number;
   /** Smaller indexes are left alone: a rebuild would give back too little to be worth its two table scans. */
   minBytes: number;
-  /** Not rebuilt again within this long: reltuples lags a table that grew since the last VACUUM. */
+  /**
+   * Not rebuilt again within this long, however its figures read: a floor against a loop of
+   * rebuilds should the estimate of its entries be off (a partial index whose share moved). An
+   * index pinned by held rows doubles in about one retention period, so the floor binds only below
+   * that.
+   */
   minIntervalMs: number;
 }
 
-export const DEFAULT_REBUILD_POLICY: RebuildPolicy = { factor: 2, minBytes: 16 * 1_048_576, minIntervalMs: 15 * 60_000 };
+export const DEFAULT_REBUILD_POLICY: RebuildPolicy = { factor: 2, minBytes: 16 * 1_048_576, minIntervalMs: 5 * 60_000 };
+
+/** An index's entries now, as the comment at the top says; 0 or less when nothing is known. */
+export function entriesNow(i: IndexStats): number {
+  if (!i.liveKnown || !(i.tableLive > 0)) return i.entries;
+  if (!i.partial) return i.tableLive;
+  return i.tableCounted > 0 && i.entries > 0 ? (i.entries * i.tableLive) / i.tableCounted : i.entries;
+}
+
+/** Its baseline right after a rebuild, counted as it will be measured from then on; null when it has no entries. */
+export function bytesPerEntryAfterRebuild(i: IndexStats): number | null {
+  const entries = i.partial ? i.entries : entriesNow(i);
+  return entries > 0 ? i.bytes / entries : null;
+}
 
 export type RebuildTask =
   /** What a REINDEX CONCURRENTLY leaves when it is interrupted: an invalid copy that every write still updates. */
@@ -78,15 +110,16 @@ export function rebuildPlan(
   if (!(policy.factor > 0)) return drops;
   const known = new Map(baselines.map((b) => [b.index, b]));
   const tasks = indexes.flatMap((i): RebuildTask[] => {
-    if (!i.valid || LEFTOVER.test(i.index) || i.bytes < policy.minBytes || !(i.entries > 0)) return [];
+    const entries = entriesNow(i);
+    if (!i.valid || LEFTOVER.test(i.index) || i.bytes < policy.minBytes || !(entries > 0)) return [];
     const rebuild = (bloat: number | null): RebuildTask[] => [{ kind: "rebuild", index: i.index, table: i.table, bytes: i.bytes, bloat }];
     const base = known.get(i.index);
     if (!base)
       return i.tableDeleted > 0 && i.tableDeleted >= i.tableLive
         ? rebuild(null) // retention has turned the table over: learn its packed figure from a rebuild
-        : [{ kind: "baseline", index: i.index, bytesPerEntry: i.bytes / i.entries }];
+        : [{ kind: "baseline", index: i.index, bytesPerEntry: i.bytes / entries }];
     if (nowMs - base.measuredAtMs < policy.minIntervalMs) return [];
-    const bloat = i.bytes / i.entries / base.bytesPerEntry;
+    const bloat = i.bytes / entries / base.bytesPerEntry;
     return bloat >= policy.factor ? rebuild(bloat) : [];
   });
   const rebuilds = tasks.filter((t): t is Extract<RebuildTask, { kind: "rebuild" }> => t.kind === "rebuild");

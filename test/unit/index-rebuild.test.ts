@@ -1,7 +1,14 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { rebuildPlan, type IndexStats, type RebuildBaseline, type RebuildPolicy } from "../../src/policy/index-rebuild.js";
+import {
+  bytesPerEntryAfterRebuild,
+  entriesNow,
+  rebuildPlan,
+  type IndexStats,
+  type RebuildBaseline,
+  type RebuildPolicy,
+} from "../../src/policy/index-rebuild.js";
 
 // When the janitor rebuilds an index (policy/index-rebuild.ts), over the whole range the catalog
 // can report: sizes from empty to a terabyte, reltuples −1 (never counted) to billions, any
@@ -18,8 +25,11 @@ const index: fc.Arbitrary<IndexStats> = fc.record({
   bytes: fc.oneof(fc.constant(0), fc.integer({ min: 8192, max: 2 ** 40 })),
   entries: fc.oneof(fc.constantFrom(-1, 0), fc.double({ min: 1, max: 1e10, noNaN: true })),
   valid: fc.boolean(),
+  partial: fc.boolean(),
   tableLive: fc.integer({ min: 0, max: 2e9 }),
   tableDeleted: fc.integer({ min: 0, max: 2e9 }),
+  tableCounted: fc.oneof(fc.constantFrom(-1, 0), fc.double({ min: 1, max: 1e10, noNaN: true })),
+  liveKnown: fc.boolean(),
 });
 const indexes = fc.uniqueArray(index, { selector: (i) => i.index, maxLength: 20 });
 const baselinesFor = (names: string[]): fc.Arbitrary<RebuildBaseline[]> =>
@@ -69,16 +79,17 @@ test("an index is rebuilt exactly when big enough, counted, bloated past the fac
       assert.equal(measured.size, plan.filter((t) => t.kind === "baseline").length, "each baseline once");
       for (const i of is) {
         const base = bs.find((b) => b.index === i.index);
-        const bloat = base ? i.bytes / i.entries / base.bytesPerEntry : null;
+        const entries = entriesNow(i);
+        const bloat = base ? i.bytes / entries / base.bytesPerEntry : null;
         const candidate =
-          p.factor > 0 && i.valid && !leftover(i) && !/_cc(new|old)\d*"?$/.test(i.index) && i.bytes >= p.minBytes && i.entries > 0;
+          p.factor > 0 && i.valid && !leftover(i) && !/_cc(new|old)\d*"?$/.test(i.index) && i.bytes >= p.minBytes && entries > 0;
         const turnedOver = i.tableDeleted > 0 && i.tableDeleted >= i.tableLive;
         const due = candidate && (base ? NOW - base.measuredAtMs >= p.minIntervalMs && bloat! >= p.factor : turnedOver);
         assert.equal(rebuilt.has(i.index), due, JSON.stringify({ i, base, p }));
         if (due) assert.equal(rebuilt.get(i.index)!.bloat, bloat);
         // Never measured on a table that has only grown: measured as it is, not rebuilt.
         assert.equal(measured.has(i.index), candidate && !base && !turnedOver);
-        if (measured.has(i.index)) assert.equal(measured.get(i.index)!.bytesPerEntry, i.bytes / i.entries);
+        if (measured.has(i.index)) assert.equal(measured.get(i.index)!.bytesPerEntry, i.bytes / entries);
       }
       const kinds = plan.map((t) => t.kind);
       assert.deepEqual(
@@ -110,16 +121,75 @@ test("the most bytes to win come first: known bloat by bytes given back, then th
 
 test("the defaults: an index at twice its packed size per entry is rebuilt, at 1.9 times or under 16 MB it is not", () => {
   const at = (bytes: number, entries = 1_000_000): IndexStats[] => [
-    { index: "events_pkey", table: "events", bytes, entries, valid: true, tableLive: entries, tableDeleted: 0 },
+    {
+      index: "events_pkey",
+      table: "events",
+      bytes,
+      entries,
+      valid: true,
+      partial: false,
+      tableLive: entries,
+      tableDeleted: 0,
+      tableCounted: entries,
+      liveKnown: true,
+    },
   ];
   const base: RebuildBaseline[] = [{ index: "events_pkey", bytesPerEntry: 20, measuredAtMs: NOW - 3_600_000 }];
   assert.equal(rebuildPlan(at(2 * 20 * 1_000_000), base, NOW).length, 1);
   assert.equal(rebuildPlan(at(1.9 * 20 * 1_000_000), base, NOW).length, 0);
   assert.equal(rebuildPlan(at(15 * 1_048_576, 100_000), base, NOW).length, 0, "7.9 times, but under 16 MB");
-  assert.equal(rebuildPlan(at(2 * 20 * 1_000_000), [{ ...base[0]!, measuredAtMs: NOW - 60_000 }], NOW).length, 0, "rebuilt a minute ago");
+  assert.equal(rebuildPlan(at(2 * 20 * 1_000_000), [{ ...base[0]!, measuredAtMs: NOW - 4 * 60_000 }], NOW).length, 0, "rebuilt 4 min ago");
   assert.deepEqual(
     rebuildPlan(at(2 * 20 * 1_000_000), [], NOW).map((t) => t.kind),
     ["baseline"],
     "first seen, nothing ever deleted: measured as it is",
   );
+});
+
+test("entries now: a full index counts its table's live rows, a partial one its share of them; neither until the table was counted", () => {
+  fc.assert(
+    fc.property(index, (i) => {
+      const n = entriesNow(i);
+      if (!i.liveKnown || !(i.tableLive > 0)) assert.equal(n, i.entries, "statistics reset, or an empty table: the catalog's count");
+      else if (!i.partial) assert.equal(n, i.tableLive);
+      else if (i.tableCounted > 0 && i.entries > 0) {
+        // The index's share of its table at the last count, of the rows live now.
+        assert.ok(Math.abs(n / i.tableLive - i.entries / i.tableCounted) <= 1e-9 * Math.max(1, i.entries / i.tableCounted));
+      } else assert.equal(n, i.entries);
+      assert.ok(!Number.isNaN(n));
+      // Right after a rebuild a partial index's own count is exact; a full one is read as it will be measured.
+      const after = bytesPerEntryAfterRebuild(i);
+      const counted = i.partial ? i.entries : n;
+      assert.equal(after, counted > 0 ? i.bytes / counted : null);
+    }),
+  );
+});
+
+test("a table that grew a tenth past its last count: its first figure is read from its live rows, and doubling it is seen on time", () => {
+  // 1,000 rows/s into a table counted 60 s ago at 600,000 rows: 660,000 live, the catalog says 600,000.
+  const grown: IndexStats = {
+    index: "events_pkey",
+    table: "events",
+    bytes: 660_000 * 40,
+    entries: 600_000,
+    valid: true,
+    partial: false,
+    tableLive: 660_000,
+    tableDeleted: 0,
+    tableCounted: 600_000,
+    liveKnown: true,
+  };
+  const [first] = rebuildPlan([grown], [], NOW);
+  assert.deepEqual(first, { kind: "baseline", index: "events_pkey", bytesPerEntry: 40 }, "not 44: the catalog's count is a minute old");
+  // Later, retention deleting as fast as rows come: 660,000 live over twice the pages.
+  const doubled = { ...grown, bytes: 2 * 660_000 * 40, entries: 660_000, tableDeleted: 5e6, tableCounted: 660_000 };
+  const base = [
+    { index: "events_pkey", bytesPerEntry: first.kind === "baseline" ? first.bytesPerEntry : NaN, measuredAtMs: NOW - 3_600_000 },
+  ];
+  assert.deepEqual(
+    rebuildPlan([doubled], base, NOW).map((t) => t.kind === "rebuild" && t.bloat),
+    [2],
+  );
+  // The same index with its statistics lost to a crash: the catalog's count, as before.
+  assert.equal(entriesNow({ ...grown, liveKnown: false, tableLive: 12 }), 600_000);
 });

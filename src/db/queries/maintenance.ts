@@ -1,5 +1,5 @@
 import type { Db } from "../db.js";
-import type { IndexStats, RebuildBaseline } from "../../policy/index-rebuild.js";
+import { bytesPerEntryAfterRebuild, type IndexStats, type RebuildBaseline } from "../../policy/index-rebuild.js";
 import type { TableStats, VacuumPolicy, VacuumTask } from "../../policy/vacuum.js";
 
 // VACUUM, ANALYZE and index rebuilds, run by the janitor (policy/vacuum.ts and
@@ -46,18 +46,22 @@ export async function vacuumTable(db: Db, task: VacuumTask, policy: Pick<VacuumP
 
 // ---- index rebuilds (policy/index-rebuild.ts says when and why) ------------------------------
 
-/** Sluice's own B-tree indexes (its schema's): size, entries, and whether they are valid. */
-export async function indexStats(db: Db): Promise<IndexStats[]> {
+/** Sluice's own B-tree indexes (its schema's), or the one named: size, entries, and whether they are valid. */
+export async function indexStats(db: Db, only: string | null = null): Promise<IndexStats[]> {
   return db.query<IndexStats>(
     `SELECT c.oid::regclass::text AS index, i.indrelid::regclass::text AS "table",
             pg_relation_size(c.oid)::float8 AS bytes, c.reltuples::float8 AS entries, i.indisvalid AS valid,
-            coalesce(s.n_live_tup, 0)::float8 AS "tableLive", coalesce(s.n_tup_del, 0)::float8 AS "tableDeleted"
+            i.indpred IS NOT NULL AS partial, t.reltuples::float8 AS "tableCounted",
+            coalesce(s.n_live_tup, 0)::float8 AS "tableLive", coalesce(s.n_tup_del, 0)::float8 AS "tableDeleted",
+            greatest(s.last_vacuum, s.last_autovacuum, s.last_analyze, s.last_autoanalyze) IS NOT NULL AS "liveKnown"
        FROM pg_index i
        JOIN pg_class c ON c.oid = i.indexrelid
+       JOIN pg_class t ON t.oid = i.indrelid
        JOIN pg_namespace n ON n.oid = c.relnamespace
        JOIN pg_am am ON am.oid = c.relam
        LEFT JOIN pg_stat_all_tables s ON s.relid = i.indrelid
-      WHERE n.nspname = current_schema() AND am.amname = 'btree'`,
+      WHERE n.nspname = current_schema() AND am.amname = 'btree' AND ($1::text IS NULL OR c.oid = $1::regclass)`,
+    [only],
   );
 }
 
@@ -94,12 +98,9 @@ export async function dropLeftoverIndex(db: Db, index: string): Promise<void> {
  */
 export async function rebuildIndex(db: Db, index: string): Promise<{ bytes: number; bytesPerEntry: number | null }> {
   await db.exec(`REINDEX INDEX CONCURRENTLY ${index}`);
-  const [after] = await db.query<{ bytes: number; entries: number }>(
-    `SELECT pg_relation_size(c.oid)::float8 AS bytes, c.reltuples::float8 AS entries FROM pg_class c WHERE c.oid = $1::regclass`,
-    [index],
-  );
+  const [after] = await indexStats(db, index);
   // An index with no entries after its rebuild says nothing about its entries' size: no baseline.
-  const bytesPerEntry = after && after.entries > 0 ? after.bytes / after.entries : null;
+  const bytesPerEntry = after ? bytesPerEntryAfterRebuild(after) : null;
   if (bytesPerEntry !== null) await recordBaseline(db, index, bytesPerEntry);
   return { bytes: after?.bytes ?? 0, bytesPerEntry };
 }
