@@ -21,7 +21,7 @@ const flags = () =>
     rate: { def: SOAK ? 1000 : 1500, help: "events/s the publisher is asked for" },
     batch: { def: SOAK ? 100 : 150, help: "events per POST /v1/events/batch (≤ 1,000); one batch every batch ÷ rate s, one at a time" },
     minutes: { def: SOAK ? 30 : 10, quick: SOAK ? 2 : 1, help: "publishing time, minutes" },
-    "retention-minutes": { def: SOAK ? 10 : 0, quick: SOAK ? 1 : 0, min: 0, help: "Sluice's retention, minutes (0 leaves Sluice's own)" },
+    "retention-minutes": { def: SOAK ? 5 : 0, quick: SOAK ? 1 : 0, min: 0, help: "Sluice's retention, minutes (0 leaves Sluice's own)" },
     "sample-seconds": { def: 30, quick: 10, help: "one table row every N s" },
     "warmup-s": { def: 10, quick: 5, min: 0, help: "publish the same workload this long first, not measured" },
     "slow-ms": { def: 200, min: 0, help: "the slow destinations' answer delay, ms" },
@@ -33,7 +33,7 @@ const flags = () =>
     "timeout-s": { def: 120, help: "after publishing, wait up to N s for the healthy destinations to get everything (the drain)" },
     "sluice-dir": { type: "str", arg: "DIR", help: "run the Sluice of another checkout (with node_modules), e.g. a `git archive`" },
     quick: { type: "bool", help: `smoke run: ${SOAK ? "2 minutes, retention 1 minute" : "1 minute"}, a row every 10 s, 5 s of warm-up` },
-    soak: { type: "bool", help: "npm run bench:soak: 30 minutes at 1,000 events/s, retention 10 minutes, flatness verdicts and a chart" },
+    soak: { type: "bool", help: "npm run bench:soak: 30 minutes at 1,000 events/s, retention 5 minutes, flatness verdicts and a chart" },
     chart: { type: "str", arg: "FILE", help: "only write docs/images/soak.svg from a soak's results file" },
   });
 type Flags = ReturnType<typeof flags>;

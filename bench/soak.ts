@@ -16,6 +16,13 @@ const SQL = `
          (pg_current_wal_lsn() - '0/0')::float8 AS wal, (SELECT array_agg(pid) FROM pg_stat_activity) AS pids
     FROM pg_stat_user_tables`;
 const TABLES = ["events", "deliveries", "attempts"]; // those that grow with the workload, and that only retention deletes from
+// Each of their indexes' size, and when the janitor last rebuilt (or first measured) it: where a table's growth is, and
+// whether the rebuilds keep up. A store migrated before index_rebuilds (--sluice-dir) has no such times.
+const INDEXES = `
+  SELECT c.relname AS name, pg_relation_size(c.oid)::float8 AS bytes
+    FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_class t ON t.oid = i.indrelid
+   WHERE t.relname = ANY($1) AND t.relnamespace = to_regnamespace(current_schema())`;
+const REBUILT = `SELECT index_name AS name, (extract(epoch FROM measured_at) * 1000)::float8 AS "atMs" FROM index_rebuilds`;
 type Stat = Record<"heap" | "idx" | "live" | "dead" | "deleted" | "autovacuums" | "wal", number> & { name: string; pids: number[] };
 const procMB = (pid: number, field: string): number => {
   try {
@@ -29,11 +36,18 @@ const procMB = (pid: number, field: string): number => {
 // shared_buffers left out); pruned: rows deleted from events, deliveries, attempts — only retention does; kept: their live rows.
 export async function sample(db: pg.Client, sluicePids: number[], postmaster: number | null) {
   const stats = (await db.query<Stat>(SQL)).rows;
+  const indexes = (await db.query<{ name: string; bytes: number }>(INDEXES, [TABLES])).rows;
+  const hasRebuilds = (await db.query<{ has: boolean }>(`SELECT to_regclass('index_rebuilds') IS NOT NULL AS has`)).rows[0]?.has;
+  const rebuilt = new Map(hasRebuilds ? (await db.query<{ name: string; atMs: number }>(REBUILT)).rows.map((r) => [r.name, r.atMs]) : []);
   const sum = (f: (r: Stat) => number): number => stats.reduce((n, r) => n + f(r), 0);
   return {
     sluiceMB: sluicePids.map((p) => procMB(p, "VmRSS")),
     postgresMB: [postmaster ?? 0, ...(stats[0]?.pids ?? [])].reduce((n, p) => n + procMB(p, "RssAnon"), 0),
     tables: Object.fromEntries(stats.map((r) => [r.name, [r.heap, r.idx]])) as Record<string, [number, number]>,
+    indexes: Object.fromEntries(indexes.map((r) => [r.name, [r.bytes, rebuilt.get(r.name) ?? null]])) as Record<
+      string,
+      [number, number | null]
+    >,
     kept: sum((r) => (TABLES.includes(r.name) ? r.live : 0)),
     tablesMB: sum((r) => r.heap + r.idx) / 2 ** 20,
     deadRows: sum((r) => r.dead),
