@@ -1,7 +1,6 @@
 import type { Logger } from "pino";
 import type { Db } from "../db/db.js";
 import {
-  recordBaseline,
   dropLeftoverIndex,
   indexStats,
   rebuildBaselines,
@@ -43,8 +42,8 @@ export async function rebuildIndexesOnce(
     for (const task of plan) {
       if (stopped()) break;
       const startedAt = performance.now();
-      if (task.kind !== "rebuild") {
-        await (task.kind === "drop" ? dropLeftoverIndex(db, task.index) : recordBaseline(db, task.index, task.bytesPerEntry));
+      if (task.kind === "drop") {
+        await dropLeftoverIndex(db, task.index);
         done.push({ ...task, ms: Math.round(performance.now() - startedAt) });
         continue;
       }

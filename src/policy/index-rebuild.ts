@@ -14,20 +14,22 @@
 //
 // How bloated an index is: its bytes per entry now against the same figure right after its last
 // rebuild, when its leaves were packed. A healthy time-ordered index stays near 1 (its right-hand
-// pages fill as a rebuild leaves them); a pinned one drifts up. An index seen for the first time is
-// measured as it is when its table has only grown (nothing deleted yet: its leaves are as packed as
-// a rebuild would make them), and rebuilt once to learn its figure when retention has already
-// deleted as many rows as the table holds. Rebuilding at first sight regardless cost a
-// million-delivery run a rebuild of every hot index while it ran.
+// pages fill as a rebuild leaves them); a pinned one drifts up. An index never rebuilt is left
+// alone until retention has deleted as many rows from its table as the table holds, then rebuilt
+// once to learn its figure: by then a pinned index is about twice its packed size, and before it
+// there is nothing for a rebuild to give back. (Rebuilding at first sight put a rebuild of every
+// hot index into a million-delivery bulk load. Taking the figure as it was at first sight counted
+// the entries of superseded row versions as packed: deliveries are updated as they go, none of
+// those updates is HOT, and a soak's deliveries_pkey read 251 bytes per live row at first sight.)
 //
 // Its entries now: pg_class.reltuples is counted only by VACUUM and ANALYZE, and lags a table
-// that grows between them: a table taking 1,000 rows/s can be a tenth larger than its count. A
-// first figure read that way comes out too high, and the index is let grow past twice its packed
-// size before it is rebuilt. So a full index counts its table's live rows as pg_stat_all_tables
-// keeps them (n_live_tup, moved by every commit), and a partial one its share of the rows at the
-// last count, applied to the rows live now. Statistics lost to a crash restart at zero, so the
-// live count is trusted only once the table has been counted since. Right after a rebuild a
-// partial index's own count is exact (the build counted it), so its figure is read from that.
+// that grows between them: a table taking 1,000 rows/s can be a tenth larger than its count, and
+// an index right after a rebuild counts what it held then, so its growth with the table would read
+// as bloat. So a full index counts its table's live rows as pg_stat_all_tables keeps them
+// (n_live_tup, moved by every commit), and a partial one its share of the rows at the last count,
+// applied to the rows live now. Statistics lost to a crash restart at zero, so the live count is
+// trusted only once the table has been counted since. Right after a rebuild a partial index's own
+// count is exact (the build counted it), so its figure is read from that.
 
 export interface IndexStats {
   /** As Postgres prints regclass (quoted where it must be). */
@@ -51,7 +53,7 @@ export interface IndexStats {
 
 export interface RebuildBaseline {
   index: string;
-  /** Bytes per entry right after its last rebuild, or when first measured packed. */
+  /** Bytes per entry right after its last rebuild. */
   bytesPerEntry: number;
   measuredAtMs: number;
 }
@@ -89,16 +91,14 @@ export type RebuildTask =
   /** What a REINDEX CONCURRENTLY leaves when it is interrupted: an invalid copy that every write still updates. */
   | { kind: "drop"; index: string }
   /** bloat: bytes per entry ÷ the baseline's; null when there is no baseline yet. */
-  | { kind: "rebuild"; index: string; table: string; bytes: number; bloat: number | null }
-  /** First seen, its table never deleted from: its figure as it is. */
-  | { kind: "baseline"; index: string; bytesPerEntry: number };
+  | { kind: "rebuild"; index: string; table: string; bytes: number; bloat: number | null };
 
 /** The suffixes REINDEX CONCURRENTLY gives its new copy and the old index while it swaps them. */
 const LEFTOVER = /_cc(new|old)\d*"?$/;
 
 /**
- * The leftovers to drop, the baselines to record, then the indexes to rebuild, the most bytes to
- * win first (those never measured after those known to be bloated, largest first).
+ * The leftovers to drop, then the indexes to rebuild, the most bytes to win first (those never
+ * rebuilt after those known to be bloated, largest first).
  */
 export function rebuildPlan(
   indexes: readonly IndexStats[],
@@ -109,20 +109,17 @@ export function rebuildPlan(
   const drops: RebuildTask[] = indexes.filter((i) => !i.valid && LEFTOVER.test(i.index)).map((i) => ({ kind: "drop", index: i.index }));
   if (!(policy.factor > 0)) return drops;
   const known = new Map(baselines.map((b) => [b.index, b]));
-  const tasks = indexes.flatMap((i): RebuildTask[] => {
+  const rebuilds = indexes.flatMap((i): Extract<RebuildTask, { kind: "rebuild" }>[] => {
     const entries = entriesNow(i);
     if (!i.valid || LEFTOVER.test(i.index) || i.bytes < policy.minBytes || !(entries > 0)) return [];
-    const rebuild = (bloat: number | null): RebuildTask[] => [{ kind: "rebuild", index: i.index, table: i.table, bytes: i.bytes, bloat }];
+    const rebuild = (bloat: number | null) => [{ kind: "rebuild" as const, index: i.index, table: i.table, bytes: i.bytes, bloat }];
     const base = known.get(i.index);
-    if (!base)
-      return i.tableDeleted > 0 && i.tableDeleted >= i.tableLive
-        ? rebuild(null) // retention has turned the table over: learn its packed figure from a rebuild
-        : [{ kind: "baseline", index: i.index, bytesPerEntry: i.bytes / entries }];
+    // Never rebuilt: once retention has turned its table over, a rebuild learns its packed figure.
+    if (!base) return i.tableDeleted > 0 && i.tableDeleted >= i.tableLive ? rebuild(null) : [];
     if (nowMs - base.measuredAtMs < policy.minIntervalMs) return [];
     const bloat = i.bytes / entries / base.bytesPerEntry;
     return bloat >= policy.factor ? rebuild(bloat) : [];
   });
-  const rebuilds = tasks.filter((t): t is Extract<RebuildTask, { kind: "rebuild" }> => t.kind === "rebuild");
   const wins = (t: (typeof rebuilds)[number]): number => (t.bloat === null ? -1 / t.bytes : t.bytes * (1 - 1 / t.bloat));
-  return [...drops, ...tasks.filter((t) => t.kind === "baseline"), ...rebuilds.sort((a, b) => wins(b) - wins(a))];
+  return [...drops, ...rebuilds.sort((a, b) => wins(b) - wins(a))];
 }

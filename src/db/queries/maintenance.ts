@@ -106,7 +106,7 @@ export async function rebuildIndex(db: Db, index: string): Promise<{ bytes: numb
 }
 
 /** An index's bytes per entry when packed, against which its bloat is read from now on. */
-export async function recordBaseline(db: Db, index: string, bytesPerEntry: number): Promise<void> {
+async function recordBaseline(db: Db, index: string, bytesPerEntry: number): Promise<void> {
   await db.query(
     `INSERT INTO index_rebuilds (index_name, bytes_per_entry, measured_at) VALUES ($1, $2, now())
      ON CONFLICT (index_name) DO UPDATE SET bytes_per_entry = EXCLUDED.bytes_per_entry, measured_at = EXCLUDED.measured_at`,
