@@ -53,14 +53,18 @@ export async function pruneOnce(
   });
 }
 
-// Every 5 minutes, or twice per retention period when that is shorter: nothing outlives retention by over half of it.
+// Every 30 seconds: what passed retention in the last half-minute, a few batches a table. Rounds
+// every 5 minutes deleted 5 minutes of traffic at once — at 1,000 events/s some 300,000 rows of
+// each of three tables in a burst of a hundred transactions — and in a soak the windows with such
+// a round had a publish → delivery p99 of 57–152 ms, against about 50 in most others. Nothing
+// outlives retention by more than half a minute (the shortest retention, a minute, by half of it).
 export function startJanitor(
   db: Db,
   { retentionHours, indexRebuildFactor }: { retentionHours: number; indexRebuildFactor: number },
   log: Logger,
-  everyMs = Math.min(5 * 60_000, retentionHours * 1_800_000),
+  everyMs = 30_000,
 ): () => void {
-  const stopPruning = everyRound("pruning", log, { firstMs: Math.min(everyMs, 30_000), everyMs }, async (stopped) => {
+  const stopPruning = everyRound("pruning", log, { firstMs: everyMs, everyMs }, async (stopped) => {
     // Keep going while full batches come back, each its own short transaction, so that a round
     // removes all that passed retention since the last, however busy Sluice was. A cap per round
     // would cap retention's pace (20 batches of 5,000 per 5 minutes is 333 rows/s a table), and
