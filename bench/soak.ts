@@ -86,7 +86,8 @@ export function flatness(rows: SoakRow[], T: number, spans: Spans): [string, boo
   const vs = (x: number, y: number, u: string) => `${fmt(x)} ${u} ${inLast}, ${fmt(y)} ${inEarly}: ${pct(x, y)}`;
   const largest = (from: number, to: number, f: (r: SoakRow) => number): number =>
     Math.max(...publishing.filter((r) => r.atMin > from + 1e-6 && r.atMin <= to + 1e-6).map(f));
-  const plateau = (f: (r: SoakRow) => number) => [largest(T / 3, (2 * T) / 3, f), largest((2 * T) / 3, T, f)] as const;
+  // The last third to the last publishing window, whose end comes a few ms after minute T.
+  const plateau = (f: (r: SoakRow) => number) => [largest(T / 3, (2 * T) / 3, f), largest((2 * T) / 3, Infinity, f)] as const;
   const [middle, last] = plateau((r) => r.soak.tablesMB);
   const [perMiddle, perLast] = plateau((r) => (1000 * r.soak.tablesMB) / r.soak.kept); // NaN (✗) in runs before `kept`
   const pruning = publishing.find((r) => r.soak.pruned > 0);
