@@ -243,6 +243,10 @@ export class EmbeddedDb implements Db {
     return this.exclusive(() => this.guard((s) => s.script(sql)));
   }
 
+  execMaintenance(sql: string): Promise<void> {
+    return this.exec(sql); // single-user mode: no parallel workers to keep it from
+  }
+
   channel(name: string): string {
     return name;
   }

@@ -209,6 +209,28 @@ export class ServerDb implements Db {
     });
   }
 
+  execMaintenance(sql: string): Promise<void> {
+    if (this.opts.pooled) return this.exec(sql);
+    return this.guard(async () => {
+      const client = await this.checkout();
+      let failed = false;
+      const onError = () => (failed = true);
+      client.on("error", onError);
+      try {
+        await client.query("SET max_parallel_maintenance_workers = 0");
+        await client.query(sql);
+        await client.query("RESET max_parallel_maintenance_workers");
+      } catch (err) {
+        failed = true; // closed, not returned to the pool: the setting never outlives the statement
+        this.retireIfReshaped(client, err);
+        throw err;
+      } finally {
+        client.removeListener("error", onError);
+        client.release(failed);
+      }
+    });
+  }
+
   channel(name: string): string {
     return cellChannel(name, this.cell);
   }

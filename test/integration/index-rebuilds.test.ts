@@ -128,6 +128,23 @@ for (const backend of ENGINE_BACKENDS.filter((b) => b !== "cell")) {
   });
 }
 
+test("a rebuild is built on one core, and the setting that says so ends with it", async () => {
+  await withTestStore("server", async (db) => {
+    const setting = async () => (await db.query<{ v: string }>("SELECT current_setting('max_parallel_maintenance_workers') AS v"))[0]!.v;
+    const before = await setting();
+    assert.notEqual(before, "0", "the server's default allows parallel workers");
+    // What the statement saw, kept in a table it creates.
+    await db.execMaintenance("CREATE TABLE seen AS SELECT current_setting('max_parallel_maintenance_workers') AS v");
+    assert.deepEqual(await db.query("SELECT v FROM seen"), [{ v: "0" }]);
+    // Every connection the pool holds still has the default: ask as many at once as it may hold.
+    const after = await Promise.all(Array.from({ length: 12 }, setting));
+    assert.deepEqual(new Set(after), new Set([before]));
+    // A failed statement leaves no connection behind with the setting either.
+    await assert.rejects(db.execMaintenance("REINDEX INDEX CONCURRENTLY no_such_index"), /does not exist/);
+    assert.deepEqual(new Set(await Promise.all(Array.from({ length: 12 }, setting))), new Set([before]));
+  });
+});
+
 test("factor 0 turns rebuilds off: nothing is rebuilt, leftovers are still dropped", async () => {
   await withTestStore("server", async (db) => {
     await db.exec(`CREATE TABLE held (id text COLLATE "C" PRIMARY KEY, n int)`);

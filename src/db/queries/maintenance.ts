@@ -97,7 +97,7 @@ export async function dropLeftoverIndex(db: Db, index: string): Promise<void> {
  * the index's size and bytes per entry after it, and records the latter as its baseline.
  */
 export async function rebuildIndex(db: Db, index: string): Promise<{ bytes: number; bytesPerEntry: number | null }> {
-  await db.exec(`REINDEX INDEX CONCURRENTLY ${index}`);
+  await db.execMaintenance(`REINDEX INDEX CONCURRENTLY ${index}`);
   const [after] = await indexStats(db, index);
   // An index with no entries after its rebuild says nothing about its entries' size: no baseline.
   const bytesPerEntry = after ? bytesPerEntryAfterRebuild(after) : null;
