@@ -109,26 +109,31 @@ export class ServerDb implements Db {
     if (isStaleShape(err)) this.generation = Math.max(this.generation, (this.generationOf.get(client) ?? 0) + 1);
   }
 
+  /**
+   * `run` on one connection of the pool. As the pool's own query() does: the connection dying
+   * meanwhile is this statement's failure (not an unhandled 'error' event), and a connection that
+   * failed is closed, not returned to the pool.
+   */
+  private async onOneClient<T>(run: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.checkout();
+    let failed = false;
+    const onError = () => (failed = true);
+    client.on("error", onError);
+    try {
+      return await run(client);
+    } catch (err) {
+      failed = true;
+      this.retireIfReshaped(client, err);
+      throw err;
+    } finally {
+      client.removeListener("error", onError);
+      client.release(failed);
+    }
+  }
+
   query<R>(sql: string, params: unknown[] = []): Promise<R[]> {
     return this.guard(() =>
-      againIfReshaped(async () => {
-        const client = await this.checkout();
-        // As the pool's own query() does: the connection dying meanwhile is this statement's
-        // failure (not an unhandled 'error' event), and a connection that failed is closed.
-        let failed = false;
-        const onError = () => (failed = true);
-        client.on("error", onError);
-        try {
-          return (await client.query(this.statements.config(sql, params))).rows as R[];
-        } catch (err) {
-          failed = true;
-          this.retireIfReshaped(client, err);
-          throw err;
-        } finally {
-          client.removeListener("error", onError);
-          client.release(failed);
-        }
-      }),
+      againIfReshaped(() => this.onOneClient(async (client) => (await client.query(this.statements.config(sql, params))).rows as R[])),
     );
   }
 
@@ -211,24 +216,14 @@ export class ServerDb implements Db {
 
   execMaintenance(sql: string): Promise<void> {
     if (this.opts.pooled) return this.exec(sql);
-    return this.guard(async () => {
-      const client = await this.checkout();
-      let failed = false;
-      const onError = () => (failed = true);
-      client.on("error", onError);
-      try {
+    // A statement that fails closes its connection (onOneClient): the setting never outlives it.
+    return this.guard(() =>
+      this.onOneClient(async (client) => {
         await client.query("SET max_parallel_maintenance_workers = 0");
         await client.query(sql);
         await client.query("RESET max_parallel_maintenance_workers");
-      } catch (err) {
-        failed = true; // closed, not returned to the pool: the setting never outlives the statement
-        this.retireIfReshaped(client, err);
-        throw err;
-      } finally {
-        client.removeListener("error", onError);
-        client.release(failed);
-      }
-    });
+      }),
+    );
   }
 
   channel(name: string): string {

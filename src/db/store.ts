@@ -85,7 +85,7 @@ export interface Db extends Queryable {
    */
   onAvailability(cb: (available: boolean, err?: StoreUnavailableError) => void): () => void;
   /**
-   * A maintenance statement (REINDEX, VACUUM) outside any transaction, on one core: Postgres would
+   * A maintenance statement (the janitor's REINDEX) outside any transaction, on one core: Postgres would
    * give it parallel workers, which on a small server take the cores that deliveries need (in a
    * scratch run, a REINDEX CONCURRENTLY of a 1.5-million-row primary key raised small commits' p99
    * from about 1 ms to 3.2–4.2 with its worker, to 1.5–1.6 built alone, in 2.2–2.4 s, not 1.7).
