@@ -12,23 +12,15 @@
 // events and deliveries indexes grew without a plateau and were 27–37 % full (docs/benchmarks.md,
 // bench:soak). Rebuilding packs what is kept into as few pages as it needs.
 //
-// How bloated an index is: its bytes per entry now against the same figure once it has settled
-// after its last rebuild. A rebuild packs the leaves; then one retention period replaces every
-// entry it packed, and the index is as full as its own inserts leave it. For some that is packed:
-// a time-ordered index fills its right-hand pages as a rebuild leaves them. For others it is not:
-// deliveries_pkey, (destination_id, id), takes inserts at one place per destination, where every
-// page split leaves two half-full pages, and none of a delivery's updates is HOT, so each adds
-// entries. Measured right after a rebuild, such an index read as bloated once it had grown back to
-// its natural fill, one retention period later, and was rebuilt again for nothing: in the soak
-// (5-minute retention) deliveries_pkey was rebuilt every 5 minutes, at 31 MB packed and 78–98 MB
-// a retention period later, each time writing all of itself to the WAL at once. So a rebuild's
-// figure is taken again one retention period after it (settled), no rebuild comes before that,
-// and the factor is read against the settled figure: only an index that goes on growing past its
-// natural fill, pinned by held rows, is rebuilt again. An index never rebuilt is left alone until
-// retention has deleted as many rows from its table as the table holds, then rebuilt once to learn
-// its figure. (Rebuilding at first sight put a rebuild of every hot index into a million-delivery
-// bulk load. Taking the figure as it was at first sight counted the entries of superseded row
-// versions: a soak's deliveries_pkey read 251 bytes per live row at first sight.)
+// How bloated an index is: its bytes per entry now against the same figure right after its last
+// rebuild, when its leaves were packed. A healthy time-ordered index stays near 1 (its right-hand
+// pages fill as a rebuild leaves them); a pinned one drifts up. An index never rebuilt is left
+// alone until retention has deleted as many rows from its table as the table holds, then rebuilt
+// once to learn its figure: by then a pinned index is about twice its packed size, and before it
+// there is nothing for a rebuild to give back. (Rebuilding at first sight put a rebuild of every
+// hot index into a million-delivery bulk load. Taking the figure as it was at first sight counted
+// the entries of superseded row versions as packed: deliveries are updated as they go, none of
+// those updates is HOT, and a soak's deliveries_pkey read 251 bytes per live row at first sight.)
 //
 // Its entries now: pg_class.reltuples is counted only by VACUUM and ANALYZE, and lags a table
 // that grows between them: a table taking 1,000 rows/s can be a tenth larger than its count, and
@@ -61,11 +53,9 @@ export interface IndexStats {
 
 export interface RebuildBaseline {
   index: string;
-  /** Bytes per entry right after its last rebuild, or once settled after it. */
+  /** Bytes per entry right after its last rebuild. */
   bytesPerEntry: number;
   measuredAtMs: number;
-  /** Read again one retention period after the rebuild: the figure its bloat is read against. */
-  settled: boolean;
 }
 
 export interface RebuildPolicy {
@@ -74,22 +64,15 @@ export interface RebuildPolicy {
   /** Smaller indexes are left alone: a rebuild would give back too little to be worth its two table scans. */
   minBytes: number;
   /**
-   * Not rebuilt within this long of its figure's last reading (the settling included), however its
-   * figures read: a floor against a loop of rebuilds under a retention period of minutes, should
-   * the estimate of its entries be off (a partial index whose share moved).
+   * Not rebuilt again within this long, however its figures read: a floor against a loop of
+   * rebuilds should the estimate of its entries be off (a partial index whose share moved). An
+   * index pinned by held rows doubles in about one retention period, so the floor binds only below
+   * that.
    */
   minIntervalMs: number;
-  /** How long after a rebuild its figure is taken again as the settled one: the retention period. */
-  settleMs: number;
 }
 
-/** At Sluice's defaults: a retention period of 168 hours (the janitor passes the one configured). */
-export const DEFAULT_REBUILD_POLICY: RebuildPolicy = {
-  factor: 2,
-  minBytes: 16 * 1_048_576,
-  minIntervalMs: 5 * 60_000,
-  settleMs: 168 * 3_600_000,
-};
+export const DEFAULT_REBUILD_POLICY: RebuildPolicy = { factor: 2, minBytes: 16 * 1_048_576, minIntervalMs: 5 * 60_000 };
 
 /** An index's entries now, as the comment at the top says; 0 or less when nothing is known. */
 export function entriesNow(i: IndexStats): number {
@@ -107,8 +90,6 @@ export function bytesPerEntryAfterRebuild(i: IndexStats): number | null {
 export type RebuildTask =
   /** What a REINDEX CONCURRENTLY leaves when it is interrupted: an invalid copy that every write still updates. */
   | { kind: "drop"; index: string }
-  /** One retention period after its rebuild: its bytes per entry now (never below the packed figure) become its baseline. */
-  | { kind: "settle"; index: string; bytesPerEntry: number }
   /** bloat: bytes per entry ÷ the baseline's; null when there is no baseline yet. */
   | { kind: "rebuild"; index: string; table: string; bytes: number; bloat: number | null };
 
@@ -116,8 +97,8 @@ export type RebuildTask =
 const LEFTOVER = /_cc(new|old)\d*"?$/;
 
 /**
- * The leftovers to drop, the baselines to settle, then the indexes to rebuild, the most bytes to
- * win first (those never rebuilt after those known to be bloated, largest first).
+ * The leftovers to drop, then the indexes to rebuild, the most bytes to win first (those never
+ * rebuilt after those known to be bloated, largest first).
  */
 export function rebuildPlan(
   indexes: readonly IndexStats[],
@@ -128,18 +109,11 @@ export function rebuildPlan(
   const drops: RebuildTask[] = indexes.filter((i) => !i.valid && LEFTOVER.test(i.index)).map((i) => ({ kind: "drop", index: i.index }));
   if (!(policy.factor > 0)) return drops;
   const known = new Map(baselines.map((b) => [b.index, b]));
-  const settles: RebuildTask[] = [];
   const rebuilds = indexes.flatMap((i): Extract<RebuildTask, { kind: "rebuild" }>[] => {
     const entries = entriesNow(i);
-    if (!i.valid || LEFTOVER.test(i.index) || !(entries > 0)) return [];
-    const base = known.get(i.index);
-    if (base && !base.settled) {
-      const bytesPerEntry = Math.max(base.bytesPerEntry, i.bytes / entries);
-      if (nowMs - base.measuredAtMs >= policy.settleMs) settles.push({ kind: "settle", index: i.index, bytesPerEntry });
-      return [];
-    }
-    if (i.bytes < policy.minBytes) return [];
+    if (!i.valid || LEFTOVER.test(i.index) || i.bytes < policy.minBytes || !(entries > 0)) return [];
     const rebuild = (bloat: number | null) => [{ kind: "rebuild" as const, index: i.index, table: i.table, bytes: i.bytes, bloat }];
+    const base = known.get(i.index);
     // Never rebuilt: once retention has turned its table over, a rebuild learns its packed figure.
     if (!base) return i.tableDeleted > 0 && i.tableDeleted >= i.tableLive ? rebuild(null) : [];
     if (nowMs - base.measuredAtMs < policy.minIntervalMs) return [];
@@ -147,5 +121,5 @@ export function rebuildPlan(
     return bloat >= policy.factor ? rebuild(bloat) : [];
   });
   const wins = (t: (typeof rebuilds)[number]): number => (t.bloat === null ? -1 / t.bytes : t.bytes * (1 - 1 / t.bloat));
-  return [...drops, ...settles, ...rebuilds.sort((a, b) => wins(b) - wins(a))];
+  return [...drops, ...rebuilds.sort((a, b) => wins(b) - wins(a))];
 }

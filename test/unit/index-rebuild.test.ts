@@ -40,7 +40,6 @@ const baselinesFor = (names: string[]): fc.Arbitrary<RebuildBaseline[]> =>
         index: names.length ? fc.constantFrom(...names) : name,
         bytesPerEntry: fc.double({ min: 1, max: 10_000, noNaN: true }),
         measuredAtMs: fc.integer({ min: NOW - 30 * 86_400_000, max: NOW }),
-        settled: fc.boolean(),
       }),
       { maxLength: 20 },
     )
@@ -49,8 +48,6 @@ const policy: fc.Arbitrary<RebuildPolicy> = fc.record({
   factor: fc.oneof(fc.constant(0), fc.double({ min: 1.2, max: 100, noNaN: true })),
   minBytes: fc.integer({ min: 0, max: 2 ** 30 }),
   minIntervalMs: fc.integer({ min: 0, max: 86_400_000 }),
-  // Retention from a minute to ten years (config: 1/60 h upwards).
-  settleMs: fc.integer({ min: 60_000, max: 10 * 365 * 86_400_000 }),
 });
 const world = indexes.chain((is) => fc.tuple(fc.constant(is), baselinesFor(is.map((i) => i.index)), policy));
 
@@ -73,7 +70,7 @@ test("leftovers of an interrupted rebuild are dropped first, whatever the policy
   );
 });
 
-test("an index is rebuilt exactly when big enough, counted, settled and bloated past the factor (or never rebuilt on a turned-over table), not lately", () => {
+test("an index is rebuilt exactly when big enough, counted, bloated past the factor (or never rebuilt on a turned-over table), not lately", () => {
   fc.assert(
     fc.property(world, ([is, bs, p]) => {
       const plan = rebuildPlan(is, bs, NOW, p);
@@ -87,33 +84,15 @@ test("an index is rebuilt exactly when big enough, counted, settled and bloated 
           p.factor > 0 && i.valid && !leftover(i) && !/_cc(new|old)\d*"?$/.test(i.index) && i.bytes >= p.minBytes && entries > 0;
         // Never rebuilt: left alone until retention has deleted as many rows as its table holds.
         const turnedOver = i.tableDeleted > 0 && i.tableDeleted >= i.tableLive;
-        const due = candidate && (base ? base.settled && NOW - base.measuredAtMs >= p.minIntervalMs && bloat! >= p.factor : turnedOver);
+        const due = candidate && (base ? NOW - base.measuredAtMs >= p.minIntervalMs && bloat! >= p.factor : turnedOver);
         assert.equal(rebuilt.has(i.index), due, JSON.stringify({ i, base, p }));
         if (due) assert.equal(rebuilt.get(i.index)!.bloat, bloat);
       }
       const kinds = plan.map((t) => t.kind);
-      const order = ["drop", "settle", "rebuild"];
       assert.deepEqual(
         kinds,
-        [...kinds].sort((a, b) => order.indexOf(a) - order.indexOf(b)),
+        [...kinds].sort((a, b) => ["drop", "rebuild"].indexOf(a) - ["drop", "rebuild"].indexOf(b)),
       );
-    }),
-  );
-});
-
-test("a rebuild's figure settles exactly one retention period after it, at its size then and never below the packed figure", () => {
-  fc.assert(
-    fc.property(world, ([is, bs, p]) => {
-      const settled = new Map(
-        rebuildPlan(is, bs, NOW, p).flatMap((t) => (t.kind === "settle" ? [[t.index, t.bytesPerEntry] as const] : [])),
-      );
-      for (const i of is) {
-        const base = bs.find((b) => b.index === i.index);
-        const entries = entriesNow(i);
-        const due = p.factor > 0 && base !== undefined && !base.settled && NOW - base.measuredAtMs >= p.settleMs && i.valid && !leftover(i);
-        assert.equal(settled.has(i.index), due && !/_cc(new|old)\d*"?$/.test(i.index) && entries > 0, JSON.stringify({ i, base, p }));
-        if (settled.has(i.index)) assert.equal(settled.get(i.index), Math.max(base!.bytesPerEntry, i.bytes / entries));
-      }
     }),
   );
 });
@@ -152,7 +131,7 @@ test("the defaults: an index at twice its packed size per entry is rebuilt, at 1
       liveKnown: true,
     },
   ];
-  const base: RebuildBaseline[] = [{ index: "events_pkey", bytesPerEntry: 20, measuredAtMs: NOW - 3_600_000, settled: true }];
+  const base: RebuildBaseline[] = [{ index: "events_pkey", bytesPerEntry: 20, measuredAtMs: NOW - 3_600_000 }];
   assert.equal(rebuildPlan(at(2 * 20 * 1_000_000), base, NOW).length, 1);
   assert.equal(rebuildPlan(at(1.9 * 20 * 1_000_000), base, NOW).length, 0);
   assert.equal(rebuildPlan(at(15 * 1_048_576, 100_000), base, NOW).length, 0, "7.9 times, but under 16 MB");
@@ -182,7 +161,7 @@ test("entries now: a full index counts its table's live rows, a partial one its 
 test("a table a tenth past its last count: its growth is not read as bloat, and doubling is seen on time", () => {
   // Rebuilt when the table held 600,000 rows, at 40 bytes each; since, 1,000 rows/s into it while
   // retention deleted none: 660,000 live, packed as the rebuild left it, and the catalog says 600,000.
-  const base: RebuildBaseline[] = [{ index: "events_pkey", bytesPerEntry: 40, measuredAtMs: NOW - 3_600_000, settled: true }];
+  const base: RebuildBaseline[] = [{ index: "events_pkey", bytesPerEntry: 40, measuredAtMs: NOW - 3_600_000 }];
   const grown: IndexStats = {
     index: "events_pkey",
     table: "events",
@@ -205,44 +184,4 @@ test("a table a tenth past its last count: its growth is not read as bloat, and 
   );
   // The same index with its statistics lost to a crash: the catalog's count, as before.
   assert.equal(entriesNow({ ...grown, liveKnown: false, tableLive: 12 }), 600_000);
-});
-
-test("an index that grows back to its own fill after a rebuild is rebuilt once, not every retention period; one that goes on growing is", () => {
-  // deliveries_pkey in the soak (5-minute retention): 31 MB right after a rebuild, back at 78 MB
-  // a retention period later with as many rows, and no bigger after that.
-  const policy = { ...DEFAULT_REBUILD_POLICY, settleMs: 5 * 60_000 };
-  const pkey = (mb: number): IndexStats[] => [
-    {
-      index: "deliveries_pkey",
-      table: "deliveries",
-      bytes: mb * 1_048_576,
-      entries: 1e6,
-      valid: true,
-      partial: false,
-      tableLive: 1e6,
-      tableDeleted: 5e6,
-      tableCounted: 1e6,
-      liveKnown: true,
-    },
-  ];
-  const rebuilt: RebuildBaseline = {
-    index: "deliveries_pkey",
-    bytesPerEntry: (31 * 1_048_576) / 1e6,
-    measuredAtMs: NOW - 4 * 60_000,
-    settled: false,
-  };
-  // Four minutes after the rebuild, at 2.5 times its packed size: not rebuilt, not yet settled.
-  assert.deepEqual(rebuildPlan(pkey(78), [rebuilt], NOW, policy), []);
-  // A retention period after it: 78 MB is its figure from now on.
-  const later = { ...rebuilt, measuredAtMs: NOW - 5 * 60_000 };
-  assert.deepEqual(rebuildPlan(pkey(78), [later], NOW, policy), [
-    { kind: "settle", index: "deliveries_pkey", bytesPerEntry: (78 * 1_048_576) / 1e6 },
-  ]);
-  const settled: RebuildBaseline = { ...later, bytesPerEntry: (78 * 1_048_576) / 1e6, measuredAtMs: NOW - 60 * 60_000, settled: true };
-  assert.deepEqual(rebuildPlan(pkey(98), [settled], NOW, policy), [], "at its own fill, a little above: left alone");
-  // Pinned by held rows it goes on growing: rebuilt at twice its settled figure.
-  assert.deepEqual(
-    rebuildPlan(pkey(156), [settled], NOW, policy).map((t) => t.kind === "rebuild" && t.bloat),
-    [2],
-  );
 });

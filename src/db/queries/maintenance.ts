@@ -68,7 +68,7 @@ export async function indexStats(db: Db, only: string | null = null): Promise<In
 export async function rebuildBaselines(db: Db): Promise<RebuildBaseline[]> {
   return db.query<RebuildBaseline>(
     `SELECT index_name AS index, bytes_per_entry AS "bytesPerEntry",
-            (extract(epoch FROM measured_at) * 1000)::float8 AS "measuredAtMs", settled
+            (extract(epoch FROM measured_at) * 1000)::float8 AS "measuredAtMs"
        FROM index_rebuilds`,
   );
 }
@@ -105,20 +105,11 @@ export async function rebuildIndex(db: Db, index: string): Promise<{ bytes: numb
   return { bytes: after?.bytes ?? 0, bytesPerEntry };
 }
 
-/** An index's bytes per entry when packed: its figure until it settles (settleBaseline). */
+/** An index's bytes per entry when packed, against which its bloat is read from now on. */
 async function recordBaseline(db: Db, index: string, bytesPerEntry: number): Promise<void> {
   await db.query(
-    `INSERT INTO index_rebuilds (index_name, bytes_per_entry, measured_at, settled) VALUES ($1, $2, now(), false)
-     ON CONFLICT (index_name) DO UPDATE
-       SET bytes_per_entry = EXCLUDED.bytes_per_entry, measured_at = EXCLUDED.measured_at, settled = false`,
+    `INSERT INTO index_rebuilds (index_name, bytes_per_entry, measured_at) VALUES ($1, $2, now())
+     ON CONFLICT (index_name) DO UPDATE SET bytes_per_entry = EXCLUDED.bytes_per_entry, measured_at = EXCLUDED.measured_at`,
     [index, bytesPerEntry],
   );
-}
-
-/** An index's bytes per entry one retention period after its rebuild, against which its bloat is read from now on. */
-export async function settleBaseline(db: Db, index: string, bytesPerEntry: number): Promise<void> {
-  await db.query(`UPDATE index_rebuilds SET bytes_per_entry = $2, measured_at = now(), settled = true WHERE index_name = $1`, [
-    index,
-    bytesPerEntry,
-  ]);
 }
