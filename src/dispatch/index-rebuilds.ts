@@ -24,14 +24,6 @@ const EVERY_MS = 60_000;
  * next round by at most this long.
  */
 const LEASE_SECONDS = 3600;
-/**
- * After each rebuild the next waits this many times as long as the rebuild took (at most
- * REST_MAX_MS). A rebuild writes its whole new index to the WAL and to disk at once; eight of them
- * back to back (the first round of a soak) kept a core and the disk busy for 4 s, and commits
- * queued behind them: publish → delivery p99 116–139 ms for 2–3 s, against about 40.
- */
-const REST_FACTOR = 3;
-const REST_MAX_MS = 60_000;
 
 export type RebuildDone = RebuildTask & { ms: number; bytesAfter?: number };
 
@@ -48,8 +40,6 @@ export async function rebuildIndexesOnce(
   const done: RebuildDone[] = [];
   try {
     for (const task of plan) {
-      const previous = done.at(-1);
-      if (task.kind === "rebuild" && previous?.kind === "rebuild") await rest(Math.min(REST_MAX_MS, REST_FACTOR * previous.ms), stopped);
       if (stopped()) break;
       const startedAt = performance.now();
       if (task.kind === "drop") {
@@ -67,12 +57,6 @@ export async function rebuildIndexesOnce(
     await releaseRebuildLease(db);
   }
   return done;
-}
-
-/** Waits `ms`, or less once `stopped()`: a stopping worker does not sit out a rest. */
-async function rest(ms: number, stopped: () => boolean): Promise<void> {
-  for (const until = performance.now() + ms; !stopped() && performance.now() < until;)
-    await new Promise((resolve) => setTimeout(resolve, Math.min(250, until - performance.now())));
 }
 
 export function startIndexRebuilds(db: Db, log: Logger, policy: RebuildPolicy = DEFAULT_REBUILD_POLICY): () => void {
