@@ -115,7 +115,7 @@ class Publisher {
 // transaction's virtualxid lock, for the transactions that could still see the old index to end —
 // a wait that holds up no one. (Sampled every 100 ms through a soak's first round of rebuilds,
 // Sluice's own sessions never waited 100 ms for a lock; counted, the rebuild's waits could read as
-// the 562–941 ms "longest wait" of the windows of earlier soaks' rebuilds.)
+// the 562–945 ms "longest wait" of the windows of earlier soaks' rebuilds.)
 const STORE_SQL = `
   SELECT (SELECT deadlocks::int FROM pg_stat_database WHERE datname = current_database()) AS deadlocks,
          count(DISTINCT a.pid)::int AS waiting,

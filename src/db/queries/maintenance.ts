@@ -93,8 +93,10 @@ export async function dropLeftoverIndex(db: Db, index: string): Promise<void> {
 
 /**
  * REINDEX CONCURRENTLY: a new copy is built beside the index from two scans of its table while
- * reads and writes go on, then swapped in; writes wait only for the moment of the swap. Returns
- * the index's size and bytes per entry after it, and records the latter as its baseline.
+ * reads and writes go on, then swapped in. No statement waits for it; between its phases it waits
+ * for the older transactions on the table to end. What it costs the others is a core and the disk
+ * while it runs (docs/benchmarks.md, bench:soak). Returns the index's size and bytes per entry
+ * after it, and records the latter as its baseline.
  */
 export async function rebuildIndex(db: Db, index: string): Promise<{ bytes: number; bytesPerEntry: number | null }> {
   await db.execMaintenance(`REINDEX INDEX CONCURRENTLY ${index}`);
