@@ -26,10 +26,9 @@
 // Only while it is still growing. Not every index that outgrows its packed figure is pinned:
 // one whose inserts land at many places (one per destination: deliveries_pkey is
 // (destination_id, id)) splits pages into halves that nothing fills again, and holds the entries
-// of superseded row versions until VACUUM. It settles at two to four times packed at 90 % within
-// one retention period of a rebuild, and stays there: a rebuild gives nothing back for longer than
-// that. (Sluice's own such indexes are built at 40 %, migration 0022, near the fill they settle
-// at; this test covers the rest.) A pinned index instead grows by about its packed size in every retention period, for as
+// of superseded row versions until VACUUM. It settles at two to four times packed within one
+// retention period of a rebuild, and stays there: a rebuild gives nothing back for longer than
+// that. A pinned index instead grows by about its packed size in every retention period, for as
 // long as the holds last. So an index's figure is recorded again once, one retention period after
 // its rebuild (when everything in it came since), and it is rebuilt only while it is both past the
 // factor and still growing since then, by at least minGrowth of its packed figure per retention
