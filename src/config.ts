@@ -340,7 +340,7 @@ export const SETTINGS = [
         throw new Error("must be 0 (never rebuild) or a number from 1.2 to 100");
       return n;
     },
-    doc: "The janitor rebuilds an index of 16 MB or more (REINDEX CONCURRENTLY) once its size per entry reaches this many times what it was after its last rebuild and is still growing one retention period after it: deliveries held for a long time keep time-ordered index pages mostly empty. 0 turns rebuilds off.",
+    doc: "The janitor rebuilds an index of 16 MB or more (REINDEX CONCURRENTLY) once its size per entry reaches this many times what it was after its last rebuild: deliveries held for a long time keep time-ordered index pages mostly empty. 0 turns rebuilds off.",
   }),
   // One page is one transaction holding the destination's row lock: small enough that claims and
   // ingest barely wait for it, large enough that a million-row recovery is 2,000 statements.

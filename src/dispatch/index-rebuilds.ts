@@ -5,12 +5,11 @@ import {
   indexStats,
   rebuildBaselines,
   rebuildIndex,
-  recordSettled,
   releaseRebuildLease,
   takeRebuildLease,
 } from "../db/queries/maintenance.js";
 import { metrics } from "../metrics.js";
-import { DEFAULT_REBUILD_POLICY, rebuildPlan, settledFigures, type RebuildPolicy, type RebuildTask } from "../policy/index-rebuild.js";
+import { DEFAULT_REBUILD_POLICY, rebuildPlan, type RebuildPolicy, type RebuildTask } from "../policy/index-rebuild.js";
 import { everyRound } from "./rounds.js";
 
 // The janitor's index rebuilds: what policy/index-rebuild.ts says, run by one worker at a time
@@ -35,10 +34,7 @@ export async function rebuildIndexesOnce(
   stopped: () => boolean = () => false,
 ): Promise<RebuildDone[] | null> {
   // Cheap reads first: most rounds find nothing to do and take no lease.
-  const [stats, baselines, now] = [await indexStats(db), await rebuildBaselines(db), Date.now()];
-  // A settled figure is read from the next round on, half a retention period later at the soonest.
-  for (const s of settledFigures(stats, baselines, now, policy)) await recordSettled(db, s.index, s.bytesPerEntry);
-  const plan = rebuildPlan(stats, baselines, now, policy);
+  const plan = rebuildPlan(await indexStats(db), await rebuildBaselines(db), Date.now(), policy);
   if (plan.length === 0) return [];
   if (!(await takeRebuildLease(db, LEASE_SECONDS))) return null;
   const done: RebuildDone[] = [];

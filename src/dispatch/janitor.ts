@@ -100,13 +100,7 @@ export function startJanitor(
     ? () => undefined
     : startVacuum(db, log, db.kind === "embedded" ? DEFAULT_VACUUM_POLICY : SERVER_VACUUM_POLICY);
   // What retention cannot give back: index pages that held deliveries keep mostly empty (policy/index-rebuild.ts).
-  const stopRebuilds = db.citus
-    ? () => undefined
-    : startIndexRebuilds(db, log, {
-        ...DEFAULT_REBUILD_POLICY,
-        factor: indexRebuildFactor,
-        turnoverMs: retentionHours * 3_600_000,
-      });
+  const stopRebuilds = db.citus ? () => undefined : startIndexRebuilds(db, log, { ...DEFAULT_REBUILD_POLICY, factor: indexRebuildFactor });
   return () => {
     stopPruning();
     clearInterval(sweep);

@@ -1,7 +1,6 @@
 // When the janitor rebuilds one of Sluice's indexes (REINDEX CONCURRENTLY). Pure: each index's
-// size and entry count, its bytes per entry right after its last rebuild and once it had turned
-// over since, in; what to drop, what to rebuild and which figures to record out.
-// dispatch/index-rebuilds.ts applies it.
+// size and entry count, and its bytes per entry right after its last rebuild, in; what to drop and
+// what to rebuild out. dispatch/index-rebuilds.ts applies it.
 //
 // Why rebuild at all: ids begin with their creation time (src/ids.ts), so the indexes of events
 // and deliveries are ordered by time and new entries only ever go to their right-hand end.
@@ -22,18 +21,6 @@
 // hot index into a million-delivery bulk load. Taking the figure as it was at first sight counted
 // the entries of superseded row versions as packed: deliveries are updated as they go, none of
 // those updates is HOT, and a soak's deliveries_pkey read 251 bytes per live row at first sight.)
-//
-// Only while it is still growing. Not every index that outgrows its packed figure is pinned:
-// one whose inserts land at many places (one per destination: deliveries_pkey is
-// (destination_id, id)) splits pages into halves that nothing fills again, and holds the entries
-// of superseded row versions until VACUUM. It settles at two to four times packed within one
-// retention period of a rebuild, and stays there: a rebuild gives nothing back for longer than
-// that. A pinned index instead grows by about its packed size in every retention period, for as
-// long as the holds last. So an index's figure is recorded again once, one retention period after
-// its rebuild (when everything in it came since), and it is rebuilt only while it is both past the
-// factor and still growing since then, by at least minGrowth of its packed figure per retention
-// period. (Reading bloat against the settled figure alone let the pinned indexes grow to four times
-// packed before a rebuild, and past that: docs/benchmarks.md, bench:soak, item 6.)
 //
 // Its entries now: pg_class.reltuples is counted only by VACUUM and ANALYZE, and lags a table
 // that grows between them: a table taking 1,000 rows/s can be a tenth larger than its count, and
@@ -69,8 +56,6 @@ export interface RebuildBaseline {
   /** Bytes per entry right after its last rebuild. */
   bytesPerEntry: number;
   measuredAtMs: number;
-  /** Its bytes per entry as first seen one retention period or more after that rebuild; null before. */
-  settled: { bytesPerEntry: number; atMs: number } | null;
 }
 
 export interface RebuildPolicy {
@@ -85,22 +70,9 @@ export interface RebuildPolicy {
    * that.
    */
   minIntervalMs: number;
-  /** The retention period: the time in which an index's entries are all replaced, but for those held. */
-  turnoverMs: number;
-  /**
-   * Rebuilt only while growing since its settled figure by at least this share of its packed one per
-   * retention period (measured over half a period or more); 0: at the factor alone, settled or not.
-   */
-  minGrowth: number;
 }
 
-export const DEFAULT_REBUILD_POLICY: RebuildPolicy = {
-  factor: 2,
-  minBytes: 16 * 1_048_576,
-  minIntervalMs: 5 * 60_000,
-  turnoverMs: 168 * 3_600_000,
-  minGrowth: 0.25,
-};
+export const DEFAULT_REBUILD_POLICY: RebuildPolicy = { factor: 2, minBytes: 16 * 1_048_576, minIntervalMs: 5 * 60_000 };
 
 /** An index's entries now, as the comment at the top says; 0 or less when nothing is known. */
 export function entriesNow(i: IndexStats): number {
@@ -146,44 +118,8 @@ export function rebuildPlan(
     if (!base) return i.tableDeleted > 0 && i.tableDeleted >= i.tableLive ? rebuild(null) : [];
     if (nowMs - base.measuredAtMs < policy.minIntervalMs) return [];
     const bloat = i.bytes / entries / base.bytesPerEntry;
-    if (!(bloat >= policy.factor)) return [];
-    if (!(policy.minGrowth > 0)) return rebuild(bloat);
-    // Past the factor: pinned, or settled at its own fill? Judged by its growth since it settled.
-    const growth = growthPerTurnover(i, base, nowMs, policy);
-    return growth !== null && growth >= policy.minGrowth ? rebuild(bloat) : [];
+    return bloat >= policy.factor ? rebuild(bloat) : [];
   });
   const wins = (t: (typeof rebuilds)[number]): number => (t.bloat === null ? -1 / t.bytes : t.bytes * (1 - 1 / t.bloat));
   return [...drops, ...rebuilds.sort((a, b) => wins(b) - wins(a))];
-}
-
-/**
- * Its growth in bytes per entry since its settled figure, as a share of its packed figure per
- * retention period; null until it has settled and half a period has passed since.
- */
-export function growthPerTurnover(i: IndexStats, base: RebuildBaseline, nowMs: number, policy: RebuildPolicy): number | null {
-  const entries = entriesNow(i);
-  const since = nowMs - (base.settled?.atMs ?? Infinity);
-  if (!base.settled || !(entries > 0) || !(since >= policy.turnoverMs / 2) || !(since > 0)) return null;
-  return ((i.bytes / entries - base.settled.bytesPerEntry) / base.bytesPerEntry) * (policy.turnoverMs / since);
-}
-
-/**
- * The figures to record as settled: each index rebuilt one retention period or more ago that has
- * none yet, as it reads now. Only where a growth test will read them (minGrowth above 0).
- */
-export function settledFigures(
-  indexes: readonly IndexStats[],
-  baselines: readonly RebuildBaseline[],
-  nowMs: number,
-  policy: RebuildPolicy = DEFAULT_REBUILD_POLICY,
-): { index: string; bytesPerEntry: number }[] {
-  if (!(policy.factor > 0) || !(policy.minGrowth > 0)) return [];
-  const known = new Map(baselines.map((b) => [b.index, b]));
-  return indexes.flatMap((i) => {
-    const base = known.get(i.index);
-    const entries = entriesNow(i);
-    if (!base || base.settled || !i.valid || !(entries > 0) || !(i.bytes > 0) || !(nowMs - base.measuredAtMs >= policy.turnoverMs))
-      return [];
-    return [{ index: i.index, bytesPerEntry: i.bytes / entries }];
-  });
 }

@@ -8,7 +8,6 @@ import { rebuildIndexesOnce } from "../../src/dispatch/index-rebuilds.js";
 import { indexStats, rebuildIndex, releaseRebuildLease, takeRebuildLease } from "../../src/db/queries/maintenance.js";
 import type { RebuildPolicy } from "../../src/policy/index-rebuild.js";
 import { metrics } from "../../src/metrics.js";
-import { sleep } from "../../src/sleep.js";
 
 // The janitor's index rebuilds (policy/index-rebuild.ts) on every store shape, the pooled one
 // included (REINDEX CONCURRENTLY runs outside a transaction, through PgBouncer). A time-ordered
@@ -16,8 +15,7 @@ import { sleep } from "../../src/sleep.js";
 // indexes of events and deliveries: every leaf keeps a few entries, and no page comes back.
 
 // Only the test's table is big enough to be looked at: Sluice's own indexes are nearly empty here.
-// At the factor alone (minGrowth 0); the growth test has a test of its own below.
-const POLICY: RebuildPolicy = { factor: 2, minBytes: 1_048_576, minIntervalMs: 0, turnoverMs: 0, minGrowth: 0 };
+const POLICY: RebuildPolicy = { factor: 2, minBytes: 1_048_576, minIntervalMs: 0 };
 
 /** Rows `from`…`to` of `held`, ids as Sluice mints them (time first, in hex), all but 1 in 100 then deleted. */
 async function publishAndPrune(db: Db, from: number, to: number): Promise<void> {
@@ -71,43 +69,6 @@ for (const backend of ENGINE_BACKENDS.filter((b) => b !== "cell")) {
       assert.ok(task?.kind === "rebuild" && task.bloat !== null && task.bloat >= 2, JSON.stringify(task));
       assert.ok((task.bytesAfter ?? Infinity) < task.bytes / 10, JSON.stringify(task));
       assert.equal((await db.query("SELECT count(*)::int AS n FROM held"))[0]!.n, 3000, "a rebuild keeps every row");
-    });
-  });
-
-  test(`${backend}: past the factor, an index that has settled is left alone, and rebuilt once it grows again`, async () => {
-    await withTestStore(backend, async (db) => {
-      // A retention period of 3 s: long enough for a round's reads, short enough to wait out.
-      const policy: RebuildPolicy = { ...POLICY, turnoverMs: 3000, minGrowth: 0.25 };
-      const settled = async () =>
-        (await db.query<{ b: number | null }>("SELECT settled_bytes_per_entry AS b FROM index_rebuilds WHERE index_name = 'held_pkey'"))[0]
-          ?.b;
-      await db.exec(`CREATE TABLE held (id text COLLATE "C" PRIMARY KEY, n int)`);
-      await publishAndPrune(db, 0, 199_999);
-      assert.equal((await rebuildIndexesOnce(db, policy))?.length, 1, "rebuilt once to learn its packed figure");
-      const rebuiltAt = Date.now();
-
-      // Far past the factor within a period of its rebuild: left to settle, as an index that
-      // takes inserts at many places regrows to its own fill in that time.
-      await publishAndPrune(db, 200_000, 299_999);
-      const bloated = await heldPkey(db);
-      assert.ok(bloated.bytes > 2 * 1_048_576, `${bloated.bytes} bytes`);
-      assert.deepEqual(await rebuildIndexesOnce(db, policy), []);
-
-      // A period on, its figure is recorded as settled; half a period later it has not grown: left alone.
-      await sleep(Math.max(0, rebuiltAt + 3000 - Date.now()));
-      assert.deepEqual(await rebuildIndexesOnce(db, policy), []);
-      const figure = await settled();
-      const atSettle = await heldPkey(db);
-      assert.ok(figure && Math.abs(figure - atSettle.bytes / 3000) < 1, JSON.stringify({ figure, atSettle }));
-      await sleep(1600);
-      assert.deepEqual(await rebuildIndexesOnce(db, policy), [], "settled at its own fill");
-
-      // Pinned after all: another 100,000 published and pruned, and it grows past its settled figure.
-      await publishAndPrune(db, 300_000, 399_999);
-      const again = await rebuildIndexesOnce(db, policy);
-      assert.equal(again?.length, 1, JSON.stringify(again));
-      assert.ok(again?.[0]?.kind === "rebuild" && (again[0].bytesAfter ?? Infinity) < again[0].bytes / 10, JSON.stringify(again));
-      assert.equal(await settled(), null, "a rebuild starts the settling over");
     });
   });
 

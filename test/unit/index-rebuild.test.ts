@@ -6,7 +6,6 @@ import {
   bytesPerEntryAfterRebuild,
   entriesNow,
   rebuildPlan,
-  settledFigures,
   type IndexStats,
   type RebuildBaseline,
   type RebuildPolicy,
@@ -41,26 +40,14 @@ const baselinesFor = (names: string[]): fc.Arbitrary<RebuildBaseline[]> =>
         index: names.length ? fc.constantFrom(...names) : name,
         bytesPerEntry: fc.double({ min: 1, max: 10_000, noNaN: true }),
         measuredAtMs: fc.integer({ min: NOW - 30 * 86_400_000, max: NOW }),
-        settled: fc.option(
-          fc.record({ bytesPerEntry: fc.double({ min: 1, max: 40_000, noNaN: true }), ago: fc.integer({ min: 0, max: 30 * 86_400_000 }) }),
-        ),
       }),
       { maxLength: 20 },
-    )
-    // Settled after the rebuild, never before it.
-    .map((bs) =>
-      bs.map(({ settled, ...b }) => ({
-        ...b,
-        settled: settled && { bytesPerEntry: settled.bytesPerEntry, atMs: Math.max(b.measuredAtMs, NOW - settled.ago) },
-      })),
     )
     .map((bs) => [...new Map(bs.map((b) => [b.index, b])).values()]);
 const policy: fc.Arbitrary<RebuildPolicy> = fc.record({
   factor: fc.oneof(fc.constant(0), fc.double({ min: 1.2, max: 100, noNaN: true })),
   minBytes: fc.integer({ min: 0, max: 2 ** 30 }),
   minIntervalMs: fc.integer({ min: 0, max: 86_400_000 }),
-  turnoverMs: fc.integer({ min: 0, max: 3650 * 86_400_000 }),
-  minGrowth: fc.oneof(fc.constant(0), fc.double({ min: 0.01, max: 10, noNaN: true })),
 });
 const world = indexes.chain((is) => fc.tuple(fc.constant(is), baselinesFor(is.map((i) => i.index)), policy));
 
@@ -97,14 +84,7 @@ test("an index is rebuilt exactly when big enough, counted, bloated past the fac
           p.factor > 0 && i.valid && !leftover(i) && !/_cc(new|old)\d*"?$/.test(i.index) && i.bytes >= p.minBytes && entries > 0;
         // Never rebuilt: left alone until retention has deleted as many rows as its table holds.
         const turnedOver = i.tableDeleted > 0 && i.tableDeleted >= i.tableLive;
-        // Past the factor: rebuilt only while still growing since it settled (unless minGrowth is 0).
-        const since = base?.settled ? NOW - base.settled.atMs : -1;
-        const growing =
-          p.minGrowth <= 0 ||
-          (since > 0 &&
-            since >= p.turnoverMs / 2 &&
-            ((i.bytes / entries - base!.settled!.bytesPerEntry) / base!.bytesPerEntry) * (p.turnoverMs / since) >= p.minGrowth);
-        const due = candidate && (base ? NOW - base.measuredAtMs >= p.minIntervalMs && bloat! >= p.factor && growing : turnedOver);
+        const due = candidate && (base ? NOW - base.measuredAtMs >= p.minIntervalMs && bloat! >= p.factor : turnedOver);
         assert.equal(rebuilt.has(i.index), due, JSON.stringify({ i, base, p }));
         if (due) assert.equal(rebuilt.get(i.index)!.bloat, bloat);
       }
@@ -136,65 +116,6 @@ test("the most bytes to win come first: known bloat by bytes given back, then th
   );
 });
 
-test("a figure is recorded as settled once, one retention period after the rebuild, where a growth test reads it", () => {
-  fc.assert(
-    fc.property(world, ([is, bs, p]) => {
-      const recorded = new Map(settledFigures(is, bs, NOW, p).map((f) => [f.index, f.bytesPerEntry]));
-      for (const i of is) {
-        const base = bs.find((b) => b.index === i.index);
-        const entries = entriesNow(i);
-        const due =
-          p.factor > 0 &&
-          p.minGrowth > 0 &&
-          base !== undefined &&
-          base.settled === null &&
-          i.valid &&
-          entries > 0 &&
-          i.bytes > 0 &&
-          NOW - base.measuredAtMs >= p.turnoverMs;
-        assert.equal(recorded.has(i.index), due, JSON.stringify({ i, base, p }));
-        if (due) assert.equal(recorded.get(i.index), i.bytes / entries);
-      }
-    }),
-  );
-});
-
-test("past the factor, a pinned index is rebuilt and one settled at its own fill is not", () => {
-  // Packed at 30 bytes per entry a retention period (5 min) ago; 1,000,000 entries.
-  const period = 5 * 60_000;
-  const policy = { ...DEFAULT_REBUILD_POLICY, turnoverMs: period };
-  const now = (bytesPerEntry: number): IndexStats[] => [
-    {
-      index: "deliveries_pkey",
-      table: "deliveries",
-      bytes: bytesPerEntry * 1_000_000,
-      entries: 1_000_000,
-      valid: true,
-      partial: false,
-      tableLive: 1_000_000,
-      tableDeleted: 5e6,
-      tableCounted: 1_000_000,
-      liveKnown: true,
-    },
-  ];
-  const rebuilt: RebuildBaseline = { index: "deliveries_pkey", bytesPerEntry: 30, measuredAtMs: NOW - 2 * period, settled: null };
-  // Not settled yet: left to reach its own fill, however far past the factor.
-  assert.deepEqual(rebuildPlan(now(114), [rebuilt], NOW, policy), []);
-  const settledAt = (bytesPerEntry: number, ago: number): RebuildBaseline => ({ ...rebuilt, settled: { bytesPerEntry, atMs: NOW - ago } });
-  // Settled at 3.8 times packed and flat since, or a little up: its own fill, left alone.
-  assert.deepEqual(rebuildPlan(now(114), [settledAt(114, period)], NOW, policy), []);
-  assert.deepEqual(rebuildPlan(now(118), [settledAt(114, period)], NOW, policy), [], "up 4/30 of packed in a period");
-  // Pinned: 2 times packed when it settled, 2.5 times half a period later — growing by its packed size a period.
-  assert.equal(rebuildPlan(now(75), [settledAt(60, period / 2)], NOW, policy).length, 1);
-  assert.equal(rebuildPlan(now(75), [settledAt(60, period / 2 - 1)], NOW, policy).length, 0, "not half a period yet");
-  // The same growth before the factor: not yet.
-  assert.equal(rebuildPlan(now(55), [settledAt(40, period / 2)], NOW, policy).length, 0);
-  // Its figure is recorded once a period has passed since the rebuild, not before.
-  assert.deepEqual(settledFigures(now(114), [rebuilt], NOW, policy), [{ index: "deliveries_pkey", bytesPerEntry: 114 }]);
-  assert.deepEqual(settledFigures(now(114), [{ ...rebuilt, measuredAtMs: NOW - period + 1 }], NOW, policy), []);
-  assert.deepEqual(settledFigures(now(114), [settledAt(100, 1)], NOW, policy), [], "recorded already");
-});
-
 test("the defaults: an index at twice its packed size per entry is rebuilt, at 1.9 times or under 16 MB it is not", () => {
   const at = (bytes: number, entries = 1_000_000): IndexStats[] => [
     {
@@ -210,24 +131,11 @@ test("the defaults: an index at twice its packed size per entry is rebuilt, at 1
       liveKnown: true,
     },
   ];
-  // Rebuilt two weeks ago, settled at 1.5 times packed one week (the default retention) later, and
-  // growing since (the growth test: the test above).
-  const base: RebuildBaseline[] = [
-    {
-      index: "events_pkey",
-      bytesPerEntry: 20,
-      measuredAtMs: NOW - 14 * 86_400_000,
-      settled: { bytesPerEntry: 30, atMs: NOW - 7 * 86_400_000 },
-    },
-  ];
+  const base: RebuildBaseline[] = [{ index: "events_pkey", bytesPerEntry: 20, measuredAtMs: NOW - 3_600_000 }];
   assert.equal(rebuildPlan(at(2 * 20 * 1_000_000), base, NOW).length, 1);
   assert.equal(rebuildPlan(at(1.9 * 20 * 1_000_000), base, NOW).length, 0);
   assert.equal(rebuildPlan(at(15 * 1_048_576, 100_000), base, NOW).length, 0, "7.9 times, but under 16 MB");
-  assert.equal(
-    rebuildPlan(at(2 * 20 * 1_000_000), [{ ...base[0]!, measuredAtMs: NOW - 4 * 60_000, settled: null }], NOW).length,
-    0,
-    "rebuilt 4 min ago",
-  );
+  assert.equal(rebuildPlan(at(2 * 20 * 1_000_000), [{ ...base[0]!, measuredAtMs: NOW - 4 * 60_000 }], NOW).length, 0, "rebuilt 4 min ago");
   assert.deepEqual(rebuildPlan(at(2 * 20 * 1_000_000), [], NOW), [], "never rebuilt, nothing ever deleted: left alone");
 });
 
@@ -253,7 +161,7 @@ test("entries now: a full index counts its table's live rows, a partial one its 
 test("a table a tenth past its last count: its growth is not read as bloat, and doubling is seen on time", () => {
   // Rebuilt when the table held 600,000 rows, at 40 bytes each; since, 1,000 rows/s into it while
   // retention deleted none: 660,000 live, packed as the rebuild left it, and the catalog says 600,000.
-  const base: RebuildBaseline[] = [{ index: "events_pkey", bytesPerEntry: 40, measuredAtMs: NOW - 3_600_000, settled: null }];
+  const base: RebuildBaseline[] = [{ index: "events_pkey", bytesPerEntry: 40, measuredAtMs: NOW - 3_600_000 }];
   const grown: IndexStats = {
     index: "events_pkey",
     table: "events",
@@ -266,13 +174,12 @@ test("a table a tenth past its last count: its growth is not read as bloat, and 
     tableCounted: 600_000,
     liveKnown: true,
   };
-  // At the factor alone (minGrowth 0): what is read here is the count of entries, not the growth.
-  const policy = { ...DEFAULT_REBUILD_POLICY, factor: 1.05, minGrowth: 0 };
+  const policy = { ...DEFAULT_REBUILD_POLICY, factor: 1.05 };
   assert.deepEqual(rebuildPlan([grown], base, NOW, policy), [], "1.0 times its packed size, not the 1.1 the catalog says");
   // Later, retention deleting as fast as rows come: 660,000 live over twice the pages.
   const doubled = { ...grown, bytes: 2 * 660_000 * 40, entries: 660_000, tableDeleted: 5e6, tableCounted: 660_000 };
   assert.deepEqual(
-    rebuildPlan([doubled], base, NOW, { ...policy, factor: 2 }).map((t) => t.kind === "rebuild" && t.bloat),
+    rebuildPlan([doubled], base, NOW).map((t) => t.kind === "rebuild" && t.bloat),
     [2],
   );
   // The same index with its statistics lost to a crash: the catalog's count, as before.

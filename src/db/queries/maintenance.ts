@@ -68,18 +68,8 @@ export async function indexStats(db: Db, only: string | null = null): Promise<In
 export async function rebuildBaselines(db: Db): Promise<RebuildBaseline[]> {
   return db.query<RebuildBaseline>(
     `SELECT index_name AS index, bytes_per_entry AS "bytesPerEntry",
-            (extract(epoch FROM measured_at) * 1000)::float8 AS "measuredAtMs",
-            CASE WHEN settled_at IS NOT NULL THEN json_build_object(
-              'bytesPerEntry', settled_bytes_per_entry, 'atMs', (extract(epoch FROM settled_at) * 1000)::float8) END AS settled
+            (extract(epoch FROM measured_at) * 1000)::float8 AS "measuredAtMs"
        FROM index_rebuilds`,
-  );
-}
-
-/** An index's figure once it has turned over since its rebuild; the first worker to record it wins. */
-export async function recordSettled(db: Db, index: string, bytesPerEntry: number): Promise<void> {
-  await db.query(
-    `UPDATE index_rebuilds SET settled_bytes_per_entry = $2, settled_at = now() WHERE index_name = $1 AND settled_at IS NULL`,
-    [index, bytesPerEntry],
   );
 }
 
@@ -121,8 +111,7 @@ export async function rebuildIndex(db: Db, index: string): Promise<{ bytes: numb
 async function recordBaseline(db: Db, index: string, bytesPerEntry: number): Promise<void> {
   await db.query(
     `INSERT INTO index_rebuilds (index_name, bytes_per_entry, measured_at) VALUES ($1, $2, now())
-     ON CONFLICT (index_name) DO UPDATE
-       SET bytes_per_entry = EXCLUDED.bytes_per_entry, measured_at = EXCLUDED.measured_at, settled_bytes_per_entry = NULL, settled_at = NULL`,
+     ON CONFLICT (index_name) DO UPDATE SET bytes_per_entry = EXCLUDED.bytes_per_entry, measured_at = EXCLUDED.measured_at`,
     [index, bytesPerEntry],
   );
 }
