@@ -28,9 +28,14 @@ import { DEFAULT_VACUUM_POLICY, SERVER_VACUUM_POLICY, vacuumPlan, type VacuumPol
 
 const BATCH = 5_000;
 
+/**
+ * One batch of each pruning statement, in one transaction. `round` carries what a round's
+ * batches pass on: where the last batch of events stopped (retention.ts's pruneEvents).
+ */
 export async function pruneOnce(
   db: Db,
   retentionHours: number,
+  round: { eventsAfter: string } = { eventsAfter: "" },
 ): Promise<{
   deliveries: number;
   attempts: number;
@@ -40,17 +45,21 @@ export async function pruneOnce(
   deletedDiscarded: number;
   alerts: number;
 } | null> {
-  return db.tx(async (q) => {
+  const r = await db.tx(async (q) => {
     if (!(await tryRetentionLock(q))) return null;
     const attempts = await pruneAttempts(q, retentionHours, BATCH);
     const deliveries = await pruneDeliveries(q, retentionHours, BATCH);
-    const events = await pruneEvents(q, retentionHours, BATCH);
+    const events = await pruneEvents(q, retentionHours, BATCH, round.eventsAfter);
     const pausedDiscarded = await discardHeldPastPausedRetention(q);
     const deletedDiscarded = await discardLeftOfDeleted(q);
     const keys = await pruneIdempotencyKeys(q);
     const alerts = await pruneAlerts(q, retentionHours, BATCH);
     return { deliveries, attempts, events, keys, pausedDiscarded, deletedDiscarded, alerts };
   });
+  if (!r) return null;
+  // Moved on once the batch has committed: one rolled back deleted nothing.
+  if (r.events.last !== null) round.eventsAfter = r.events.last;
+  return { ...r, events: r.events.n };
 }
 
 // Every 30 seconds: what passed retention in the last half-minute, a few batches a table. A round
@@ -70,8 +79,9 @@ export function startJanitor(
     // removes all that passed retention since the last, however busy Sluice was. A cap per round
     // would cap retention's pace (20 batches of 5,000 per 5 minutes is 333 rows/s a table), and
     // above that pace the tables would grow without end.
+    const round = { eventsAfter: "" };
     while (!stopped()) {
-      const r = await pruneOnce(db, retentionHours);
+      const r = await pruneOnce(db, retentionHours, round);
       if (!r) break;
       if (r.deliveries || r.attempts || r.events || r.keys || r.pausedDiscarded || r.deletedDiscarded || r.alerts)
         log.info(r, "pruned past retention");

@@ -10,6 +10,7 @@ import { waitFor } from "../helpers/wait-for.js";
 import type { Delivery, Destination, Event, EventAccepted, Page } from "../helpers/api-types.js";
 import { metrics } from "../../src/metrics.js";
 import { pruneOnce } from "../../src/dispatch/janitor.js";
+import { pruneEvents } from "../../src/db/queries/retention.js";
 
 /** `id` with the time in it (src/ids.ts: prefix_ + 12 hex digits of ms) moved `hours` back. */
 function agedId(id: string, hours: number): string {
@@ -125,6 +126,38 @@ for (const backend of ENGINE_BACKENDS) {
       const kept = await s.api<Event>("GET", `/v1/events/${aged(waiting.body.id)}`);
       assert.equal(kept.status, 200);
       assert.equal(kept.body.deliveries![0]!.status, "held");
+    });
+
+    test("retention's batches of events go on from where the last stopped, past the held ones", async () => {
+      const { s, rx } = ctx;
+      const db = s.running.db;
+      const d = (await s.api<Destination>("POST", "/v1/destinations", { url: `${rx.url}/cursor`, event_types: ["cursor.*"] })).body;
+      await s.api("POST", `/v1/destinations/${d.id}/pause`, {});
+      const tenant = (await db.query<{ tenant_id: string }>("SELECT tenant_id FROM destinations WHERE id = $1", [d.id]))[0]!.tenant_id;
+      // Three events made 200 hours ago, in id order: the first held by a waiting delivery.
+      const at = (Date.now() - 200 * 3_600_000).toString(16).padStart(12, "0");
+      const [held, first, second] = ["a", "b", "c"].map((k) => `evt_${at}${k.repeat(14)}`) as [string, string, string];
+      for (const id of [held, first, second])
+        await db.query("INSERT INTO events (id, tenant_id, type, payload, occurred_at) VALUES ($1, $2, 'cursor.x', '{}', now())", [
+          id,
+          tenant,
+        ]);
+      await db.query(
+        `INSERT INTO deliveries (destination_id, id, event_id, tenant_id, status, occurred_at, next_attempt_at)
+         VALUES ($1, 'dlv_cursor', $2, $3, 'queued', now(), now())`,
+        [d.id, held, tenant],
+      );
+      const ids = async () =>
+        (await db.query<{ id: string }>("SELECT id FROM events WHERE id = ANY($1) ORDER BY id", [[held, first, second]])).map((r) => r.id);
+      // After `first`: only `second` goes, and it is the next batch's start.
+      assert.deepEqual(await db.tx((q) => pruneEvents(q, 168, 10, first)), { n: 1, last: second });
+      assert.deepEqual(await ids(), [held, first]);
+      // A round from the start passes over the held event, and records where its batch stopped.
+      const round = { eventsAfter: "" };
+      await pruneOnce(db, 168, round);
+      assert.deepEqual(await ids(), [held]);
+      assert.equal(round.eventsAfter >= first, true);
+      await db.query("DELETE FROM deliveries WHERE id = 'dlv_cursor'");
     });
   });
 }

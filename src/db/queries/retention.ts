@@ -27,11 +27,19 @@ export async function pruneAttempts(q: Queryable, retentionHours: number, batch:
   return rows[0]!.n;
 }
 
+// The batches below name their rows by ctid, as pruneAttempts does: named by key (`(destination_id,
+// id) IN (…)`), the planner joined a batch of 5,000 to the whole table by a hash over a sequential
+// scan — 127 ms a batch at 600,000 deliveries against 14 by ctid, and 200 against 15 for events —
+// work that grew with the rows kept, in every batch. The finished delivery's conditions are asked
+// again of the row deleted: one retried by id since the batch was chosen (a new version of the
+// row, which a ctid no longer names) is left alone.
+
 /** Deliveries delivered, discarded or dead more than `retentionHours` ago. */
 export async function pruneDeliveries(q: Queryable, retentionHours: number, batch: number): Promise<number> {
   const rows = await q.query<{ n: number }>(
-    `WITH d AS (DELETE FROM deliveries WHERE (destination_id, id) IN (
-        SELECT destination_id, id FROM deliveries WHERE finished_at < ${cutoff} AND status IN ('delivered', 'discarded', 'dead') LIMIT $2)
+    `WITH d AS (DELETE FROM deliveries WHERE ctid IN (
+        SELECT ctid FROM deliveries WHERE finished_at < ${cutoff} AND status IN ('delivered', 'discarded', 'dead') LIMIT $2)
+        AND finished_at < ${cutoff} AND status IN ('delivered', 'discarded', 'dead')
       RETURNING 1)
      SELECT count(*)::int AS n FROM d`,
     [retentionHours, batch],
@@ -47,17 +55,30 @@ export async function pruneDeliveries(q: Queryable, retentionHours: number, batc
 export const idAt = (prefix: string, at: string): string =>
   `('${prefix}_' || lpad(to_hex((extract(epoch FROM ${at}) * 1000)::bigint), 12, '0')) COLLATE "C"`;
 
-/** Events made more than `retentionHours` ago that no delivery refers to any more. */
-export async function pruneEvents(q: Queryable, retentionHours: number, batch: number): Promise<number> {
-  const rows = await q.query<{ n: number }>(
-    `WITH d AS (DELETE FROM events WHERE id IN (
-        SELECT e.id FROM events e WHERE e.id < ${idAt("evt", cutoff)}
-           AND NOT EXISTS (SELECT 1 FROM deliveries dl WHERE dl.event_id = e.id) LIMIT $2)
-      RETURNING 1)
-     SELECT count(*)::int AS n FROM d`,
-    [retentionHours, batch],
+/**
+ * Events made more than `retentionHours` ago that no delivery refers to any more, taken in id
+ * order above `after` (an id; "" for the start). Returns how many went and the last id deleted,
+ * to pass as `after` to the next batch of the round: the events still held (deliveries of paused,
+ * failing or throttled destinations) gather at the old end of the id range, and a batch that
+ * began there each time re-read all of them before finding anything to delete — work that grew
+ * with the held backlog, in every batch (some 70 ms a batch with 100,000 held, in a scratch
+ * measurement). Read once a round, they cost that once.
+ */
+export async function pruneEvents(
+  q: Queryable,
+  retentionHours: number,
+  batch: number,
+  after = "",
+): Promise<{ n: number; last: string | null }> {
+  const rows = await q.query<{ n: number; last: string | null }>(
+    `WITH d AS (DELETE FROM events WHERE ctid IN (
+        SELECT e.ctid FROM events e WHERE e.id > $3::text COLLATE "C" AND e.id < ${idAt("evt", cutoff)}
+           AND NOT EXISTS (SELECT 1 FROM deliveries dl WHERE dl.event_id = e.id) ORDER BY e.id LIMIT $2)
+      RETURNING id)
+     SELECT count(*)::int AS n, max(id) AS last FROM d`,
+    [retentionHours, batch, after],
   );
-  return rows[0]!.n;
+  return rows[0]!;
 }
 
 /**
