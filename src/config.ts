@@ -328,7 +328,7 @@ export const SETTINGS = [
         throw new Error(`must be a number of hours from 0.017 (a minute) to ${24 * 3650}`);
       return n;
     },
-    doc: "Finished deliveries, their attempts and events are pruned after this many hours (fractions allowed: 0.25 is 15 minutes).",
+    doc: "Finished deliveries, their attempts and events are pruned after this many hours (fractions allowed: 0.25 is 15 minutes). Attempts go in time partitions at most a quarter of this wide, each dropped whole once past it.",
   }),
   setting({
     key: "indexRebuildFactor",

@@ -26,3 +26,6 @@ export const RETENTION_LOCK = 7_245_003;
 
 /** Stats rollups (stats_minutes, backlog_samples): one worker a minute (the others skip their turn). */
 export const STATS_ROLLUP_LOCK = 7_245_004;
+
+/** Making and dropping the time partitions of attempts: one worker at a time (the others skip their turn). */
+export const PARTITIONS_LOCK = 7_245_005;

@@ -14,6 +14,7 @@ import {
 } from "../db/queries/retention.js";
 import { startStatsRollup } from "./stats-rollup.js";
 import { startIndexRebuilds } from "./index-rebuilds.js";
+import { startTimePartitions } from "./time-partitions.js";
 import { DEFAULT_REBUILD_POLICY } from "../policy/index-rebuild.js";
 import { everyRound } from "./rounds.js";
 import { tableStats, vacuumTable } from "../db/queries/maintenance.js";
@@ -74,6 +75,8 @@ export function startJanitor(
   log: Logger,
   everyMs = 30_000,
 ): () => void {
+  // Attempts go with their time partition (time-partitions.ts); the rounds below delete the rest.
+  const stopPartitions = startTimePartitions(db, log, retentionHours);
   const stopPruning = everyRound("pruning", log, { firstMs: everyMs, everyMs }, async (stopped) => {
     // Keep going while full batches come back, each its own short transaction, so that a round
     // removes all that passed retention since the last, however busy Sluice was. A cap per round
@@ -112,6 +115,7 @@ export function startJanitor(
   // What retention cannot give back: index pages that held deliveries keep mostly empty (policy/index-rebuild.ts).
   const stopRebuilds = db.citus ? () => undefined : startIndexRebuilds(db, log, { ...DEFAULT_REBUILD_POLICY, factor: indexRebuildFactor });
   return () => {
+    stopPartitions();
     stopPruning();
     clearInterval(sweep);
     stopStats();

@@ -2,12 +2,14 @@ import type { Queryable } from "../db.js";
 import { lockKey, RETENTION_LOCK } from "../advisory-locks.js";
 import { UNLEASED } from "./leases.js";
 import { nowPlusSeconds } from "./sql-time.js";
+import { rowPrunedPartitions } from "./partitions.js";
 
-// Retention, run by dispatch/janitor.ts: attempts, finished deliveries and events with nothing
-// left to deliver are deleted past retention in batches of `batch` rows, idempotency keys after
-// 24 h, settled alerts past retention; deliveries held too long for a paused destination, and
-// those a deleted destination left waiting, are discarded. Each statement returns how many rows
-// it removed or changed.
+// Retention, run by dispatch/janitor.ts: finished deliveries, events with nothing left to deliver
+// and the attempts no time partition holds (the others go with their partition: partitions.ts)
+// are deleted past retention in batches of `batch` rows, idempotency keys after 24 h, settled
+// alerts past retention; deliveries held too long for a paused destination, and those a deleted
+// destination left waiting, are discarded. Each statement returns how many rows it removed or
+// changed.
 
 const cutoff = `now() - $1::float8 * interval '1 hour'`; // $1 may be a fraction of an hour
 
@@ -17,14 +19,22 @@ export async function tryRetentionLock(q: Queryable): Promise<boolean> {
   return got[0]?.ok ?? false;
 }
 
-/** Attempts started more than `retentionHours` ago. */
+/**
+ * Attempts started more than `retentionHours` ago in the partitions retention deletes from by row
+ * (rowPrunedPartitions: the default and the table from before partitioning); the others go with
+ * their partition (policy/time-partitions.ts). At most `batch` rows from each.
+ */
 export async function pruneAttempts(q: Queryable, retentionHours: number, batch: number): Promise<number> {
-  const rows = await q.query<{ n: number }>(
-    `WITH d AS (DELETE FROM attempts WHERE ctid IN (SELECT ctid FROM attempts WHERE started_at < ${cutoff} LIMIT $2) RETURNING 1)
-     SELECT count(*)::int AS n FROM d`,
-    [retentionHours, batch],
-  );
-  return rows[0]!.n;
+  let n = 0;
+  for (const table of await rowPrunedPartitions(q, "attempts")) {
+    const rows = await q.query<{ n: number }>(
+      `WITH d AS (DELETE FROM ${table} WHERE ctid IN (SELECT ctid FROM ${table} WHERE started_at < ${cutoff} LIMIT $2) RETURNING 1)
+       SELECT count(*)::int AS n FROM d`,
+      [retentionHours, batch],
+    );
+    n += rows[0]!.n;
+  }
+  return n;
 }
 
 // The batches below name their rows by ctid, as pruneAttempts does: named by key (`(destination_id,
