@@ -119,9 +119,11 @@ async function profile(): Promise<void> {
         await s.cluster.stop(); // Backends flush their table counters when idle or when they exit: stop Sluice before reading them.
         await sleep(1000);
         const tables = await db.query<{ table: string; indexes: number; ins: number; upd: number; del: number; hot: number }>(
-          `SELECT relname AS table, (SELECT count(*) FROM pg_index i WHERE i.indrelid = relid)::float8 AS indexes,
-                  n_tup_ins::float8 AS ins, n_tup_upd::float8 AS upd, n_tup_del::float8 AS del, n_tup_hot_upd::float8 AS hot
-             FROM pg_stat_user_tables WHERE n_tup_ins + n_tup_upd + n_tup_del > 0 ORDER BY n_tup_ins + n_tup_upd + n_tup_del DESC`,
+          // A partitioned table (attempts) as one: its partitions' counters summed.
+          `SELECT r.relname AS table, (SELECT count(*) FROM pg_index i WHERE i.indrelid = r.oid)::float8 AS indexes,
+                  sum(n_tup_ins)::float8 AS ins, sum(n_tup_upd)::float8 AS upd, sum(n_tup_del)::float8 AS del, sum(n_tup_hot_upd)::float8 AS hot
+             FROM pg_stat_user_tables s JOIN pg_class r ON r.oid = coalesce(pg_partition_root(s.relid), s.relid)
+            GROUP BY r.oid, r.relname HAVING sum(n_tup_ins + n_tup_upd + n_tup_del) > 0 ORDER BY sum(n_tup_ins + n_tup_upd + n_tup_del) DESC`,
         );
         const [commits, walBytes] = [(await counters(db)).commits - before.commits, after.wal - before.wal];
         return { busyBeforePct, delivered: f.events, wallMs, cpu, statements: stmts, commits, walBytes, tables: tables.rows };

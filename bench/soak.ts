@@ -10,18 +10,25 @@ export type Spans = { early: number[]; late: number[] };
 type Row = { atMin: number; seconds: number; askedPerSec: number; healthyPerSec: number; latencyMs: { p50: number; p99: number } | null };
 export type SoakRow = Row & { soak: Sample & { walPerEventKB: number; autovacuums: number } };
 
+// A partitioned table (attempts: migrations/0024) counts as one, its partitions' figures summed.
 const SQL = `
-  SELECT relname AS name, pg_table_size(relid)::float8 AS heap, pg_indexes_size(relid)::float8 AS idx, n_live_tup::float8 AS live,
-         n_dead_tup::float8 AS dead, n_tup_del::float8 AS deleted, autovacuum_count::int AS autovacuums,
+  SELECT r.relname AS name, sum(pg_table_size(s.relid))::float8 AS heap, sum(pg_indexes_size(s.relid))::float8 AS idx,
+         sum(n_live_tup)::float8 AS live, sum(n_dead_tup)::float8 AS dead, sum(n_tup_del)::float8 AS deleted,
+         sum(autovacuum_count)::int AS autovacuums,
          (pg_current_wal_lsn() - '0/0')::float8 AS wal, (SELECT array_agg(pid) FROM pg_stat_activity) AS pids
-    FROM pg_stat_user_tables`;
+    FROM pg_stat_user_tables s JOIN pg_class r ON r.oid = coalesce(pg_partition_root(s.relid), s.relid)
+   GROUP BY r.relname`;
 const TABLES = ["events", "deliveries", "attempts"]; // those that grow with the workload, and that only retention deletes from
-// Each of their indexes' size, and when the janitor last rebuilt (or first measured) it: where a table's growth is, and
-// whether the rebuilds keep up. A store migrated before index_rebuilds (--sluice-dir) has no such times.
+// Each of their indexes' size (a partitioned index's: its partitions'), and when the janitor last rebuilt (or first
+// measured) it: where a table's growth is, and whether the rebuilds keep up. A store migrated before index_rebuilds
+// (--sluice-dir) has no such times.
 const INDEXES = `
-  SELECT c.relname AS name, pg_relation_size(c.oid)::float8 AS bytes
-    FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_class t ON t.oid = i.indrelid
-   WHERE t.relname = ANY($1) AND t.relnamespace = to_regnamespace(current_schema())`;
+  SELECT r.relname AS name, sum(pg_relation_size(c.oid))::float8 AS bytes
+    FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+    JOIN pg_class r ON r.oid = coalesce(pg_partition_root(c.oid), c.oid)
+    JOIN pg_class t ON t.oid = coalesce(pg_partition_root(i.indrelid), i.indrelid)
+   WHERE t.relname = ANY($1) AND t.relnamespace = to_regnamespace(current_schema())
+   GROUP BY r.relname`;
 const REBUILT = `SELECT index_name AS name, (extract(epoch FROM measured_at) * 1000)::float8 AS "atMs" FROM index_rebuilds`;
 type Stat = Record<"heap" | "idx" | "live" | "dead" | "deleted" | "autovacuums" | "wal", number> & { name: string; pids: number[] };
 const procMB = (pid: number, field: string): number => {
