@@ -14,7 +14,6 @@ export type SoakRow = Row & { soak: Sample & { walPerEventKB: number; autovacuum
 const SQL = `
   SELECT r.relname AS name, sum(pg_table_size(s.relid))::float8 AS heap, sum(pg_indexes_size(s.relid))::float8 AS idx,
          sum(n_live_tup)::float8 AS live, sum(n_dead_tup)::float8 AS dead, sum(n_tup_del)::float8 AS deleted,
-         sum(autovacuum_count)::int AS autovacuums,
          (pg_current_wal_lsn() - '0/0')::float8 AS wal, (SELECT array_agg(pid) FROM pg_stat_activity) AS pids
     FROM pg_stat_user_tables s JOIN pg_class r ON r.oid = coalesce(pg_partition_root(s.relid), s.relid)
    GROUP BY r.relname`;
@@ -29,8 +28,11 @@ const INDEXES = `
     JOIN pg_class t ON t.oid = coalesce(pg_partition_root(i.indrelid), i.indrelid)
    WHERE t.relname = ANY($1) AND t.relnamespace = to_regnamespace(current_schema())
    GROUP BY r.relname`;
+// Each table's autovacuums by oid: a dropped partition takes its count with it, so a window's
+// are counted table by table, over the tables there at its end.
+const AUTOVACUUMS = `SELECT relid::text AS oid, autovacuum_count::int AS n FROM pg_stat_user_tables`;
 const REBUILT = `SELECT index_name AS name, (extract(epoch FROM measured_at) * 1000)::float8 AS "atMs" FROM index_rebuilds`;
-type Stat = Record<"heap" | "idx" | "live" | "dead" | "deleted" | "autovacuums" | "wal", number> & { name: string; pids: number[] };
+type Stat = Record<"heap" | "idx" | "live" | "dead" | "deleted" | "wal", number> & { name: string; pids: number[] };
 const procMB = (pid: number, field: string): number => {
   try {
     return Number(new RegExp(`^${field}:\\s+(\\d+)`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
@@ -46,6 +48,7 @@ export async function sample(db: pg.Client, sluicePids: number[], postmaster: nu
   const indexes = (await db.query<{ name: string; bytes: number }>(INDEXES, [TABLES])).rows;
   const hasRebuilds = (await db.query<{ has: boolean }>(`SELECT to_regclass('index_rebuilds') IS NOT NULL AS has`)).rows[0]?.has;
   const rebuilt = new Map(hasRebuilds ? (await db.query<{ name: string; atMs: number }>(REBUILT)).rows.map((r) => [r.name, r.atMs]) : []);
+  const autovacuums = (await db.query<{ oid: string; n: number }>(AUTOVACUUMS)).rows;
   const sum = (f: (r: Stat) => number): number => stats.reduce((n, r) => n + f(r), 0);
   return {
     sluiceMB: sluicePids.map((p) => procMB(p, "VmRSS")),
@@ -59,7 +62,7 @@ export async function sample(db: pg.Client, sluicePids: number[], postmaster: nu
     tablesMB: sum((r) => r.heap + r.idx) / 2 ** 20,
     deadRows: sum((r) => r.dead),
     pruned: sum((r) => (TABLES.includes(r.name) ? r.deleted : 0)),
-    autovacuumsEver: sum((r) => r.autovacuums),
+    autovacuumsEver: Object.fromEntries(autovacuums.map((r) => [r.oid, r.n])) as Record<string, number>,
     walBytes: stats[0]?.wal ?? 0,
   };
 }
@@ -67,7 +70,7 @@ export async function sample(db: pg.Client, sluicePids: number[], postmaster: nu
 /** A window's figures: its last sample, with the autovacuums and the WAL per event published since the one before. */
 export const soakFigures = (now: Sample, last: Sample, published: number): SoakRow["soak"] => ({
   ...now,
-  autovacuums: now.autovacuumsEver - last.autovacuumsEver,
+  autovacuums: Object.entries(now.autovacuumsEver).reduce((n, [oid, ever]) => n + ever - (last.autovacuumsEver[oid] ?? 0), 0),
   walPerEventKB: (now.walBytes - last.walBytes) / 1024 / published, // Infinity, shown as –, for a drain window
 });
 
