@@ -4,7 +4,8 @@ import type { TimePartition } from "../../policy/time-partitions.js";
 
 // The time partitions of attempts (migrations/0024_attempts_by_time.sql), made and dropped by the
 // janitor as policy/time-partitions.ts plans. DDL takes no parameters: the names and bounds put
-// into it are made here from numbers (partitionName) or read back from the store's own catalog.
+// into it are made here from numbers (partitionName), or read from the catalog as regclass prints
+// them (quoted where they must be), so a partition someone else named is dropped or pruned as is.
 
 /** Takes the partitions lock for the caller's transaction; false when another worker holds it. */
 export async function tryPartitionsLock(q: Queryable): Promise<boolean> {
@@ -20,7 +21,7 @@ export async function tryPartitionsLock(q: Queryable): Promise<boolean> {
  */
 export async function listTimePartitions(q: Queryable, table: string): Promise<{ nowMs: number; partitions: TimePartition[] }> {
   const rows = await q.query<{ name: string; fromMs: number | null; toMs: number | null; nowMs: number }>(
-    `SELECT c.relname AS name,
+    `SELECT c.oid::regclass::text AS name,
             floor(extract(epoch FROM nullif(trim(both '''' FROM b.m[1]), 'MINVALUE')::timestamptz) * 1000)::float8 AS "fromMs",
             ceil(extract(epoch FROM nullif(trim(both '''' FROM b.m[2]), 'MAXVALUE')::timestamptz) * 1000)::float8 AS "toMs",
             (extract(epoch FROM now()) * 1000)::float8 AS "nowMs"
@@ -42,24 +43,19 @@ export async function listTimePartitions(q: Queryable, table: string): Promise<{
 /**
  * The partitions of `table` retention deletes from by row, as they were before partitioning: its
  * default partition, and one open below (the table from before it was partitioned, until its time
- * has passed). Names as the catalog has them, which are Sluice's own.
+ * has passed).
  */
 export async function rowPrunedPartitions(q: Queryable, table: string): Promise<string[]> {
   const rows = await q.query<{ name: string }>(
-    `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+    `SELECT c.oid::regclass::text AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
       WHERE i.inhparent = to_regclass($1)
         AND (c.relispartition AND pg_get_expr(c.relpartbound, c.oid) = 'DEFAULT'
              OR pg_get_expr(c.relpartbound, c.oid) LIKE 'FOR VALUES FROM (MINVALUE)%')
       ORDER BY 1`,
     [table],
   );
-  return rows.map((r) => checkedName(r.name));
+  return rows.map((r) => r.name);
 }
-
-const checkedName = (name: string): string => {
-  if (!/^[a-z][a-z0-9_]*$/.test(name)) throw new Error(`not a partition name Sluice makes: ${name}`);
-  return name;
-};
 
 const literal = (ms: number): string => `'${new Date(ms).toISOString()}'`;
 
@@ -92,8 +88,11 @@ export async function createTimePartition(
   return true;
 }
 
-/** Drops partition `name` of attempts and all its rows, waiting at most `lockTimeoutMs` for its table. */
+/**
+ * Drops partition `name` (as listTimePartitions gave it) and all its rows, waiting at most
+ * `lockTimeoutMs` for its table.
+ */
 export async function dropTimePartition(q: Queryable, name: string, lockTimeoutMs: number): Promise<void> {
   await q.exec(`SET LOCAL lock_timeout = ${Math.max(1, Math.trunc(lockTimeoutMs))}`);
-  await q.exec(`DROP TABLE IF EXISTS ${checkedName(name)}`);
+  await q.exec(`DROP TABLE IF EXISTS ${name}`);
 }
